@@ -2,8 +2,31 @@
 // HKDF-SHA256, one distinct label per purpose (docs/format.md, "Keys").
 package keys
 
+import (
+	"crypto/hkdf"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+)
+
 // MasterKeySize is the size of the random master key.
 const MasterKeySize = 32
+
+// HKDF info labels, one per purpose. They are part of the on-disk format.
+// Why this is safe: distinct labels make the subkeys independent PRF outputs
+// of the master key, so no key is ever used by two algorithms or purposes.
+const (
+	LabelContents    = "encryptfs v1 file contents"
+	LabelHeaderMAC   = "encryptfs v1 file header mac"
+	LabelNames       = "encryptfs v1 names"
+	LabelXattrNames  = "encryptfs v1 xattr names"
+	LabelXattrValues = "encryptfs v1 xattr values"
+	LabelSymlinks    = "encryptfs v1 symlinks"
+	LabelReverse     = "encryptfs v1 reverse ids"
+)
+
+// ErrMasterKey is returned for a master key of the wrong size.
+var ErrMasterKey = errors.New("keys: master key must be 32 bytes")
 
 // Keys holds every subkey a vault uses. Never log or print it.
 type Keys struct {
@@ -17,7 +40,45 @@ type Keys struct {
 }
 
 // Derive computes all subkeys from a 32-byte master key.
-func Derive(master []byte) (*Keys, error) { panic("TODO") }
+//
+// Each subkey is HKDF-SHA256(secret = master, salt = empty, info = label).
+// Why an empty salt is safe: the master key is already 256 uniformly random
+// bits, so HKDF-Extract needs no salt to produce a uniform PRK (RFC 5869 §3.1).
+func Derive(master []byte) (*Keys, error) {
+	if len(master) != MasterKeySize {
+		return nil, fmt.Errorf("%w (got %d)", ErrMasterKey, len(master))
+	}
+	k := &Keys{}
+	for _, d := range []struct {
+		dst   *[]byte
+		label string
+		size  int
+	}{
+		{&k.Contents, LabelContents, 32},
+		{&k.HeaderMAC, LabelHeaderMAC, 32},
+		{&k.Names, LabelNames, 64},
+		{&k.XattrNames, LabelXattrNames, 64},
+		{&k.XattrValues, LabelXattrValues, 32},
+		{&k.Symlinks, LabelSymlinks, 32},
+		{&k.Reverse, LabelReverse, 32},
+	} {
+		b, err := hkdf.Key(sha256.New, master, nil, d.label, d.size)
+		if err != nil {
+			k.Wipe()
+			return nil, fmt.Errorf("keys: derive %q: %w", d.label, err)
+		}
+		*d.dst = b
+	}
+	return k, nil
+}
 
-// Wipe overwrites every subkey with zeros.
-func (k *Keys) Wipe() { panic("TODO") }
+// Wipe overwrites every subkey with zeros, so a key that is no longer needed
+// does not linger in memory longer than the garbage collector keeps it.
+func (k *Keys) Wipe() {
+	if k == nil {
+		return
+	}
+	for _, b := range [][]byte{k.Contents, k.HeaderMAC, k.Names, k.XattrNames, k.XattrValues, k.Symlinks, k.Reverse} {
+		clear(b)
+	}
+}
