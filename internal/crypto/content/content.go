@@ -6,7 +6,10 @@
 // It holds no file state and does no I/O: the engine in internal/core does.
 package content
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Algorithm names a chunk AEAD. The strings are stored in the config.
 type Algorithm string
@@ -27,6 +30,17 @@ const (
 	MinChunk         = 4 << 10
 	MaxChunk         = 1 << 20
 	DefaultChunkSize = 64 << 10 // TODO: confirm from benchmark figures
+
+	// KnownFlags are the header flags format version 1 understands; any
+	// other bit set makes ParseHeader fail.
+	KnownFlags = FlagSparse
+
+	// TagSize is the authentication tag (or SIV) size of every algorithm.
+	TagSize = 16
+
+	// FileKeyInfoPrefix is the HKDF info prefix of per-file keys; the
+	// algorithm name is appended so a key is never shared by two AEADs.
+	FileKeyInfoPrefix = "encryptfs v1 file key "
 )
 
 // Errors. Callers match them with errors.Is.
@@ -48,61 +62,130 @@ type Header struct {
 
 // Suite is the vault-wide content cipher: algorithm, chunk size and keys.
 // It is safe for concurrent use.
-type Suite struct{ _ int }
+type Suite struct {
+	alg          Algorithm
+	chunkSize    int
+	nonceSize    int
+	fileKeySize  int
+	contentsKey  []byte
+	headerMACKey []byte
+}
+
+// Algorithms lists the chunk ciphers of format version 1, default first.
+func Algorithms() []Algorithm {
+	return []Algorithm{AES256GCM, XChaCha20Poly1305, AES256SIV}
+}
+
+// params returns the stored nonce size and per-file key size of alg.
+func params(alg Algorithm) (nonceSize, keySize int, ok bool) {
+	switch alg {
+	case AES256GCM:
+		// Why 16 bytes: random 128-bit nonces make collisions negligible
+		// (q^2/2^129 per file key) where 96-bit ones would bound a key to
+		// about 2^32 chunks.
+		return 16, 32, true
+	case XChaCha20Poly1305:
+		// Why safe: 192-bit random nonces, collision bound q^2/2^193.
+		return 24, 32, true
+	case AES256SIV:
+		// Why 16 bytes: the nonce is one S2V input; SIV stays secure (only
+		// equality leaks) even if it repeats, so random or derived both work.
+		return 16, 64, true
+	}
+	return 0, 0, false
+}
 
 // NewSuite checks the algorithm and chunk size (power of two, MinChunk..MaxChunk)
 // and keeps copies of the contents key and the header MAC key.
 func NewSuite(alg Algorithm, chunkSize int, contentsKey, headerMACKey []byte) (*Suite, error) {
-	panic("TODO")
+	ns, ks, ok := params(alg)
+	if !ok {
+		return nil, fmt.Errorf("%w: algorithm %q", ErrUnsupported, alg)
+	}
+	if chunkSize < MinChunk || chunkSize > MaxChunk || chunkSize&(chunkSize-1) != 0 {
+		return nil, fmt.Errorf("%w: chunk size %d (want a power of two in %d..%d)", ErrUnsupported, chunkSize, MinChunk, MaxChunk)
+	}
+	if len(contentsKey) != 32 || len(headerMACKey) != 32 {
+		return nil, fmt.Errorf("%w: contents and header MAC keys must be 32 bytes", ErrUnsupported)
+	}
+	return &Suite{
+		alg:          alg,
+		chunkSize:    chunkSize,
+		nonceSize:    ns,
+		fileKeySize:  ks,
+		contentsKey:  append([]byte(nil), contentsKey...),
+		headerMACKey: append([]byte(nil), headerMACKey...),
+	}, nil
 }
 
 // Algorithm returns the chunk cipher.
-func (s *Suite) Algorithm() Algorithm { panic("TODO") }
+func (s *Suite) Algorithm() Algorithm { return s.alg }
 
 // ChunkSize is the plaintext size of a full chunk.
-func (s *Suite) ChunkSize() int { panic("TODO") }
+func (s *Suite) ChunkSize() int { return s.chunkSize }
 
 // NonceSize is the size of the stored per-chunk nonce.
-func (s *Suite) NonceSize() int { panic("TODO") }
+func (s *Suite) NonceSize() int { return s.nonceSize }
 
 // Overhead is the stored size minus the plaintext size of one chunk.
-func (s *Suite) Overhead() int { panic("TODO") }
+func (s *Suite) Overhead() int { return s.nonceSize + TagSize }
 
 // CipherChunkSize is the stored size of a full chunk.
-func (s *Suite) CipherChunkSize() int { panic("TODO") }
+func (s *Suite) CipherChunkSize() int { return s.chunkSize + s.Overhead() }
 
 // CipherSize maps a plaintext size to the backing file size (0 -> 0).
-func (s *Suite) CipherSize(plain int64) int64 { panic("TODO") }
+// A negative size is a programmer error and panics.
+func (s *Suite) CipherSize(plain int64) int64 {
+	if plain < 0 {
+		panic("content: negative plaintext size")
+	}
+	if plain == 0 {
+		return 0
+	}
+	cs := int64(s.chunkSize)
+	chunks := (plain + cs - 1) / cs
+	return HeaderSize + plain + chunks*int64(s.Overhead())
+}
 
 // PlainSize maps a backing file size to the plaintext size, or ErrTruncated.
 // A header-only file is size 0.
-func (s *Suite) PlainSize(cipher int64) (int64, error) { panic("TODO") }
-
-// MarshalHeader returns the 36 header bytes with their MAC.
-func (s *Suite) MarshalHeader(h Header) []byte { panic("TODO") }
-
-// ParseHeader checks version, flags and MAC (constant time), or ErrBadHeader.
-func (s *Suite) ParseHeader(b []byte) (Header, error) { panic("TODO") }
-
-// File returns the per-file cipher, keyed by HKDF(contents key, fileID).
-func (s *Suite) File(id FileID) (*FileCipher, error) { panic("TODO") }
-
-// FileCipher seals and opens the chunks of one file. Safe for concurrent use.
-type FileCipher struct{ _ int }
-
-// Seal appends the stored chunk nonce ‖ ciphertext ‖ tag to dst. nonce must be
-// NonceSize bytes (random in forward mode; derived in reverse mode, SIV only).
-// len(plain) is 1..ChunkSize.
-func (f *FileCipher) Seal(dst, plain []byte, index uint64, final bool, nonce []byte) []byte {
-	panic("TODO")
-}
-
-// Open authenticates a stored chunk and appends its plaintext to dst, or
-// returns ErrCorruptChunk and appends nothing.
-func (f *FileCipher) Open(dst, chunk []byte, index uint64, final bool) ([]byte, error) {
-	panic("TODO")
+func (s *Suite) PlainSize(cipher int64) (int64, error) {
+	switch {
+	case cipher == 0:
+		return 0, nil
+	case cipher < HeaderSize:
+		return 0, fmt.Errorf("%w: %d bytes is shorter than the header", ErrTruncated, cipher)
+	}
+	body := cipher - HeaderSize
+	ccs := int64(s.CipherChunkSize())
+	full, rest := body/ccs, body%ccs
+	plain := full * int64(s.chunkSize)
+	if rest == 0 {
+		return plain, nil
+	}
+	if rest <= int64(s.Overhead()) {
+		return 0, fmt.Errorf("%w: last chunk of %d bytes has no plaintext", ErrTruncated, rest)
+	}
+	return plain + rest - int64(s.Overhead()), nil
 }
 
 // IsHole reports whether a stored chunk is all zero bytes (a hole candidate;
 // the engine decides with the SPARSE flag and position whether it is allowed).
-func IsHole(chunk []byte) bool { panic("TODO") }
+// An empty slice is not a hole.
+func IsHole(chunk []byte) bool {
+	if len(chunk) == 0 {
+		return false
+	}
+	var acc byte
+	for len(chunk) >= 8 {
+		acc |= chunk[0] | chunk[1] | chunk[2] | chunk[3] | chunk[4] | chunk[5] | chunk[6] | chunk[7]
+		if acc != 0 {
+			return false
+		}
+		chunk = chunk[8:]
+	}
+	for _, b := range chunk {
+		acc |= b
+	}
+	return acc == 0
+}
