@@ -1,0 +1,168 @@
+package backing
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// setup makes root/{d/e, f, link -> d, abs -> /etc} and returns root's fd.
+func setup(t *testing.T) (string, int) {
+	t.Helper()
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "d", "e"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644))
+	must(t, os.Symlink("d", filepath.Join(dir, "link")))
+	must(t, os.Symlink("/etc", filepath.Join(dir, "abs")))
+	fd, err := OpenRoot(dir)
+	must(t, err)
+	t.Cleanup(func() { Close(fd) })
+	return dir, fd
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenDir(t *testing.T) {
+	_, root := setup(t)
+	for _, tc := range []struct {
+		rel  string
+		want error // nil: success
+	}{
+		{"", nil},
+		{".", nil},
+		{"d", nil},
+		{"d/e", nil},
+		{"link", unix.ENOTDIR}, // O_NOFOLLOW|O_DIRECTORY on a symlink
+		{"link/e", unix.ELOOP},
+		{"abs", unix.ENOTDIR},
+		{"..", unix.EXDEV},
+		{"d/../..", unix.EXDEV},
+		{"/etc", unix.EXDEV},
+		{"f", unix.ENOTDIR},
+		{"missing", unix.ENOENT},
+	} {
+		t.Run(tc.rel, func(t *testing.T) {
+			fd, err := OpenDir(root, tc.rel)
+			if err == nil {
+				Close(fd)
+			}
+			if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
+				t.Fatalf("OpenDir(%q) = %v, want %v", tc.rel, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSingleComponent(t *testing.T) {
+	_, root := setup(t)
+	for _, name := range []string{"", ".", "..", "d/e", "a\x00b"} {
+		if _, err := Openat(root, name, unix.O_RDONLY, 0); !errors.Is(err, ErrBadComponent) {
+			t.Errorf("Openat(%q) = %v, want ErrBadComponent", name, err)
+		}
+		if err := Mkdirat(root, name, 0o700); !errors.Is(err, ErrBadComponent) {
+			t.Errorf("Mkdirat(%q) = %v, want ErrBadComponent", name, err)
+		}
+	}
+	if _, err := Openat(root, "link", unix.O_RDONLY, 0); !errors.Is(err, unix.ELOOP) {
+		t.Errorf("Openat(symlink) = %v, want ELOOP", err)
+	}
+	if _, err := ReadFileAt(root, "abs", 100); !errors.Is(err, unix.ELOOP) {
+		t.Errorf("ReadFileAt(symlink) = %v, want ELOOP", err)
+	}
+}
+
+func TestFilesAndDir(t *testing.T) {
+	dir, root := setup(t)
+	must(t, WriteFileAt(root, "id", []byte("0123456789abcdef"), 0o400))
+	if err := WriteFileAt(root, "id", []byte("again"), 0o400); !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("second WriteFileAt = %v, want EEXIST", err)
+	}
+	st, err := Fstatat(root, "id")
+	must(t, err)
+	if st.Mode&0o7777 != 0o400 || st.Size != 16 {
+		t.Fatalf("mode %o size %d", st.Mode&0o7777, st.Size)
+	}
+	b, err := ReadFileAt(root, "id", 16)
+	must(t, err)
+	if string(b) != "0123456789abcdef" {
+		t.Fatalf("read %q", b)
+	}
+	if _, err := ReadFileAt(root, "id", 15); !errors.Is(err, ErrTooBig) {
+		t.Fatalf("limit: %v", err)
+	}
+	// Many entries so that getdents needs more than one call.
+	sub := filepath.Join(dir, "many")
+	must(t, os.Mkdir(sub, 0o755))
+	var want []string
+	for i := range 600 {
+		n := filepath.Join(sub, string(rune('a'+i%26))+string(make([]byte, 0))+itoa(i)+"-0123456789012345678901234567890123456789012345678901234567890123456789")
+		must(t, os.WriteFile(n, nil, 0o600))
+		want = append(want, filepath.Base(n))
+	}
+	fd, err := OpenDir(root, "many")
+	must(t, err)
+	defer Close(fd)
+	for range 2 { // listing twice from the same fd works
+		ents, err := ReadDir(fd)
+		must(t, err)
+		var got []string
+		for _, e := range ents {
+			if e.Type != unix.DT_REG || e.Ino == 0 {
+				t.Fatalf("entry %+v", e)
+			}
+			got = append(got, e.Name)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("ReadDir: %d entries, want %d", len(got), len(want))
+		}
+	}
+	// *at wrappers on a symlink act on the link itself.
+	must(t, Fchownat(root, "link", 0, 0))
+	ts := [2]unix.Timespec{{Sec: 1, Nsec: 2}, {Sec: 3, Nsec: 4}}
+	must(t, UtimesNanoAt(root, "link", ts))
+	lst, err := Fstatat(root, "link")
+	must(t, err)
+	if lst.Mode&unix.S_IFMT != unix.S_IFLNK || lst.Mtim.Nsec != 4 {
+		t.Fatalf("symlink stat %+v", lst)
+	}
+	target, err := Readlinkat(root, "link")
+	must(t, err)
+	if target != "d" {
+		t.Fatalf("readlink %q", target)
+	}
+	must(t, Fchmodat(root, "f", 0o151))
+	st, err = Fstatat(root, "f")
+	must(t, err)
+	if st.Mode&0o7777 != 0o151 {
+		t.Fatalf("chmod: %o", st.Mode&0o7777)
+	}
+	must(t, FsyncDirAt(root, ""))
+	must(t, FsyncDirAt(root, "d"))
+	must(t, Renameat2(root, "f", root, "g", unix.RENAME_NOREPLACE))
+	if err := Renameat2(root, "g", root, "id", unix.RENAME_NOREPLACE); !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("NOREPLACE: %v", err)
+	}
+	must(t, Unlinkat(root, "g", 0))
+	if err := Unlinkat(root, "e", unix.AT_REMOVEDIR); !errors.Is(err, unix.ENOENT) {
+		t.Fatalf("unlink missing: %v", err)
+	}
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}

@@ -1,0 +1,144 @@
+package backing
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dirent is one entry of a backing directory as getdents64 reports it.
+type Dirent struct {
+	Name string
+	Ino  uint64
+	Type uint8 // unix.DT_REG, unix.DT_DIR, ... or unix.DT_UNKNOWN
+}
+
+// ReadDir lists every entry of the open directory fd except "." and "..",
+// in the order the kernel returns them. It reads with getdents64 from the
+// start of the directory (it seeks fd to 0 first), so one fd can be listed
+// again.
+func ReadDir(fd int) ([]Dirent, error) {
+	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var out []Dirent
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := retryN(func() (int, error) { return unix.Getdents(fd, buf) })
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		out, err = parseDirents(buf[:n], out)
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// parseDirents decodes linux_dirent64 records: ino u64, off s64, reclen
+// u16, type u8, NUL-terminated name.
+func parseDirents(b []byte, out []Dirent) ([]Dirent, error) {
+	const fixed = 19
+	for len(b) > 0 {
+		if len(b) < fixed {
+			return nil, fmt.Errorf("backing: short dirent record")
+		}
+		reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+		if reclen < fixed || reclen > len(b) {
+			return nil, fmt.Errorf("backing: bad dirent length %d", reclen)
+		}
+		rec := b[:reclen]
+		b = b[reclen:]
+		nameb := rec[fixed:]
+		for i, c := range nameb {
+			if c == 0 {
+				nameb = nameb[:i]
+				break
+			}
+		}
+		name := string(nameb)
+		if name == "." || name == ".." {
+			continue
+		}
+		out = append(out, Dirent{
+			Name: name,
+			Ino:  binary.NativeEndian.Uint64(rec[0:8]),
+			Type: rec[18],
+		})
+	}
+	return out, nil
+}
+
+// WriteFileAt creates file name in dirfd exclusively (O_EXCL), writes data,
+// fsyncs it and closes it. mode is applied with fchmod after writing, so a
+// read-only mode such as 0400 does not need the file to be writable first.
+func WriteFileAt(dirfd int, name string, data []byte, mode uint32) error {
+	fd, err := Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0600)
+	if err != nil {
+		return err
+	}
+	if err := writeAll(fd, data); err != nil {
+		Close(fd)
+		unix.Unlinkat(dirfd, name, 0)
+		return err
+	}
+	if mode != 0600 {
+		if err := retry(func() error { return unix.Fchmod(fd, mode) }); err != nil {
+			Close(fd)
+			unix.Unlinkat(dirfd, name, 0)
+			return err
+		}
+	}
+	if err := Fsync(fd); err != nil {
+		Close(fd)
+		unix.Unlinkat(dirfd, name, 0)
+		return err
+	}
+	return Close(fd)
+}
+
+// writeAll writes data to fd from the current offset, looping on short writes.
+func writeAll(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := retryN(func() (int, error) { return unix.Write(fd, data) })
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// ErrTooBig is returned by ReadFileAt for a file larger than its limit.
+var ErrTooBig = fmt.Errorf("backing: file larger than expected")
+
+// ReadFileAt reads all of file name in dirfd, refusing symlinks and files
+// longer than limit bytes (metadata files are small; a huge one is corrupt).
+func ReadFileAt(dirfd int, name string, limit int) ([]byte, error) {
+	fd, err := Openat(dirfd, name, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer Close(fd)
+	buf := make([]byte, limit+1)
+	total := 0
+	for total < len(buf) {
+		n, err := retryN(func() (int, error) { return unix.Read(fd, buf[total:]) })
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		total += n
+	}
+	if total > limit {
+		return nil, fmt.Errorf("%w: %s", ErrTooBig, name)
+	}
+	return buf[:total], nil
+}
