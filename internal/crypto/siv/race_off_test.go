@@ -1,0 +1,5 @@
+//go:build !race
+
+package siv
+
+const raceEnabled = false
