@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/encryptfs/encryptfs/internal/crypto/siv"
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
@@ -65,7 +66,7 @@ type FileCipher struct {
 	nonceSize int
 	chunkSize int
 	aead      cipher.AEAD // AES-GCM or XChaCha20-Poly1305
-	siv       sivAEAD     // AES-SIV
+	siv       *siv.SIV    // AES-SIV (concrete type: no escaping AD)
 	// adPool recycles associated-data buffers: a stack array passed to the
 	// cipher.AEAD interface would escape to the heap on every call.
 	adPool sync.Pool
