@@ -3,7 +3,14 @@
 // the reserved backing names (docs/format.md, "Names").
 package names
 
-import "errors"
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/siv"
+)
 
 // Reserved backing names and prefixes.
 const (
@@ -14,6 +21,22 @@ const (
 	LongNameSuffix = ".name" // sidecar: LongNamePrefix + H + LongNameSuffix
 	MaxNameLen     = 255     // plaintext bytes
 	MaxBackingLen  = 255     // backing name bytes
+
+	// ReservedPrefix starts every name EncryptFS itself creates in a backing
+	// directory. Encrypted names never contain '.', so they cannot collide.
+	ReservedPrefix = "encryptfs."
+	// TempPrefix starts temporary backing names (atomic replace of config,
+	// dirid, sidecars, symlink re-encryption); see TempName.
+	TempPrefix = "encryptfs.tmp."
+
+	// KeySize is the size of the names key (AES-SIV-512: two AES-256 keys).
+	KeySize = 64
+	// MaxLongNameLen is the length of the longest possible encoded name: a
+	// 255-byte plaintext plus the 16-byte SIV, in base64url without padding.
+	MaxLongNameLen = ((siv.Overhead+MaxNameLen)*8 + 5) / 6
+	// MaxShortNameLen is the longest plaintext whose encoded name still fits
+	// in a backing name (175 bytes -> 255 characters).
+	MaxShortNameLen = MaxBackingLen*3/4 - siv.Overhead
 )
 
 // Errors.
@@ -21,38 +44,103 @@ var (
 	ErrInvalidName = errors.New("names: invalid file name")
 	ErrNameTooLong = errors.New("names: file name too long")
 	ErrBadName     = errors.New("names: encrypted name is corrupt or forged")
+	// ErrDirID reports a directory ID that is not DirIDSize bytes.
+	ErrDirID = errors.New("names: directory ID must be 16 bytes")
+	// ErrKeySize reports a names key that is not KeySize bytes.
+	ErrKeySize = errors.New("names: key must be 64 bytes")
 )
 
+// encoding is base64url without padding, strict: its alphabet has no '.',
+// ' ' or '~', which keeps encrypted names out of the reserved and foreign
+// namespaces, and Strict rejects non-zero trailing bits.
+var encoding = base64.RawURLEncoding.Strict()
+
 // Cipher encrypts and decrypts names. Safe for concurrent use.
-type Cipher struct{ _ int }
+type Cipher struct{ siv *siv.SIV }
 
 // New takes the 64-byte names key.
-func New(key []byte) (*Cipher, error) { panic("TODO") }
+func New(key []byte) (*Cipher, error) {
+	if len(key) != KeySize {
+		return nil, fmt.Errorf("%w (got %d)", ErrKeySize, len(key))
+	}
+	s, err := siv.New(key)
+	if err != nil {
+		return nil, fmt.Errorf("names: %w", err)
+	}
+	return &Cipher{siv: s}, nil
+}
 
 // Validate checks a plaintext name: 1..255 bytes, no '/', no NUL, not . or ..
-func Validate(name string) error { panic("TODO") }
+func Validate(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidName)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%w: %d bytes (max %d)", ErrNameTooLong, len(name), MaxNameLen)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: %q", ErrInvalidName, name)
+	case strings.ContainsAny(name, "/\x00"):
+		return fmt.Errorf("%w: contains '/' or NUL", ErrInvalidName)
+	}
+	return nil
+}
 
 // Encrypt returns the encoded encrypted name (base64url, no padding), which may
 // be longer than MaxBackingLen; see Backing.
-func (c *Cipher) Encrypt(dirID []byte, name string) (string, error) { panic("TODO") }
+//
+// Why deterministic encryption is safe here: lookups need the same name to map
+// to the same backing name, and SIV only reveals equality of (dirID, name)
+// pairs; AD = [dirID] with a random ID per directory hides equal names in
+// different directories and makes a name moved to another directory fail.
+func (c *Cipher) Encrypt(dirID []byte, name string) (string, error) {
+	if err := Validate(name); err != nil {
+		return "", err
+	}
+	if len(dirID) != DirIDSize {
+		return "", fmt.Errorf("%w (got %d)", ErrDirID, len(dirID))
+	}
+	sealed := c.siv.Seal(make([]byte, 0, siv.Overhead+len(name)), []byte(name), dirID)
+	return encoding.EncodeToString(sealed), nil
+}
 
 // Decrypt decodes strictly and authenticates an encoded name, or ErrBadName.
-func (c *Cipher) Decrypt(dirID []byte, encName string) (string, error) { panic("TODO") }
+// The encoding must re-encode to exactly encName, so every plaintext name has
+// exactly one backing name.
+func (c *Cipher) Decrypt(dirID []byte, encName string) (string, error) {
+	if len(dirID) != DirIDSize {
+		return "", fmt.Errorf("%w (got %d)", ErrDirID, len(dirID))
+	}
+	if len(encName) > MaxLongNameLen {
+		return "", fmt.Errorf("%w: %d characters is longer than any encrypted name", ErrBadName, len(encName))
+	}
+	raw, err := encoding.DecodeString(encName)
+	if err != nil || encoding.EncodeToString(raw) != encName {
+		return "", fmt.Errorf("%w: not canonical base64url", ErrBadName)
+	}
+	if len(raw) <= siv.Overhead {
+		return "", fmt.Errorf("%w: too short", ErrBadName)
+	}
+	plain, err := c.siv.Open(raw[siv.Overhead:siv.Overhead], raw, dirID)
+	if err != nil {
+		return "", fmt.Errorf("%w: authentication failed", ErrBadName)
+	}
+	name := string(plain)
+	if err := Validate(name); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBadName, err)
+	}
+	return name, nil
+}
 
-// Backing maps an encoded name to the name stored in the backing directory:
-// itself when short enough, else LongNamePrefix + base64url(SHA-256(encName)).
-func Backing(encName string) (backing string, long bool) { panic("TODO") }
-
-// IsLongName reports whether a backing name is a long-name entry (not a sidecar).
-func IsLongName(backing string) bool { panic("TODO") }
-
-// SidecarName returns the sidecar file name for a long-name entry.
-func SidecarName(longBacking string) string { panic("TODO") }
-
-// CheckSidecar verifies that a sidecar's content hashes to the long name,
-// returning the encoded name, or ErrBadName.
-func CheckSidecar(longBacking string, content []byte) (string, error) { panic("TODO") }
+// TempName returns a reserved temporary backing name built from random bytes
+// supplied by the caller (who owns the randomness source).
+func TempName(random []byte) string {
+	return TempPrefix + encoding.EncodeToString(random)
+}
 
 // IsReserved reports whether a backing name belongs to EncryptFS's own
 // namespace (config, dirid, sidecars, temp files) and must never be listed.
-func IsReserved(backing string) bool { panic("TODO") }
+// Everything EncryptFS creates besides encrypted names starts with
+// ReservedPrefix, and encrypted names never contain '.'.
+func IsReserved(backing string) bool {
+	return strings.HasPrefix(backing, ReservedPrefix)
+}

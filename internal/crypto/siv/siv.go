@@ -90,7 +90,8 @@ func (s *SIV) Seal(dst, plaintext []byte, ad ...[]byte) []byte {
 }
 
 // Open authenticates and decrypts V ‖ C, appending the plaintext to dst.
-// ciphertext must not overlap the bytes appended to dst. On failure it
+// The plaintext may overwrite the ciphertext in place (dst =
+// ciphertext[Overhead:Overhead]); any other overlap is not allowed. On failure it
 // returns ErrOpen and no plaintext (the output bytes are zeroed).
 func (s *SIV) Open(dst, ciphertext []byte, ad ...[]byte) ([]byte, error) {
 	if len(ad) > MaxAssociatedData-1 {
