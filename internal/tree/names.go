@@ -1,0 +1,141 @@
+package tree
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"golang.org/x/sys/unix"
+)
+
+// Name is one plaintext entry name and how it is stored in its backing
+// directory.
+type Name struct {
+	Plain   string // the plaintext name
+	Enc     string // base64url of the encrypted name; may exceed 255 bytes
+	Backing string // the entry's name in the backing directory
+	Long    bool   // Backing is a long-name entry with a ".name" sidecar
+}
+
+// sidecarSize bounds a long-name sidecar: the encoded encryption of a
+// 255-byte name (16 + 255 bytes, base64url) is 362 bytes.
+const sidecarSize = 512
+
+// Name encrypts plain for the directory dirID. The plaintext name is checked
+// (names.ErrInvalidName, names.ErrNameTooLong).
+func (t *Tree) Name(dirID []byte, plain string) (Name, error) {
+	if err := names.Validate(plain); err != nil {
+		return Name{}, err
+	}
+	enc, err := t.names.Encrypt(dirID, plain)
+	if err != nil {
+		return Name{}, err
+	}
+	b, long := names.Backing(enc)
+	return Name{Plain: plain, Enc: enc, Backing: b, Long: long}, nil
+}
+
+// WriteSidecar creates the long-name sidecar of n in dirfd (nothing for a
+// short name). created reports whether this call made it, so that a failed
+// create can remove it again; an existing sidecar with the right content is
+// accepted (it belongs to an existing entry of the same name).
+func (t *Tree) WriteSidecar(dirfd int, n Name) (created bool, err error) {
+	if !n.Long {
+		return false, nil
+	}
+	side := names.SidecarName(n.Backing)
+	err = backing.WriteFileAt(dirfd, side, []byte(n.Enc), 0o400)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, unix.EEXIST) {
+		return false, fmt.Errorf("tree: write long-name sidecar: %w", err)
+	}
+	old, rerr := backing.ReadFileAt(dirfd, side, sidecarSize)
+	if rerr == nil && bytes.Equal(old, []byte(n.Enc)) {
+		return false, nil
+	}
+	// A stale or damaged sidecar: replace it (its hash-named entry can only
+	// ever belong to this encname).
+	if err := backing.Unlinkat(dirfd, side, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return false, err
+	}
+	if err := backing.WriteFileAt(dirfd, side, []byte(n.Enc), 0o400); err != nil {
+		return false, fmt.Errorf("tree: write long-name sidecar: %w", err)
+	}
+	return true, nil
+}
+
+// RemoveSidecar removes the long-name sidecar of n (nothing for a short
+// name; a missing sidecar is not an error).
+func (t *Tree) RemoveSidecar(dirfd int, n Name) error {
+	if !n.Long {
+		return nil
+	}
+	err := backing.Unlinkat(dirfd, names.SidecarName(n.Backing), 0)
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	return nil
+}
+
+// Entry is one decrypted directory entry.
+type Entry struct {
+	Name Name
+	Ino  uint64 // backing inode number
+	Type uint8  // unix.DT_*, as getdents reported it (may be DT_UNKNOWN)
+}
+
+// BadEntry is a backing entry whose name did not decrypt: foreign files,
+// sync-conflict copies, tampered names, long names with a missing or wrong
+// sidecar. Listing reports them so that nothing vanishes silently.
+type BadEntry struct {
+	Backing string
+	Err     error
+}
+
+// List reads the backing directory dirfd (whose ID is dirID) and decrypts
+// every name. Reserved names (config, dirid, sidecars) are skipped.
+func (t *Tree) List(dirfd int, dirID []byte) ([]Entry, []BadEntry, error) {
+	ents, err := backing.ReadDir(dirfd)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]Entry, 0, len(ents))
+	var bad []BadEntry
+	for _, e := range ents {
+		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) {
+			continue
+		}
+		n, err := t.DecryptName(dirfd, dirID, e.Name)
+		if err != nil {
+			bad = append(bad, BadEntry{Backing: e.Name, Err: err})
+			continue
+		}
+		out = append(out, Entry{Name: n, Ino: e.Ino, Type: e.Type})
+	}
+	return out, bad, nil
+}
+
+// DecryptName decrypts one backing name of directory dirfd, reading and
+// checking its sidecar if it is a long name.
+func (t *Tree) DecryptName(dirfd int, dirID []byte, backingName string) (Name, error) {
+	enc := backingName
+	long := names.IsLongName(backingName)
+	if long {
+		side, err := backing.ReadFileAt(dirfd, names.SidecarName(backingName), sidecarSize)
+		if err != nil {
+			return Name{}, fmt.Errorf("%w: long-name sidecar: %v", names.ErrBadName, err)
+		}
+		if enc, err = names.CheckSidecar(backingName, side); err != nil {
+			return Name{}, err
+		}
+	}
+	plain, err := t.names.Decrypt(dirID, enc)
+	if err != nil {
+		return Name{}, err
+	}
+	return Name{Plain: plain, Enc: enc, Backing: backingName, Long: long}, nil
+}

@@ -1,0 +1,196 @@
+package tree
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"golang.org/x/sys/unix"
+)
+
+// Mkdir creates directory n in dirfd with mode (permission bits plus
+// setgid/sticky) and a fresh ID, and returns the ID. The directory is
+// created 0700 so that the ID can be written into it whatever the final mode
+// is, then chmod'ed: a mode such as 0151 comes out exactly.
+func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
+	id, err := t.NewDirID()
+	if err != nil {
+		return nil, err
+	}
+	created, err := t.WriteSidecar(dirfd, n)
+	if err != nil {
+		return nil, err
+	}
+	undo := func() {
+		if created {
+			t.RemoveSidecar(dirfd, n)
+		}
+	}
+	if err := backing.Mkdirat(dirfd, n.Backing, 0o700); err != nil {
+		undo()
+		return nil, err
+	}
+	err = func() error {
+		sub, err := backing.OpenSubdir(dirfd, n.Backing)
+		if err != nil {
+			return err
+		}
+		defer backing.Close(sub)
+		if err := writeDirID(sub, id); err != nil {
+			return err
+		}
+		// The dirid entry must be durable before the directory is used.
+		return backing.Fsync(sub)
+	}()
+	if err == nil {
+		err = backing.Fchmodat(dirfd, n.Backing, mode&0o7777)
+	}
+	if err != nil {
+		if sub, oerr := backing.OpenSubdir(dirfd, n.Backing); oerr == nil {
+			backing.Unlinkat(sub, names.DirIDFile, 0)
+			backing.Close(sub)
+		}
+		backing.Unlinkat(dirfd, n.Backing, unix.AT_REMOVEDIR)
+		undo()
+		return nil, fmt.Errorf("tree: mkdir: %w", err)
+	}
+	return id, nil
+}
+
+// Rmdir removes the empty directory n from dirfd: its encryptfs.dirid, then
+// the directory, then its long-name sidecar. ENOTEMPTY if anything but the
+// dirid remains (even a foreign file: never delete what we cannot show).
+func (t *Tree) Rmdir(dirfd int, n Name) error {
+	restore, err := t.emptyDir(dirfd, n.Backing)
+	if err != nil {
+		return err
+	}
+	if err := backing.Unlinkat(dirfd, n.Backing, unix.AT_REMOVEDIR); err != nil {
+		restore()
+		return err
+	}
+	return t.RemoveSidecar(dirfd, n)
+}
+
+// emptyDir checks that backing directory name in dirfd holds nothing but its
+// dirid and removes the dirid. restore puts the dirid back (for when the
+// following rmdir or rename fails).
+func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
+	sub, err := backing.OpenSubdir(dirfd, name)
+	if err != nil {
+		return nil, err
+	}
+	defer backing.Close(sub)
+	ents, err := backing.ReadDir(sub)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		if e.Name != names.DirIDFile {
+			return nil, unix.ENOTEMPTY
+		}
+	}
+	id, err := backing.ReadFileAt(sub, names.DirIDFile, names.DirIDSize)
+	if err != nil && !errors.Is(err, unix.ENOENT) {
+		return nil, err
+	}
+	if err == nil {
+		if err := backing.Unlinkat(sub, names.DirIDFile, 0); err != nil {
+			return nil, err
+		}
+	}
+	restore = func() {
+		if id == nil {
+			return
+		}
+		if s, err := backing.OpenSubdir(dirfd, name); err == nil {
+			writeDirID(s, id)
+			backing.Close(s)
+		}
+	}
+	return restore, nil
+}
+
+// Unlink removes the non-directory entry n from dirfd with its long-name
+// sidecar and, for a symlink with a long target, the target's sidecar.
+func (t *Tree) Unlink(dirfd int, n Name) error {
+	target, lerr := backing.Readlinkat(dirfd, n.Backing)
+	if err := backing.Unlinkat(dirfd, n.Backing, 0); err != nil {
+		return err
+	}
+	if lerr == nil && target == longTargetMarker {
+		t.removeLinkSidecar(dirfd, n.Backing)
+	}
+	return t.RemoveSidecar(dirfd, n)
+}
+
+// Create creates and opens regular file n in dirfd exclusively, read-write
+// (the engine reads back partial chunks even for write-only opens).
+// flags may add O_TRUNC-free extras such as O_DIRECT; O_APPEND and
+// O_WRONLY are dropped because the engine computes every offset itself.
+func (t *Tree) Create(dirfd int, n Name, flags int, mode uint32) (int, error) {
+	created, err := t.WriteSidecar(dirfd, n)
+	if err != nil {
+		return -1, err
+	}
+	flags &^= unix.O_APPEND | unix.O_WRONLY | unix.O_RDONLY | unix.O_TRUNC | unix.O_CREAT | unix.O_EXCL
+	fd, err := backing.Openat(dirfd, n.Backing, flags|unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, mode&0o7777)
+	if err != nil {
+		if created {
+			t.RemoveSidecar(dirfd, n)
+		}
+		return -1, err
+	}
+	return fd, nil
+}
+
+// Mknod creates a fifo, socket or device node n in dirfd.
+func (t *Tree) Mknod(dirfd int, n Name, mode uint32, dev uint64) error {
+	created, err := t.WriteSidecar(dirfd, n)
+	if err != nil {
+		return err
+	}
+	if err := backing.Mknodat(dirfd, n.Backing, mode, dev); err != nil {
+		if created {
+			t.RemoveSidecar(dirfd, n)
+		}
+		return err
+	}
+	return nil
+}
+
+// Link makes newN in newfd a hard link to oldN in oldfd. Symlinks cannot be
+// hard-linked (EPERM): their encrypted target is bound to one name.
+func (t *Tree) Link(oldfd int, oldN Name, newfd int, newN Name) error {
+	st, err := backing.Fstatat(oldfd, oldN.Backing)
+	if err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return unix.EPERM
+	}
+	created, err := t.WriteSidecar(newfd, newN)
+	if err != nil {
+		return err
+	}
+	if err := backing.Linkat(oldfd, oldN.Backing, newfd, newN.Backing); err != nil {
+		if created {
+			t.RemoveSidecar(newfd, newN)
+		}
+		return err
+	}
+	return nil
+}
+
+// tempName returns a fresh name in the reserved namespace for an entry that
+// is about to be renamed over its final name.
+func (t *Tree) tempName() (string, error) {
+	var b [12]byte
+	if _, err := io.ReadFull(t.rand, b[:]); err != nil {
+		return "", err
+	}
+	return "encryptfs.tmp." + hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,146 @@
+package tree
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"golang.org/x/sys/unix"
+)
+
+// Rename moves entry oldN of oldfd (directory ID oldID) to newN of newfd
+// (directory ID newID). flags is 0, unix.RENAME_NOREPLACE or
+// unix.RENAME_EXCHANGE, with rename(2) semantics:
+//   - a directory may replace only an empty directory (ENOTEMPTY); the
+//     replaced one's dirid is removed first and put back if the rename fails;
+//   - long-name sidecars are created for the new name and removed for the old;
+//   - a symlink's target is bound to its directory and name, so a moved
+//     symlink is re-encrypted: a new symlink is made under a temporary name
+//     and renamed into place, then the old one is removed. The backing inode
+//     of a renamed symlink therefore changes.
+func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byte, newN Name, flags uint) error {
+	if bytes.Equal(oldID, newID) && oldN.Backing == newN.Backing {
+		if _, err := backing.Fstatat(oldfd, oldN.Backing); err != nil {
+			return err
+		}
+		return nil
+	}
+	ost, err := backing.Fstatat(oldfd, oldN.Backing)
+	if err != nil {
+		return err
+	}
+	nst, nerr := backing.Fstatat(newfd, newN.Backing)
+	if nerr != nil && !errors.Is(nerr, unix.ENOENT) {
+		return nerr
+	}
+	newExists := nerr == nil
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		if !newExists {
+			return unix.ENOENT
+		}
+		return t.exchange(oldfd, oldID, oldN, isLink(ost), newfd, newID, newN, isLink(nst))
+	}
+	if newExists {
+		if flags&unix.RENAME_NOREPLACE != 0 {
+			return unix.EEXIST
+		}
+		if ost.Ino == nst.Ino && ost.Dev == nst.Dev {
+			// Two hard links of one file: rename(2) does nothing.
+			return nil
+		}
+		if isDir(nst) && !isDir(ost) {
+			return unix.EISDIR
+		}
+		if !isDir(nst) && isDir(ost) {
+			return unix.ENOTDIR
+		}
+	}
+	restore := func() {}
+	if newExists && isDir(nst) {
+		if restore, err = t.emptyDir(newfd, newN.Backing); err != nil {
+			return err
+		}
+	}
+	created, err := t.WriteSidecar(newfd, newN)
+	if err != nil {
+		restore()
+		return err
+	}
+	if isLink(ost) {
+		err = t.moveSymlink(oldfd, oldID, oldN, newfd, newID, newN, flags)
+	} else {
+		err = backing.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, flags)
+		if err == nil && newExists && isLink(nst) {
+			t.removeLinkSidecar(newfd, newN.Backing)
+		}
+	}
+	if err != nil {
+		restore()
+		if created {
+			t.RemoveSidecar(newfd, newN)
+		}
+		return err
+	}
+	return t.RemoveSidecar(oldfd, oldN)
+}
+
+// moveSymlink re-creates symlink oldN as newN (re-encrypting its target for
+// the new directory and name) and removes the old one.
+func (t *Tree) moveSymlink(oldfd int, oldID []byte, oldN Name, newfd int, newID []byte, newN Name, flags uint) error {
+	target, err := t.Readlink(oldfd, oldID, oldN)
+	if err != nil {
+		return err
+	}
+	bt, _ := backing.Readlinkat(oldfd, oldN.Backing)
+	if err := t.placeSymlink(newfd, newID, newN, target, flags&unix.RENAME_NOREPLACE); err != nil {
+		return err
+	}
+	if err := backing.Unlinkat(oldfd, oldN.Backing, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	if bt == longTargetMarker {
+		t.removeLinkSidecar(oldfd, oldN.Backing)
+	}
+	return nil
+}
+
+// exchange swaps two existing entries (RENAME_EXCHANGE) and re-encrypts the
+// symlinks among them for their new places. Both names already have their
+// long-name sidecars.
+func (t *Tree) exchange(oldfd int, oldID []byte, oldN Name, oldLink bool, newfd int, newID []byte, newN Name, newLink bool) error {
+	var oldTarget, newTarget string
+	var err error
+	if oldLink {
+		if oldTarget, err = t.Readlink(oldfd, oldID, oldN); err != nil {
+			return err
+		}
+	}
+	if newLink {
+		if newTarget, err = t.Readlink(newfd, newID, newN); err != nil {
+			return err
+		}
+	}
+	if err := backing.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, unix.RENAME_EXCHANGE); err != nil {
+		return err
+	}
+	// Long-target sidecars are named after the backing name, so they stayed
+	// where they were; placeSymlink rewrites or removes them.
+	if oldLink {
+		if err := t.placeSymlink(newfd, newID, newN, oldTarget, 0); err != nil {
+			return err
+		}
+	} else if newLink {
+		t.removeLinkSidecar(newfd, newN.Backing)
+	}
+	if newLink {
+		if err := t.placeSymlink(oldfd, oldID, oldN, newTarget, 0); err != nil {
+			return err
+		}
+	} else if oldLink {
+		t.removeLinkSidecar(oldfd, oldN.Backing)
+	}
+	return nil
+}
+
+func isDir(st unix.Stat_t) bool  { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
+func isLink(st unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFLNK }

@@ -1,0 +1,137 @@
+package tree
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/meta"
+	"golang.org/x/sys/unix"
+)
+
+// longTargetMarker is the backing target of a symlink whose encrypted target
+// lives in a sidecar file.
+const longTargetMarker = meta.LongSymlinkMarker
+
+// linkSidecarSize bounds a long-target sidecar: a 4095-byte target sealed
+// with a 24-byte nonce and a 16-byte tag.
+const linkSidecarSize = 8 << 10
+
+// sealTarget encrypts target bound to (dirID, plain name).
+func (t *Tree) sealTarget(dirID []byte, n Name, target string) (backingTarget string, blob []byte, sidecar bool, err error) {
+	blob, err = t.links.Seal(dirID, n.Plain, target, t.rand)
+	if err != nil {
+		return "", nil, false, err
+	}
+	backingTarget, sidecar = meta.EncodeTarget(blob)
+	return backingTarget, blob, sidecar, nil
+}
+
+// Symlink creates symlink n in dirfd (directory ID dirID) pointing to target.
+func (t *Tree) Symlink(dirfd int, dirID []byte, n Name, target string) error {
+	bt, blob, side, err := t.sealTarget(dirID, n, target)
+	if err != nil {
+		return err
+	}
+	created, err := t.WriteSidecar(dirfd, n)
+	if err != nil {
+		return err
+	}
+	undo := func() {
+		if created {
+			t.RemoveSidecar(dirfd, n)
+		}
+	}
+	if side {
+		if _, err := backing.Fstatat(dirfd, n.Backing); err == nil {
+			undo()
+			return unix.EEXIST
+		}
+		if err := t.writeLinkSidecar(dirfd, n.Backing, blob); err != nil {
+			undo()
+			return err
+		}
+	}
+	if err := backing.Symlinkat(bt, dirfd, n.Backing); err != nil {
+		if side && !errors.Is(err, unix.EEXIST) {
+			t.removeLinkSidecar(dirfd, n.Backing)
+		}
+		undo()
+		return err
+	}
+	return nil
+}
+
+// writeLinkSidecar stores a long target's blob for backing entry name,
+// replacing any previous sidecar atomically (temp file, then rename).
+func (t *Tree) writeLinkSidecar(dirfd int, name string, blob []byte) error {
+	tmp, err := t.tempName()
+	if err != nil {
+		return err
+	}
+	if err := backing.WriteFileAt(dirfd, tmp, blob, 0o400); err != nil {
+		return fmt.Errorf("tree: write symlink sidecar: %w", err)
+	}
+	if err := backing.Renameat2(dirfd, tmp, dirfd, meta.SymlinkSidecarName(name), 0); err != nil {
+		backing.Unlinkat(dirfd, tmp, 0)
+		return fmt.Errorf("tree: write symlink sidecar: %w", err)
+	}
+	return nil
+}
+
+// removeLinkSidecar removes the long-target sidecar of backing entry name,
+// if there is one.
+func (t *Tree) removeLinkSidecar(dirfd int, name string) {
+	backing.Unlinkat(dirfd, meta.SymlinkSidecarName(name), 0)
+}
+
+// Readlink decrypts the target of symlink n in dirfd (directory ID dirID).
+// A target that fails authentication gives meta.ErrCorrupt.
+func (t *Tree) Readlink(dirfd int, dirID []byte, n Name) (string, error) {
+	bt, err := backing.Readlinkat(dirfd, n.Backing)
+	if err != nil {
+		return "", err
+	}
+	var blob []byte
+	if bt == longTargetMarker {
+		blob, err = backing.ReadFileAt(dirfd, meta.SymlinkSidecarName(n.Backing), linkSidecarSize)
+		if err != nil {
+			return "", fmt.Errorf("%w: symlink sidecar: %v", meta.ErrCorrupt, err)
+		}
+	} else if blob, err = meta.DecodeTarget(bt); err != nil {
+		return "", fmt.Errorf("%w: %v", meta.ErrCorrupt, err)
+	}
+	return t.links.Open(dirID, n.Plain, blob)
+}
+
+// placeSymlink writes a symlink to target bound to (dirID, n) under a
+// temporary name in dirfd and renames it to n.Backing with flags
+// (0 replaces, unix.RENAME_NOREPLACE refuses to). The long-target sidecar, if
+// needed, is written first.
+func (t *Tree) placeSymlink(dirfd int, dirID []byte, n Name, target string, flags uint) error {
+	bt, blob, side, err := t.sealTarget(dirID, n, target)
+	if err != nil {
+		return err
+	}
+	if side {
+		if err := t.writeLinkSidecar(dirfd, n.Backing, blob); err != nil {
+			return err
+		}
+	}
+	tmp, err := t.tempName()
+	if err != nil {
+		return err
+	}
+	if err := backing.Symlinkat(bt, dirfd, tmp); err != nil {
+		return err
+	}
+	if err := backing.Renameat2(dirfd, tmp, dirfd, n.Backing, flags); err != nil {
+		backing.Unlinkat(dirfd, tmp, 0)
+		return err
+	}
+	if !side {
+		// A replaced long-target symlink leaves its sidecar behind.
+		t.removeLinkSidecar(dirfd, n.Backing)
+	}
+	return nil
+}
