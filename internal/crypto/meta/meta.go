@@ -3,8 +3,14 @@
 package meta
 
 import (
+	"crypto/cipher"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
+
+	"golang.org/x/crypto/chacha20poly1305"
 )
 
 // Constants of the format.
@@ -13,6 +19,25 @@ const (
 	SymlinkSidecarPrefix = "encryptfs.link." // long symlink targets
 	LongSymlinkMarker    = "encryptfs.link"  // backing target when the blob is in a sidecar
 	MaxBackingTarget     = 4095
+
+	// IDSize is the size of a directory ID or file ID that blobs are bound to.
+	IDSize = 16
+	// BlobOverhead is nonce(24) + tag(16) of a symlink or xattr value blob.
+	BlobOverhead = chacha20poly1305.NonceSizeX + chacha20poly1305.Overhead
+	// MaxTarget is the longest plaintext symlink target (PATH_MAX - 1).
+	MaxTarget = 4095
+	// MaxInlineTarget is the longest target whose blob still fits in a
+	// backing symlink; longer ones go to a sidecar.
+	MaxInlineTarget = MaxBackingTarget*6/8 - BlobOverhead
+	// MaxXattrName is the longest plaintext xattr name ("user." + NAME)
+	// whose backing name fits in XATTR_NAME_MAX (255) bytes.
+	MaxXattrName = len("user.") + (255-len(XattrPrefix))*6/8 - sivOverhead
+	// MaxXattrValue is the longest plaintext value whose blob fits in
+	// XATTR_SIZE_MAX (65536) bytes.
+	MaxXattrValue = 65536 - BlobOverhead
+
+	sivOverhead = 16
+	userPrefix  = "user."
 )
 
 // Errors.
@@ -20,54 +45,71 @@ var (
 	ErrCorrupt = errors.New("meta: symlink or xattr failed authentication")
 	ErrTooLong = errors.New("meta: name or value too long")
 	ErrNotUser = errors.New("meta: only user.* xattrs are supported")
+	// ErrID reports an object or directory ID that is not IDSize bytes.
+	ErrID = errors.New("meta: object ID must be 16 bytes")
+	// ErrKeySize reports a key of the wrong size.
+	ErrKeySize = errors.New("meta: wrong key size")
 )
 
-// Symlinks seals symlink targets, bound to the directory ID and plaintext name.
-type Symlinks struct{ _ int }
+// encoding is strict base64url without padding, as for file names.
+var encoding = base64.RawURLEncoding.Strict()
 
-// NewSymlinks takes the 32-byte symlink key.
-func NewSymlinks(key []byte) (*Symlinks, error) { panic("TODO") }
-
-// Seal returns the blob nonce(24) ‖ ciphertext ‖ tag.
-func (s *Symlinks) Seal(dirID []byte, name, target string, rand io.Reader) ([]byte, error) {
-	panic("TODO")
+// sealBlob returns nonce(24) ‖ XChaCha20-Poly1305(key, ad, plain).
+// Why random nonces are safe: 192-bit nonces collide with probability
+// about q^2/2^193 for q blobs under one key, negligible for any vault.
+func sealBlob(aead cipher.AEAD, rand io.Reader, plain []byte, ad ...[]byte) ([]byte, error) {
+	blob := make([]byte, chacha20poly1305.NonceSizeX, BlobOverhead+len(plain))
+	if _, err := io.ReadFull(rand, blob); err != nil {
+		return nil, fmt.Errorf("meta: read nonce: %w", err)
+	}
+	return aead.Seal(blob, blob, plain, joinAD(ad...)), nil
 }
 
-// Open authenticates a blob, or ErrCorrupt.
-func (s *Symlinks) Open(dirID []byte, name string, blob []byte) (string, error) { panic("TODO") }
-
-// EncodeTarget returns the backing symlink target for a blob, and whether the
-// blob must go into a sidecar instead (then the target is LongSymlinkMarker).
-func EncodeTarget(blob []byte) (target string, sidecar bool) { panic("TODO") }
-
-// DecodeTarget decodes a backing symlink target (not the marker) into a blob.
-func DecodeTarget(target string) ([]byte, error) { panic("TODO") }
-
-// SymlinkSidecarName names the sidecar that holds a long target's blob.
-func SymlinkSidecarName(backingName string) string { panic("TODO") }
-
-// Xattrs encrypts xattr names (AES-SIV, bound to the object ID) and values
-// (XChaCha20-Poly1305, bound to the object ID and encrypted name).
-type Xattrs struct{ _ int }
-
-// NewXattrs takes the 64-byte xattr-name key and the 32-byte value key.
-func NewXattrs(nameKey, valueKey []byte) (*Xattrs, error) { panic("TODO") }
-
-// EncryptName maps "user.NAME" to XattrPrefix + base64url(SIV(objID, NAME)).
-func (x *Xattrs) EncryptName(objID []byte, name string) (string, error) { panic("TODO") }
-
-// DecryptName reverses EncryptName, or ErrCorrupt. ok is false for backing
-// names that are not ours (not XattrPrefix).
-func (x *Xattrs) DecryptName(objID []byte, backing string) (name string, ok bool, err error) {
-	panic("TODO")
+// openBlob authenticates and decrypts a blob, or returns ErrCorrupt.
+func openBlob(aead cipher.AEAD, blob []byte, ad ...[]byte) ([]byte, error) {
+	if len(blob) < BlobOverhead {
+		return nil, fmt.Errorf("%w: blob of %d bytes", ErrCorrupt, len(blob))
+	}
+	n := chacha20poly1305.NonceSizeX
+	plain, err := aead.Open(nil, blob[:n], blob[n:], joinAD(ad...))
+	if err != nil {
+		return nil, ErrCorrupt
+	}
+	return plain, nil
 }
 
-// SealValue encrypts a value bound to objID and the backing name.
-func (x *Xattrs) SealValue(objID []byte, backingName string, value []byte, rand io.Reader) ([]byte, error) {
-	panic("TODO")
+// joinAD concatenates associated-data parts. Callers put fixed-size parts
+// first and at most one variable-size part last, so the split is unambiguous.
+func joinAD(parts ...[]byte) []byte {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	ad := make([]byte, 0, n)
+	for _, p := range parts {
+		ad = append(ad, p...)
+	}
+	return ad
 }
 
-// OpenValue authenticates and decrypts a value, or ErrCorrupt.
-func (x *Xattrs) OpenValue(objID []byte, backingName string, blob []byte) ([]byte, error) {
-	panic("TODO")
+// newXChaCha checks a 32-byte key and returns XChaCha20-Poly1305.
+func newXChaCha(key []byte) (cipher.AEAD, error) {
+	if len(key) != chacha20poly1305.KeySize {
+		return nil, fmt.Errorf("%w: want 32 bytes, got %d", ErrKeySize, len(key))
+	}
+	return chacha20poly1305.NewX(key)
+}
+
+// checkID checks the size of a directory or object ID.
+func checkID(id []byte) error {
+	if len(id) != IDSize {
+		return fmt.Errorf("%w (got %d)", ErrID, len(id))
+	}
+	return nil
+}
+
+// sidecarHash returns base64url-nopad(SHA-256(s)).
+func sidecarHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return encoding.EncodeToString(sum[:])
 }

@@ -1,0 +1,86 @@
+package meta
+
+import (
+	"crypto/cipher"
+	"fmt"
+	"io"
+)
+
+// symlinkADLabel starts a symlink blob's associated data; it separates the
+// domain from xattr values, which use other keys anyway.
+const symlinkADLabel = "symlink"
+
+// Symlinks seals symlink targets, bound to the directory ID and plaintext name.
+type Symlinks struct{ aead cipher.AEAD }
+
+// NewSymlinks takes the 32-byte symlink key.
+func NewSymlinks(key []byte) (*Symlinks, error) {
+	aead, err := newXChaCha(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Symlinks{aead: aead}, nil
+}
+
+// Seal returns the blob nonce(24) ‖ ciphertext ‖ tag.
+//
+// AD = "symlink" ‖ dirID(16) ‖ plaintext name. Why this is safe: the blob only
+// opens as the target of that name in that directory, so moving or swapping
+// targets between links is detected (a rename re-encrypts the target).
+func (s *Symlinks) Seal(dirID []byte, name, target string, rand io.Reader) ([]byte, error) {
+	if err := checkID(dirID); err != nil {
+		return nil, err
+	}
+	if len(target) > MaxTarget {
+		return nil, fmt.Errorf("%w: symlink target of %d bytes", ErrTooLong, len(target))
+	}
+	return sealBlob(s.aead, rand, []byte(target), []byte(symlinkADLabel), dirID, []byte(name))
+}
+
+// Open authenticates a blob, or ErrCorrupt.
+func (s *Symlinks) Open(dirID []byte, name string, blob []byte) (string, error) {
+	if err := checkID(dirID); err != nil {
+		return "", err
+	}
+	if len(blob) > BlobOverhead+MaxTarget {
+		return "", fmt.Errorf("%w: blob of %d bytes", ErrCorrupt, len(blob))
+	}
+	plain, err := openBlob(s.aead, blob, []byte(symlinkADLabel), dirID, []byte(name))
+	if err != nil {
+		return "", err
+	}
+	return string(plain), nil
+}
+
+// EncodeTarget returns the backing symlink target for a blob, and whether the
+// blob must go into a sidecar instead (then the target is LongSymlinkMarker).
+func EncodeTarget(blob []byte) (target string, sidecar bool) {
+	if encoding.EncodedLen(len(blob)) > MaxBackingTarget {
+		return LongSymlinkMarker, true
+	}
+	return encoding.EncodeToString(blob), false
+}
+
+// DecodeTarget decodes a backing symlink target (not the marker) into a blob.
+// Decoding is strict and must re-encode to the same string; anything else is
+// ErrCorrupt.
+func DecodeTarget(target string) ([]byte, error) {
+	if target == LongSymlinkMarker {
+		return nil, fmt.Errorf("%w: the long-target marker has no inline blob", ErrCorrupt)
+	}
+	if len(target) > MaxBackingTarget {
+		return nil, fmt.Errorf("%w: backing target of %d bytes", ErrCorrupt, len(target))
+	}
+	blob, err := encoding.DecodeString(target)
+	if err != nil || encoding.EncodeToString(blob) != target {
+		return nil, fmt.Errorf("%w: backing target is not canonical base64url", ErrCorrupt)
+	}
+	return blob, nil
+}
+
+// SymlinkSidecarName names the sidecar that holds a long target's blob:
+// SymlinkSidecarPrefix + base64url(SHA-256(backingName)), where backingName
+// is the symlink's own backing name (short or long form).
+func SymlinkSidecarName(backingName string) string {
+	return SymlinkSidecarPrefix + sidecarHash(backingName)
+}
