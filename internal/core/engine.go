@@ -3,11 +3,35 @@
 // partial chunks, authenticated holes, and parallel chunk crypto for large
 // requests. It knows nothing about FUSE: the mount, fsck and the offline
 // tools all go through it.
+//
+// Crash behaviour. Every change is ordered so that an interrupted write
+// leaves a file whose tail fails authentication (content.ErrCorruptChunk or
+// content.ErrTruncated) rather than a file that silently reads shorter or
+// longer:
+//   - Appending rewrites the old last chunk (now final=0) and the new chunks in
+//     one pwrite when they are contiguous. When holes separate them, the old
+//     last chunk is rewritten first: a crash after that leaves a file whose
+//     last stored chunk has final=0, which fails to open.
+//   - Shrinking cuts the backing file first and writes the re-sealed new last
+//     chunk (final=1) second: in between, the last stored chunk is either cut
+//     short or sealed with final=0, and fails.
+//   - A torn overwrite inside the file fails authentication at that chunk.
+//   - The SPARSE header flag is written before the first hole exists, so a
+//     crash never leaves a hole that the header does not allow.
+//
+// Concurrency. A File has a sync.RWMutex: ReadAt runs concurrently with other
+// reads; WriteAt, Truncate and PunchHole are exclusive, so two writes into the
+// same chunk are serialised and neither's bytes are lost.
 package core
 
 import (
+	"crypto/rand"
+	"errors"
+	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"sync"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
@@ -19,6 +43,12 @@ type Backing interface {
 	Truncate(size int64) error
 	Stat() (os.FileInfo, error)
 	Sync() error
+}
+
+// fdBacking is implemented by backings that are real files (*os.File); the
+// engine then deallocates punched holes with fallocate instead of writing zeros.
+type fdBacking interface {
+	Fd() uintptr
 }
 
 // ParallelOptions configures the bulk path.
@@ -37,57 +67,162 @@ type Options struct {
 }
 
 // DefaultOptions returns parallel crypto on, NumCPU workers, crypto/rand.
-func DefaultOptions() Options { panic("TODO") }
+func DefaultOptions() Options {
+	return Options{Rand: rand.Reader, Parallel: ParallelOptions{Enabled: true}}
+}
+
+// minParallelBytes is the request size below which splitting the crypto
+// across goroutines costs more (wake-up latency) than it saves. Measured with
+// BenchmarkWorkers on 2 cores; see bench/engine.sh.
+const minParallelBytes = 128 << 10
+
+// Errors of the engine besides the content package's sentinels.
+var (
+	// ErrClosed is returned by every method of a File after Close.
+	ErrClosed = errors.New("core: file is closed")
+	// ErrInvalid is returned for negative offsets and sizes or sizes that overflow.
+	ErrInvalid = errors.New("core: invalid offset or size")
+)
+
+// ChunkError says which chunk of a file failed, so that fsck and the mount
+// can name the damaged region. Err is content.ErrCorruptChunk,
+// content.ErrTruncated or a backing I/O error; errors.Is sees through it.
+type ChunkError struct {
+	Index  uint64 // chunk index in the file
+	Offset int64  // plaintext offset of the chunk's first byte
+	Err    error
+}
+
+// Error implements error.
+func (e *ChunkError) Error() string {
+	return fmt.Sprintf("core: chunk %d (plaintext offset %d): %v", e.Index, e.Offset, e.Err)
+}
+
+// Unwrap returns the underlying sentinel or I/O error.
+func (e *ChunkError) Unwrap() error { return e.Err }
 
 // Engine is shared by all files of a vault: the content suite, the worker
 // pool and the buffer pools. Safe for concurrent use.
-type Engine struct{ _ int }
+type Engine struct {
+	suite       *content.Suite
+	rand        io.Reader
+	chunkSize   int
+	cipherChunk int
+	overhead    int
+	nonceSize   int
+
+	parallel   bool
+	maxWorkers int
+	minChunks  int
+	helpers    chan struct{} // semaphore: one token per running helper goroutine
+
+	bufs      bufPools
+	shards    sync.Pool // *shardSet
+	sealJobs  sync.Pool // *sealJob
+	openJobs  sync.Pool // *openJob
+	zeroPlain []byte    // ChunkSize zero bytes; read-only
+	zeroStore []byte    // CipherChunkSize zero bytes; read-only
+}
 
 // NewEngine builds an engine for a content suite.
-func NewEngine(suite *content.Suite, opts Options) *Engine { panic("TODO") }
+func NewEngine(suite *content.Suite, opts Options) *Engine {
+	e := &Engine{
+		suite:       suite,
+		rand:        opts.Rand,
+		chunkSize:   suite.ChunkSize(),
+		cipherChunk: suite.CipherChunkSize(),
+		overhead:    suite.Overhead(),
+		nonceSize:   suite.NonceSize(),
+		parallel:    opts.Parallel.Enabled,
+		maxWorkers:  opts.Parallel.MaxWorkers,
+		minChunks:   opts.Parallel.MinChunks,
+	}
+	if e.rand == nil {
+		e.rand = rand.Reader
+	}
+	if e.maxWorkers <= 0 {
+		e.maxWorkers = runtime.NumCPU()
+	}
+	if e.minChunks <= 0 {
+		e.minChunks = max(2, minParallelBytes/e.chunkSize)
+	}
+	e.helpers = make(chan struct{}, max(e.maxWorkers-1, 0))
+	e.shards.New = func() any { return new(shardSet) }
+	e.sealJobs.New = func() any { return new(sealJob) }
+	e.openJobs.New = func() any { return new(openJob) }
+	e.zeroPlain = make([]byte, e.chunkSize)
+	e.zeroStore = make([]byte, e.cipherChunk)
+	return e
+}
 
 // Suite returns the engine's content suite.
-func (e *Engine) Suite() *content.Suite { panic("TODO") }
+func (e *Engine) Suite() *content.Suite { return e.suite }
+
+// cipherOffset is where chunk i starts in the backing file.
+func (e *Engine) cipherOffset(i uint64) int64 {
+	return content.HeaderSize + int64(i)*int64(e.cipherChunk)
+}
+
+// plainLen is the plaintext length of chunk i in a file of the given size.
+func (e *Engine) plainLen(i uint64, size int64) int {
+	return int(min(int64(e.chunkSize), size-int64(i)*int64(e.chunkSize)))
+}
 
 // Open wraps a backing file. A non-empty backing file's header is read and
 // verified now (content.ErrBadHeader, content.ErrTruncated). The caller keeps
 // ownership of b and closes it after File.Close.
 // At most one File may exist per backing inode at a time: it caches the size.
-func (e *Engine) Open(b Backing) (*File, error) { panic("TODO") }
+func (e *Engine) Open(b Backing) (*File, error) {
+	fi, err := b.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("core: stat backing file: %w", err)
+	}
+	cipherSize := fi.Size()
+	size, err := e.suite.PlainSize(cipherSize)
+	if err != nil {
+		return nil, fmt.Errorf("core: backing file of %d bytes: %w", cipherSize, err)
+	}
+	f := &File{e: e, b: b, size: size}
+	if cipherSize == 0 {
+		return f, nil
+	}
+	var raw [content.HeaderSize]byte
+	if err := readFullAt(b, raw[:], 0); err != nil {
+		return nil, fmt.Errorf("core: reading header: %w", err)
+	}
+	h, err := e.suite.ParseHeader(raw[:])
+	if err != nil {
+		return nil, fmt.Errorf("core: %w", err)
+	}
+	fc, err := e.suite.File(h.FileID)
+	if err != nil {
+		return nil, fmt.Errorf("core: file key: %w", err)
+	}
+	f.hdr, f.fc, f.hasHeader = h, fc, true
+	return f, nil
+}
 
-// File is one open encrypted file. All methods are safe for concurrent use:
-// reads run in parallel; writes, truncates and hole punches are exclusive.
-type File struct{ _ int }
+// readFullAt reads exactly len(p) bytes at off; a short read means the
+// backing file is shorter than its cached size says (content.ErrTruncated).
+func readFullAt(b Backing, p []byte, off int64) error {
+	n, err := b.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return fmt.Errorf("short read of %d/%d bytes at backing offset %d: %w", n, len(p), off, content.ErrTruncated)
+	}
+	return fmt.Errorf("read at backing offset %d: %w", off, err)
+}
 
-// ReadAt reads plaintext like os.File.ReadAt (io.EOF at or past the end).
-// A chunk that fails authentication yields an error wrapping
-// content.ErrCorruptChunk and no bytes of that chunk.
-func (f *File) ReadAt(p []byte, off int64) (int, error) { panic("TODO") }
-
-// WriteAt writes plaintext like os.File.WriteAt, growing the file as needed;
-// whole chunks skipped by a write past the end become holes.
-func (f *File) WriteAt(p []byte, off int64) (int, error) { panic("TODO") }
-
-// Truncate shrinks or grows the file; growing keeps the backing file sparse.
-func (f *File) Truncate(size int64) error { panic("TODO") }
-
-// PunchHole zeroes [off, off+length) without changing the size, deallocating
-// whole chunks in the backing file where it can.
-func (f *File) PunchHole(off, length int64) error { panic("TODO") }
-
-// Size returns the plaintext size.
-func (f *File) Size() (int64, error) { panic("TODO") }
-
-// ID returns the file ID and true, or false if the file has no header yet
-// (a 0-byte backing file).
-func (f *File) ID() (content.FileID, bool) { panic("TODO") }
-
-// EnsureID writes a header to a 0-byte file (so that xattrs can be bound to
-// its ID) and returns the ID.
-func (f *File) EnsureID() (content.FileID, error) { panic("TODO") }
-
-// Sync flushes the backing file.
-func (f *File) Sync() error { panic("TODO") }
-
-// Close releases cached plaintext and pooled buffers. It does not close the backing.
-func (f *File) Close() error { panic("TODO") }
+// writeFullAt writes all of p at off.
+func writeFullAt(b Backing, p []byte, off int64) error {
+	n, err := b.WriteAt(p, off)
+	if err != nil {
+		return fmt.Errorf("core: write at backing offset %d: %w", off, err)
+	}
+	if n != len(p) {
+		return fmt.Errorf("core: write at backing offset %d: %w", off, io.ErrShortWrite)
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package core
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+)
+
+// Truncate shrinks or grows the file; growing keeps the backing file sparse.
+func (f *File) Truncate(size int64) error {
+	if size < 0 {
+		return ErrInvalid
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	switch {
+	case size == f.size:
+		return nil
+	case size > f.size:
+		// A write of nothing at the new end: re-seals the old last chunk,
+		// leaves holes, and seals a zero-filled new last chunk.
+		return f.writeLocked(nil, size, size)
+	case size == 0:
+		return f.truncateToEmpty()
+	default:
+		return f.shrink(size)
+	}
+}
+
+// truncateToEmpty keeps the header (and so the file ID that xattrs are bound
+// to) and drops every chunk.
+func (f *File) truncateToEmpty() error {
+	if !f.hasHeader {
+		f.size = 0
+		return nil
+	}
+	if err := f.b.Truncate(content.HeaderSize); err != nil {
+		f.afterFailedWrite()
+		return fmt.Errorf("core: truncate backing: %w", err)
+	}
+	f.size = 0
+	f.dropTail()
+	return f.clearSparse()
+}
+
+// shrink cuts the file to size (0 < size < f.size): the new last chunk is
+// re-sealed with final=1 at its new length.
+func (f *File) shrink(size int64) error {
+	e := f.e
+	newLast := uint64((size - 1) / int64(e.chunkSize))
+	n := e.plainLen(newLast, size)
+
+	buf := e.bufs.get(e.chunkSize)
+	defer e.bufs.put(buf)
+	plain, err := f.chunkPlain((*buf)[:0], newLast)
+	if err != nil {
+		return err
+	}
+	plain = plain[:n]
+
+	nonce := e.bufs.get(e.nonceSize)
+	defer e.bufs.put(nonce)
+	// Why safe: a fresh random nonce under the per-file key, as for any write.
+	if _, err := io.ReadFull(e.rand, *nonce); err != nil {
+		return fmt.Errorf("core: random nonce: %w", err)
+	}
+	stored := e.bufs.get(n + e.overhead)
+	defer e.bufs.put(stored)
+	f.fc.Seal((*stored)[:0], plain, newLast, true, *nonce)
+
+	// Cut first, then write the new final chunk: a crash in between leaves a
+	// last stored chunk that is cut short or has final=0, and fails to open.
+	if err := f.b.Truncate(e.suite.CipherSize(size)); err != nil {
+		f.afterFailedWrite()
+		return fmt.Errorf("core: truncate backing: %w", err)
+	}
+	if err := writeFullAt(f.b, *stored, e.cipherOffset(newLast)); err != nil {
+		f.afterFailedWrite()
+		return err
+	}
+	f.size = size
+	f.setTail(plain)
+	return nil
+}
+
+// PunchHole zeroes [off, off+length) without changing the size, deallocating
+// whole chunks in the backing file where it can.
+func (f *File) PunchHole(off, length int64) error {
+	if off < 0 || length < 0 || length > math.MaxInt64-off {
+		return ErrInvalid
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	end := min(off+length, f.size)
+	if off >= end {
+		return nil
+	}
+	e := f.e
+	cs := int64(e.chunkSize)
+	// Whole chunks inside the range become holes, except the last chunk of the
+	// file: it keeps the size authenticated, so it is re-sealed with zeros.
+	holeFirst := uint64((off + cs - 1) / cs)
+	holeEnd := uint64(end / cs) // exclusive
+	if fileLast := f.lastIndex(); holeEnd > fileLast {
+		holeEnd = fileLast
+	}
+	if holeFirst >= holeEnd {
+		return f.writeZeros(off, end)
+	}
+	if err := f.writeZeros(off, int64(holeFirst)*cs); err != nil {
+		return err
+	}
+	if err := f.prepareHeader(true); err != nil {
+		return err
+	}
+	if err := f.punchStored(holeFirst, holeEnd); err != nil {
+		return err
+	}
+	return f.writeZeros(int64(holeEnd)*cs, end)
+}
+
+// writeZeros re-seals [from, to) as zeros through the write path, one chunk
+// at a time (the range is at most two chunks long).
+func (f *File) writeZeros(from, to int64) error {
+	cs := int64(f.e.chunkSize)
+	for from < to {
+		n := min(to-from, cs-from%cs)
+		if err := f.writeLocked(f.e.zeroPlain[:n], from, f.size); err != nil {
+			return err
+		}
+		from += n
+	}
+	return nil
+}
+
+// punchStored turns stored chunks [first, end) into holes: deallocated with
+// fallocate when the backing is a real file, else overwritten with zeros.
+func (f *File) punchStored(first, end uint64) error {
+	e := f.e
+	start, stop := e.cipherOffset(first), e.cipherOffset(end)
+	if fb, ok := f.b.(fdBacking); ok {
+		err := unix.Fallocate(int(fb.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, start, stop-start)
+		if err == nil {
+			return nil
+		}
+		// Not supported by the backing file system: fall through to zeros.
+	}
+	for pos := start; pos < stop; {
+		n := min(stop-pos, int64(len(e.zeroStore)))
+		if err := writeFullAt(f.b, e.zeroStore[:n], pos); err != nil {
+			f.afterFailedWrite()
+			return err
+		}
+		pos += n
+	}
+	return nil
+}

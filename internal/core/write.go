@@ -1,0 +1,235 @@
+package core
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// WriteAt writes plaintext like os.File.WriteAt, growing the file as needed;
+// whole chunks skipped by a write past the end become holes.
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || int64(len(p)) > math.MaxInt64-off {
+		return 0, ErrInvalid
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, ErrClosed
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if err := f.writeLocked(p, off, max(f.size, off+int64(len(p)))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// writeLocked stores p at off and makes the file newSize bytes long
+// (newSize >= f.size, newSize >= off+len(p), newSize > 0). With an empty p it
+// only grows the file: Truncate uses it that way. Caller holds mu for writing.
+//
+// The chunks touched by p are sealed from p directly when p covers them, and
+// from a merged copy (old plaintext, zero fill, then p) at the edges. If the
+// file grows past its old last chunk, that chunk is re-sealed with final=0,
+// zero-extended to a full chunk. Chunks strictly between the old last chunk
+// and the first touched chunk become holes. See the package comment for the
+// crash ordering.
+func (f *File) writeLocked(p []byte, off, newSize int64) error {
+	e := f.e
+	cs := int64(e.chunkSize)
+	oldSize := f.size
+
+	var first, last uint64 // chunks touched by p (for an empty p: the new last chunk)
+	if len(p) > 0 {
+		first, last = uint64(off/cs), uint64((off+int64(len(p))-1)/cs)
+	} else {
+		first = uint64((newSize - 1) / cs)
+		last = first
+	}
+	newLast := uint64((newSize - 1) / cs)
+	hasOld := oldSize > 0
+	oldLast := uint64(0)
+	if hasOld {
+		oldLast = f.lastIndex()
+	}
+	// The old last chunk changes its final flag and lies before p's chunks.
+	resealOld := hasOld && newLast > oldLast && oldLast < first
+	holes := first > 0 && (!hasOld || first > oldLast+1)
+	if err := f.prepareHeader(holes); err != nil {
+		return err
+	}
+
+	job := e.sealJobs.Get().(*sealJob)
+	defer job.release()
+	*job = sealJob{f: f, p: p, off: off, newSize: newSize, newLast: newLast}
+	if resealOld {
+		if err := job.addMerged(oldLast, oldSize); err != nil {
+			return err
+		}
+	}
+	if !job.direct(first) {
+		if err := job.addMerged(first, oldSize); err != nil {
+			return err
+		}
+	}
+	if last != first && !job.direct(last) {
+		if err := job.addMerged(last, oldSize); err != nil {
+			return err
+		}
+	}
+
+	runStart := first
+	separate := resealOld && oldLast+1 < first
+	if resealOld && !separate {
+		runStart = oldLast
+	}
+	count := int(last-runStart) + 1
+	total := count
+	if separate {
+		total++
+	}
+	// All nonces of the request in one read from the random source.
+	// Why safe: random 128-bit (GCM, SIV) or 192-bit (XChaCha) nonces under a
+	// per-file key; collisions are negligible far beyond any file's chunk count.
+	nonces := e.bufs.get(total * e.nonceSize)
+	defer e.bufs.put(nonces)
+	if _, err := io.ReadFull(e.rand, *nonces); err != nil {
+		return fmt.Errorf("core: random nonces: %w", err)
+	}
+	if separate {
+		// Old last chunk first: a crash before the new tail is written
+		// leaves a file ending in a final=0 chunk, which fails to open.
+		if err := job.sealAndWrite(oldLast, 1, (*nonces)[count*e.nonceSize:]); err != nil {
+			f.afterFailedWrite()
+			return err
+		}
+	}
+	if err := job.sealAndWrite(runStart, count, (*nonces)[:count*e.nonceSize]); err != nil {
+		f.afterFailedWrite()
+		return err
+	}
+	f.size = newSize
+	if last == newLast {
+		f.setTail(job.plain(newLast))
+	}
+	return nil
+}
+
+// mergedChunk is a chunk whose new plaintext is assembled in a pooled buffer.
+type mergedChunk struct {
+	index uint64
+	buf   *[]byte
+	plain []byte
+}
+
+// sealJob seals a run of chunks for one write request.
+type sealJob struct {
+	f       *File
+	p       []byte // the caller's data, at plaintext offset off
+	off     int64
+	newSize int64
+	newLast uint64
+
+	merged  [3]mergedChunk // at most: re-sealed old last, first edge, last edge
+	nmerged int
+
+	// The run being sealed by work.
+	runFirst uint64
+	stored   []byte
+	nonces   []byte
+}
+
+// direct reports whether p covers all of chunk i's new plaintext.
+func (j *sealJob) direct(i uint64) bool {
+	cs := int64(j.f.e.chunkSize)
+	start := int64(i) * cs
+	return start >= j.off && start+int64(j.f.e.plainLen(i, j.newSize)) <= j.off+int64(len(j.p))
+}
+
+// addMerged builds chunk i's new plaintext: the old plaintext (if the old
+// file of oldSize bytes had any there), zeros up to the new chunk length,
+// then the bytes of p that fall into the chunk.
+func (j *sealJob) addMerged(i uint64, oldSize int64) error {
+	e := j.f.e
+	cs := int64(e.chunkSize)
+	start := int64(i) * cs
+	n := e.plainLen(i, j.newSize)
+	buf := e.bufs.get(e.chunkSize)
+	m := &j.merged[j.nmerged]
+	*m = mergedChunk{index: i, buf: buf}
+	j.nmerged++
+	plain := (*buf)[:0]
+	if start < oldSize {
+		var err error
+		if plain, err = j.f.chunkPlain(plain, i); err != nil {
+			return err
+		}
+	}
+	old := len(plain)
+	plain = plain[:n]
+	clear(plain[old:])
+	if from, to := max(j.off, start), min(j.off+int64(len(j.p)), start+int64(n)); from < to {
+		copy(plain[from-start:to-start], j.p[from-j.off:to-j.off])
+	}
+	m.plain = plain
+	return nil
+}
+
+// plain returns chunk i's new plaintext.
+func (j *sealJob) plain(i uint64) []byte {
+	for k := range j.nmerged {
+		if j.merged[k].index == i {
+			return j.merged[k].plain
+		}
+	}
+	start := int64(i)*int64(j.f.e.chunkSize) - j.off
+	return j.p[start : start+int64(j.f.e.plainLen(i, j.newSize))]
+}
+
+// sealAndWrite seals chunks [first, first+count) and writes them with one
+// backing write.
+func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
+	e := j.f.e
+	last := first + uint64(count-1)
+	size := (count-1)*e.cipherChunk + e.plainLen(last, j.newSize) + e.overhead
+	stored := e.bufs.get(size)
+	defer e.bufs.put(stored)
+	j.runFirst, j.stored, j.nonces = first, *stored, nonces
+	if err := e.forChunks(count, j); err != nil {
+		return err
+	}
+	return writeFullAt(j.f.b, *stored, e.cipherOffset(first))
+}
+
+// work seals run positions [lo, hi) into j.stored.
+func (j *sealJob) work(lo, hi int) error {
+	e := j.f.e
+	ns := e.nonceSize
+	for k := lo; k < hi; k++ {
+		i := j.runFirst + uint64(k)
+		plain := j.plain(i)
+		pos := k * e.cipherChunk
+		n := len(plain) + e.overhead
+		// The capacity limit keeps Seal inside this chunk's slot.
+		out := j.f.fc.Seal(j.stored[pos:pos:pos+n], plain, i, i == j.newLast, j.nonces[k*ns:(k+1)*ns])
+		if len(out) != n {
+			panic(fmt.Sprintf("core: sealed chunk is %d bytes, want %d", len(out), n))
+		}
+	}
+	return nil
+}
+
+// release returns the job's buffers and the job to the engine's pools.
+func (j *sealJob) release() {
+	if j.f == nil {
+		return
+	}
+	e := j.f.e
+	for k := range j.nmerged {
+		e.bufs.put(j.merged[k].buf)
+	}
+	*j = sealJob{}
+	e.sealJobs.Put(j)
+}
