@@ -1,7 +1,6 @@
 package tree
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -192,5 +191,5 @@ func (t *Tree) tempName() (string, error) {
 	if _, err := io.ReadFull(t.rand, b[:]); err != nil {
 		return "", err
 	}
-	return "encryptfs.tmp." + hex.EncodeToString(b[:]), nil
+	return names.TempName(b[:]), nil
 }
