@@ -1,0 +1,112 @@
+// Package cli is the encryptfs command line: one file per subcommand. It is
+// the only package that prints to the user, and it maps every error to one
+// of the exit codes documented in docs/cli.md.
+package cli
+
+import (
+	"bufio"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Version is this build's version, written to new configs as their Creator.
+const Version = "0.1.0"
+
+// App holds the process's standard streams and randomness, so that the
+// commands can be run from tests with other ones.
+type App struct {
+	Stdin  *os.File
+	Stdout io.Writer
+	Stderr io.Writer
+	Rand   io.Reader
+
+	// stdinLines reads lines from Stdin when it is not a terminal; shared so
+	// that passwd can read an old and a new password from two lines.
+	stdinLines *bufio.Reader
+}
+
+// Main runs the command line with the process's streams and returns the
+// exit code.
+func Main(args []string) int {
+	a := &App{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Rand: rand.Reader}
+	return a.Run(args)
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(a *App, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"init", "create a new vault in an empty directory", (*App).cmdInit},
+		{"mount", "mount a vault (daemonizes unless -f)", (*App).cmdMount},
+		{"unmount", "unmount a mounted vault", (*App).cmdUnmount},
+		{"passwd", "change a vault's password", (*App).cmdPasswd},
+		{"info", "show a vault's parameters (no secrets)", (*App).cmdInfo},
+		{"version", "print the version", (*App).cmdVersion},
+	}
+}
+
+// Run executes args (without the program name) and returns the exit code.
+func (a *App) Run(args []string) int {
+	err := a.dispatch(args)
+	if err == nil {
+		return ExitOK
+	}
+	code := exitCode(err)
+	if !errors.Is(err, errQuiet) {
+		fmt.Fprintf(a.Stderr, "encryptfs: %s\n", userMessage(err))
+	}
+	return code
+}
+
+func (a *App) dispatch(args []string) error {
+	if len(args) == 0 {
+		a.usage(a.Stderr)
+		return usageErrorf("no command given")
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		a.usage(a.Stdout)
+		return nil
+	case "-V", "--version":
+		return a.cmdVersion(nil)
+	}
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(a, args[1:])
+		}
+	}
+	// mount.fuse3 (fstab type fuse.encryptfs) runs "encryptfs CIPHERDIR
+	// MOUNTPOINT -o OPTIONS": treat two leading paths as a mount.
+	if len(args) >= 2 && !strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[1], "-") {
+		if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
+			return a.cmdMount(args)
+		}
+	}
+	return usageErrorf("unknown command %q (see encryptfs --help)", name)
+}
+
+func (a *App) usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: encryptfs COMMAND [flags] ARGS\n\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nRun \"encryptfs COMMAND -h\" for a command's flags. Exit codes: docs/cli.md.\n")
+}
+
+func (a *App) cmdVersion(args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("version takes no arguments")
+	}
+	fmt.Fprintf(a.Stdout, "encryptfs %s\n", Version)
+	return nil
+}

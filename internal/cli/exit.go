@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+)
+
+// Exit codes. They are part of the interface (docs/cli.md): scripts test
+// them, so a code's meaning never changes.
+const (
+	ExitOK            = 0  // success
+	ExitError         = 1  // any other error (I/O, unexpected)
+	ExitUsage         = 2  // bad command line
+	ExitWrongPassword = 3  // wrong password or master key
+	ExitCipherDir     = 4  // CIPHERDIR missing, not a directory, not empty (init), no config
+	ExitCorruptConfig = 5  // config corrupt or edited
+	ExitUnsupported   = 6  // vault newer than this build, unknown feature flag, reverse vault
+	ExitPassword      = 7  // no password could be read (empty, mismatch, passfile/extpass failed)
+	ExitMountPoint    = 8  // MOUNTPOINT missing, not a directory or not empty
+	ExitMount         = 9  // the FUSE mount failed
+	ExitUnmount       = 10 // unmount failed (not mounted, busy)
+	ExitCorruptData   = 11 // file data or a name failed authentication (offline tools)
+)
+
+// codedError carries an explicit exit code.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+// withCode marks err with an exit code (nil stays nil).
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &codedError{code: code, err: err}
+}
+
+func errorfCode(code int, format string, args ...any) error {
+	return withCode(code, fmt.Errorf(format, args...))
+}
+
+func usageErrorf(format string, args ...any) error {
+	return errorfCode(ExitUsage, format, args...)
+}
+
+// errQuiet marks an error already reported (for example by the flag
+// package), so Run prints nothing more.
+var errQuiet = errors.New("already reported")
+
+// exitCode maps an error to its documented exit code: an explicit code
+// first, then the sentinel errors of the lower layers.
+func exitCode(err error) int {
+	var ce *codedError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.Is(err, config.ErrWrongPassword):
+		return ExitWrongPassword
+	case errors.Is(err, config.ErrNotFound):
+		return ExitCipherDir
+	case errors.Is(err, config.ErrFutureVersion), errors.Is(err, config.ErrUnknownFeature):
+		return ExitUnsupported
+	case errors.Is(err, config.ErrCorrupt):
+		return ExitCorruptConfig
+	case errors.Is(err, content.ErrCorruptChunk), errors.Is(err, content.ErrBadHeader),
+		errors.Is(err, content.ErrTruncated), errors.Is(err, names.ErrBadName):
+		return ExitCorruptData
+	}
+	return ExitError
+}
+
+// userMessage is the one line printed for err: the sentinels get a plain
+// sentence, everything else its own message on one line.
+func userMessage(err error) string {
+	if errors.Is(err, config.ErrWrongPassword) {
+		return "wrong password"
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
+)
+
+// kdfFlags are the Argon2id cost flags shared by init and passwd.
+type kdfFlags struct {
+	time, memoryMiB, threads uint
+}
+
+func (k *kdfFlags) register(fs *flagSet) {
+	fs.UintVar(&k.time, "kdf-time", 0, fmt.Sprintf("Argon2id passes (default %d)", kdf.DefaultTime))
+	fs.UintVar(&k.memoryMiB, "kdf-memory", 0, fmt.Sprintf("Argon2id memory in MiB (default %d, minimum %d)", kdf.DefaultMemoryKiB/1024, kdf.MinMemoryKiB/1024))
+	fs.UintVar(&k.threads, "kdf-threads", 0, fmt.Sprintf("Argon2id lanes (default %d)", kdf.DefaultThreads))
+}
+
+// params returns fresh KDF params (new salt) with the flags' costs, each
+// unset one taken from base.
+func (k kdfFlags) params(rand io.Reader, base kdf.Params) (kdf.Params, error) {
+	t, m, p := uint(base.Time), uint(base.MemoryKiB)/1024, uint(base.Threads)
+	if k.time != 0 {
+		t = k.time
+	}
+	if k.memoryMiB != 0 {
+		m = k.memoryMiB
+	}
+	if k.threads != 0 {
+		p = k.threads
+	}
+	if t > kdf.MaxTime || m > kdf.MaxMemoryKiB/1024 || p > kdf.MaxThreads {
+		return kdf.Params{}, usageErrorf("KDF cost out of bounds: time %d (max %d), memory %d MiB (max %d), threads %d (max %d)",
+			t, kdf.MaxTime, m, kdf.MaxMemoryKiB/1024, p, kdf.MaxThreads)
+	}
+	params, err := kdf.New(rand, uint32(t), uint32(m*1024), uint8(p))
+	if errors.Is(err, kdf.ErrParams) {
+		return kdf.Params{}, withCode(ExitUsage, err)
+	}
+	return params, err
+}
+
+// defaultKDF is the base for init: the package defaults.
+func defaultKDF() kdf.Params {
+	return kdf.Params{Time: kdf.DefaultTime, MemoryKiB: kdf.DefaultMemoryKiB, Threads: kdf.DefaultThreads}
+}
+
+// cipherNames maps the short flag values to the stored algorithm names.
+var cipherNames = map[string]content.Algorithm{
+	"aes-gcm": content.AES256GCM, string(content.AES256GCM): content.AES256GCM,
+	"xchacha": content.XChaCha20Poly1305, string(content.XChaCha20Poly1305): content.XChaCha20Poly1305,
+}
+
+func (a *App) cmdInit(args []string) error {
+	fs := a.newFlagSet("init", "CIPHERDIR")
+	cipherName := fs.String("cipher", "aes-gcm", "content cipher: aes-gcm or xchacha")
+	chunk := fs.String("chunk-size", strconv.Itoa(content.DefaultChunkSize), "chunk size in bytes (power of two, 4k..1M; suffix k or M allowed)")
+	var kf kdfFlags
+	kf.register(fs)
+	var src passSource
+	fs.StringVar(&src.passfile, "passfile", "", "read the password from the first line of this file")
+	fs.StringVar(&src.extpass, "extpass", "", "run this program (split on spaces, no shell) and use its first output line as the password")
+	pos, err := fs.parse(args, 1, 1)
+	if err != nil {
+		return helpOK(err)
+	}
+	dir := pos[0]
+
+	alg, ok := cipherNames[*cipherName]
+	if !ok {
+		return usageErrorf("init: unknown cipher %q (use aes-gcm or xchacha)", *cipherName)
+	}
+	chunkSize, err := parseSize(*chunk)
+	if err != nil {
+		return usageErrorf("init: --chunk-size: %v", err)
+	}
+	k, err := kf.params(a.Rand, defaultKDF())
+	if err != nil {
+		return err
+	}
+	p := config.NewParams(string(alg), chunkSize, k)
+	if err := p.Validate(); err != nil {
+		return withCode(ExitUsage, fmt.Errorf("init: %w", err))
+	}
+	if err := prepareEmptyDir(dir); err != nil {
+		return err
+	}
+
+	pw, err := a.readPassword(src, "New password", true)
+	if err != nil {
+		return err
+	}
+	defer clear(pw)
+	c, masterKey, err := config.Create(p, pw, a.Rand)
+	if err != nil {
+		return err
+	}
+	defer clear(masterKey)
+	c.Creator = "encryptfs " + Version
+	if err := initRoot(dir, p, masterKey, a.Rand); err != nil {
+		return err
+	}
+	if err := c.Save(dir); err != nil {
+		removeRootDirID(dir)
+		return err
+	}
+	fmt.Fprintf(a.Stdout, "Created vault %s (%s, %d-byte chunks, Argon2id t=%d m=%d MiB p=%d).\n",
+		dir, alg, chunkSize, k.Time, k.MemoryKiB/1024, k.Threads)
+	a.printMasterKey(a.Stdout, masterKey)
+	fmt.Fprintf(a.Stdout, "Mount it with: encryptfs mount %s MOUNTPOINT\n", dir)
+	return nil
+}
+
+// prepareEmptyDir creates dir (0700) if it is missing and refuses a
+// directory that has anything in it.
+func prepareEmptyDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
+		}
+		return nil
+	}
+	if err != nil {
+		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
+	}
+	if !fi.IsDir() {
+		return errorfCode(ExitCipherDir, "init: %s is not a directory", dir)
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
+	}
+	if len(names) > 0 {
+		return errorfCode(ExitCipherDir, "init: %s is not empty; a vault needs an empty directory", dir)
+	}
+	return nil
+}
+
+// parseSize reads a byte count with an optional k/K or m/M suffix.
+func parseSize(s string) (int, error) {
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		mult, s = 1024, s[:len(s)-1]
+	case strings.HasSuffix(s, "m"), strings.HasSuffix(s, "M"):
+		mult, s = 1024*1024, s[:len(s)-1]
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > (1<<30)/mult {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/tree"
+)
+
+// mountRequest is what the FUSE layer needs to serve a vault (mirrors
+// internal/mount.Options).
+type mountRequest struct {
+	CipherDir, MountPoint string
+	Tree                  *tree.Tree
+	ReadOnly, AllowOther  bool
+	SharedStorage, Debug  bool
+	Idle                  time.Duration
+	FsName                string
+	ExtraOptions          []string
+	Logger                *log.Logger
+}
+
+// mountedServer is a running mount.
+type mountedServer interface {
+	Wait()
+	Unmount() error
+}
+
+func (a *App) cmdMount(args []string) error {
+	fs := a.newFlagSet("mount", "CIPHERDIR MOUNTPOINT")
+	var m mountFlags
+	m.register(fs)
+	pos, err := fs.parse(args, 2, 2)
+	if err != nil {
+		return helpOK(err)
+	}
+	cipherDir, mountPoint, err := absPaths(pos[0], pos[1])
+	if err != nil {
+		return err
+	}
+	c, err := loadConfig(cipherDir)
+	if err != nil {
+		return err
+	}
+	if err := checkMountPoint(cipherDir, mountPoint); err != nil {
+		return err
+	}
+	if m.notifyFD >= 0 {
+		return a.runDaemonChild(c, cipherDir, mountPoint, m)
+	}
+	secret, err := a.readMountSecret(m)
+	if err != nil {
+		return err
+	}
+	defer clear(secret)
+	if !m.foreground {
+		wire := secret
+		if m.masterKey {
+			wire = masterKeyWire(secret)
+			defer clear(wire)
+		}
+		return a.daemonize(args, wire)
+	}
+	logger := log.New(a.Stderr, "encryptfs: ", log.LstdFlags)
+	return a.serve(c, cipherDir, mountPoint, m, secret, logger, nil)
+}
+
+// readMountSecret reads the password, or the master key with --masterkey.
+func (a *App) readMountSecret(m mountFlags) ([]byte, error) {
+	if m.masterKey {
+		if m.src != (passSource{}) {
+			return nil, usageErrorf("mount: --masterkey replaces the password; drop --passfile/--extpass")
+		}
+		return a.readMasterKey()
+	}
+	return a.readPassword(m.src, "Password", false)
+}
+
+// serve unlocks the vault with secret, mounts it, reports readiness through
+// ready (if not nil) and serves until unmounted or signalled.
+func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags, secret []byte, logger *log.Logger, ready func() error) error {
+	var masterKey []byte
+	var err error
+	if m.masterKey {
+		masterKey = append([]byte(nil), secret...)
+	} else {
+		masterKey, err = c.Unlock(secret)
+	}
+	if err != nil {
+		return err
+	}
+	t, err := openTree(c.Params, masterKey, nil)
+	clear(masterKey)
+	if err != nil {
+		return err
+	}
+	defer t.Wipe()
+	fsName := m.fsName
+	if fsName == "" {
+		fsName = cipherDir
+	}
+	srv, err := fuseMount(mountRequest{
+		CipherDir: cipherDir, MountPoint: mountPoint, Tree: t,
+		ReadOnly: m.readOnly, AllowOther: m.allowOther, SharedStorage: m.sharedStorage, Debug: m.debug,
+		Idle: m.idle, FsName: fsName, ExtraOptions: m.extra, Logger: logger,
+	})
+	if err != nil {
+		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
+	}
+	logger.Printf("mounted %s on %s", cipherDir, mountPoint)
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		for sig := range sigs {
+			logger.Printf("%v: unmounting %s", sig, mountPoint)
+			if err := srv.Unmount(); err != nil {
+				logger.Printf("unmount %s: %v (still mounted; close open files and retry)", mountPoint, err)
+			}
+		}
+	}()
+	if ready != nil {
+		if err := ready(); err != nil {
+			srv.Unmount()
+			return err
+		}
+	}
+	srv.Wait()
+	logger.Printf("unmounted %s", mountPoint)
+	return nil
+}
+
+func absPaths(paths ...string) (string, string, error) {
+	var out [2]string
+	for i, p := range paths[:2] {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", "", withCode(ExitUsage, err)
+		}
+		out[i] = abs
+	}
+	return out[0], out[1], nil
+}
+
+// checkMountPoint requires an empty directory outside the CIPHERDIR (a
+// mount inside its own backing tree would recurse).
+func checkMountPoint(cipherDir, mountPoint string) error {
+	if err := checkDir(mountPoint, ExitMountPoint, "MOUNTPOINT"); err != nil {
+		return err
+	}
+	realCipher, err1 := filepath.EvalSymlinks(cipherDir)
+	realMount, err2 := filepath.EvalSymlinks(mountPoint)
+	if err := errors.Join(err1, err2); err != nil {
+		return withCode(ExitMountPoint, err)
+	}
+	if realMount == realCipher || strings.HasPrefix(realMount, realCipher+string(filepath.Separator)) {
+		return errorfCode(ExitMountPoint, "MOUNTPOINT %s is inside CIPHERDIR %s", mountPoint, cipherDir)
+	}
+	d, err := os.Open(mountPoint)
+	if err != nil {
+		return withCode(ExitMountPoint, err)
+	}
+	defer d.Close()
+	if names, err := d.Readdirnames(1); len(names) > 0 {
+		return errorfCode(ExitMountPoint, "MOUNTPOINT %s is not empty", mountPoint)
+	} else if err != nil && !errors.Is(err, io.EOF) {
+		return withCode(ExitMountPoint, err)
+	}
+	return nil
+}

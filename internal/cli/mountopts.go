@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// mountFlags are the mount command's options, from flags or from -o.
+type mountFlags struct {
+	foreground    bool
+	readOnly      bool
+	allowOther    bool
+	sharedStorage bool
+	masterKey     bool
+	debug         bool
+	idle          time.Duration
+	fsName        string
+	src           passSource
+	extra         []string // -o options passed on to the FUSE mount
+
+	notifyFD int // internal: set in the daemon child (pipe to the parent)
+	secretFD int // internal: set in the daemon child (password or master key)
+}
+
+func (m *mountFlags) register(fs *flagSet) {
+	fs.BoolVar(&m.foreground, "f", false, "stay in the foreground (log to stderr)")
+	fs.BoolVar(&m.foreground, "foreground", false, "same as -f")
+	fs.BoolVar(&m.readOnly, "ro", false, "mount read-only")
+	fs.BoolVar(&m.allowOther, "allow-other", false, "let other users access the mount (needs user_allow_other in /etc/fuse.conf unless root)")
+	fs.BoolVar(&m.sharedStorage, "shared-storage", false, "the CIPHERDIR is changed by others too (network or sync folder): no caching of attributes or entries")
+	fs.BoolVar(&m.masterKey, "masterkey", false, "read the master key from stdin instead of a password")
+	fs.BoolVar(&m.debug, "debug", false, "log every FUSE request (foreground only; never logs contents)")
+	fs.DurationVar(&m.idle, "idle", 0, "unmount after this long without use (e.g. 30m; 0: never)")
+	fs.StringVar(&m.fsName, "fsname", "", "file system name shown in /proc/mounts (default: CIPHERDIR)")
+	fs.StringVar(&m.src.passfile, "passfile", "", "read the password from the first line of this file")
+	fs.StringVar(&m.src.extpass, "extpass", "", "run this program (split on spaces, no shell) for the password")
+	fs.Func("o", "comma-separated mount options, as from mount(8)/fstab (see docs/cli.md)", m.parseOptions)
+	fs.IntVar(&m.notifyFD, "internal-notify-fd", -1, "internal: used by the daemonized child")
+	fs.IntVar(&m.secretFD, "internal-secret-fd", -1, "internal: used by the daemonized child")
+}
+
+// fstabOnly are options mount(8) and mount.fuse3 consume or that only mean
+// something in fstab; they are accepted and ignored.
+var fstabOnly = map[string]bool{
+	"defaults": true, "auto": true, "noauto": true, "user": true, "users": true, "nouser": true,
+	"nofail": true, "_netdev": true, "rw": true, "owner": true, "group": true,
+}
+
+// parseOptions handles one -o argument: "ro,allow_other,passfile=/k".
+func (m *mountFlags) parseOptions(s string) error {
+	for _, opt := range strings.Split(s, ",") {
+		key, val, hasVal := strings.Cut(opt, "=")
+		switch {
+		case opt == "":
+		case key == "ro":
+			m.readOnly = true
+		case key == "allow_other":
+			m.allowOther = true
+		case key == "shared_storage":
+			m.sharedStorage = true
+		case key == "debug":
+			m.debug = true
+		case key == "foreground":
+			m.foreground = true
+		case key == "masterkey":
+			m.masterKey = true
+		case key == "passfile" && hasVal:
+			m.src.passfile = val
+		case key == "extpass" && hasVal:
+			m.src.extpass = val
+		case key == "fsname" && hasVal:
+			m.fsName = val
+		case key == "idle" && hasVal:
+			d, err := time.ParseDuration(val)
+			if err != nil {
+				return fmt.Errorf("idle: %v", err)
+			}
+			m.idle = d
+		case fstabOnly[key], strings.HasPrefix(key, "x-"), key == "comment":
+		case key == "passfile", key == "extpass", key == "fsname", key == "idle":
+			return fmt.Errorf("option %q needs a value", key)
+		default:
+			m.extra = append(m.extra, opt)
+		}
+	}
+	return nil
+}
