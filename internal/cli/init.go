@@ -19,9 +19,9 @@ type kdfFlags struct {
 }
 
 func (k *kdfFlags) register(fs *flagSet) {
-	fs.UintVar(&k.time, "kdf-time", 0, fmt.Sprintf("Argon2id passes (default %d)", kdf.DefaultTime))
-	fs.UintVar(&k.memoryMiB, "kdf-memory", 0, fmt.Sprintf("Argon2id memory in MiB (default %d, minimum %d)", kdf.DefaultMemoryKiB/1024, kdf.MinMemoryKiB/1024))
-	fs.UintVar(&k.threads, "kdf-threads", 0, fmt.Sprintf("Argon2id lanes (default %d)", kdf.DefaultThreads))
+	fs.UintVar(&k.time, "kdf-time", 0, "Argon2id passes (default: the built-in cost of about 1 s)")
+	fs.UintVar(&k.memoryMiB, "kdf-memory", 0, fmt.Sprintf("Argon2id memory in MiB (minimum %d; default: built in)", kdf.MinMemoryKiB/1024))
+	fs.UintVar(&k.threads, "kdf-threads", 0, "Argon2id lanes (default: built in)")
 }
 
 // params returns fresh KDF params (new salt) with the flags' costs, each
@@ -46,11 +46,6 @@ func (k kdfFlags) params(rand io.Reader, base kdf.Params) (kdf.Params, error) {
 		return kdf.Params{}, withCode(ExitUsage, err)
 	}
 	return params, err
-}
-
-// defaultKDF is the base for init: the package defaults.
-func defaultKDF() kdf.Params {
-	return kdf.Params{Time: kdf.DefaultTime, MemoryKiB: kdf.DefaultMemoryKiB, Threads: kdf.DefaultThreads}
 }
 
 // cipherNames maps the short flag values to the stored algorithm names.
@@ -82,7 +77,11 @@ func (a *App) cmdInit(args []string) error {
 	if err != nil {
 		return usageErrorf("init: --chunk-size: %v", err)
 	}
-	k, err := kf.params(a.Rand, defaultKDF())
+	base, err := kdf.Default(a.Rand)
+	if err != nil {
+		return err
+	}
+	k, err := kf.params(a.Rand, base)
 	if err != nil {
 		return err
 	}
