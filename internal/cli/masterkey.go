@@ -43,7 +43,7 @@ func parseMasterKey(s []byte) ([]byte, error) {
 	key := make([]byte, hex.DecodedLen(len(digits)))
 	if _, err := hex.Decode(key, digits); err != nil || len(key) != keys.MasterKeySize {
 		clear(key)
-		return nil, errorfCode(ExitWrongPassword, "the master key must be %d hex digits (grouping optional)", 2*keys.MasterKeySize)
+		return nil, errorfCode(ExitPassword, "the master key must be %d hex digits (grouping optional)", 2*keys.MasterKeySize)
 	}
 	return key, nil
 }
