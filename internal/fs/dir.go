@@ -1,0 +1,217 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// setOwner gives a new backing entry to the calling user when the daemon
+// runs as root (otherwise everything belongs to the daemon's user). In a
+// set-group-ID directory the group inherited from the directory is kept.
+func (r *Root) setOwner(ctx context.Context, pfd int, name string) error {
+	if r.euid != 0 {
+		return nil
+	}
+	c, ok := fuse.FromContext(ctx)
+	if !ok || (c.Uid == 0 && c.Gid == 0) {
+		return nil
+	}
+	gid := int(c.Gid)
+	if st, err := backing.Fstat(pfd); err == nil && st.Mode&unix.S_ISGID != 0 {
+		gid = -1
+	}
+	return backing.Fchownat(pfd, name, int(c.Uid), gid)
+}
+
+// created finishes a create-type operation: chown to the caller, stat, and
+// a new child inode. On failure the entry is removed again by undo.
+func (n *node) created(ctx context.Context, e entry, dirID []byte, out *fuse.EntryOut, undo func()) (*fusefs.Inode, syscall.Errno) {
+	if err := n.r.setOwner(ctx, e.pfd, e.name.Backing); err != nil {
+		undo()
+		return nil, n.r.errno(err, "chown", e.name.Plain)
+	}
+	st, err := n.r.statEntry(e)
+	if err != nil {
+		undo()
+		return nil, n.r.errno(err, "stat", e.name.Plain)
+	}
+	return n.newChild(ctx, &st, dirID, out, e.name.Plain), 0
+}
+
+// Mkdir creates a directory with a fresh directory ID.
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	n.r.touch()
+	e, err := n.child(name)
+	if err != nil {
+		return nil, n.r.errno(err, "mkdir", name)
+	}
+	defer e.close()
+	id, err := n.r.tree.Mkdir(e.pfd, e.name, mode)
+	if err != nil {
+		return nil, n.r.errno(err, "mkdir", name)
+	}
+	return n.created(ctx, e, id, out, func() { n.r.tree.Rmdir(e.pfd, e.name) })
+}
+
+// Rmdir removes an empty directory.
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	n.r.touch()
+	e, err := n.child(name)
+	if err != nil {
+		return n.r.errno(err, "rmdir", name)
+	}
+	defer e.close()
+	return n.r.errno(n.r.tree.Rmdir(e.pfd, e.name), "rmdir", name)
+}
+
+// Unlink removes a non-directory. An open file stays usable through its
+// backing fd until its last handle is released.
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	n.r.touch()
+	e, err := n.child(name)
+	if err != nil {
+		return n.r.errno(err, "unlink", name)
+	}
+	defer e.close()
+	return n.r.errno(n.r.tree.Unlink(e.pfd, e.name), "unlink", name)
+}
+
+// Create creates and opens a regular file.
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
+	n.r.touch()
+	e, err := n.child(name)
+	if err != nil {
+		return nil, nil, 0, n.r.errno(err, "create", name)
+	}
+	defer e.close()
+	fd, err := n.r.tree.Create(e.pfd, e.name, int(flags)&unix.O_DIRECT, mode)
+	if err != nil {
+		return nil, nil, 0, n.r.errno(err, "create", name)
+	}
+	of, err := n.r.adopt(fd)
+	if err != nil {
+		n.r.tree.Unlink(e.pfd, e.name)
+		return nil, nil, 0, n.r.errno(err, "create", name)
+	}
+	child, errno := n.created(ctx, e, nil, out, func() { n.r.tree.Unlink(e.pfd, e.name) })
+	if errno != 0 {
+		n.r.files.put(of)
+		return nil, nil, 0, errno
+	}
+	h := &handle{n: child.Operations().(nodeOps).self(), of: of, append: flags&unix.O_APPEND != 0}
+	return child, h, n.r.openFuseFlags(), 0
+}
+
+// Mknod creates a fifo, socket, device node or empty regular file.
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	n.r.touch()
+	e, err := n.child(name)
+	if err != nil {
+		return nil, n.r.errno(err, "mknod", name)
+	}
+	defer e.close()
+	if err := n.r.tree.Mknod(e.pfd, e.name, mode, uint64(dev)); err != nil {
+		return nil, n.r.errno(err, "mknod", name)
+	}
+	return n.created(ctx, e, nil, out, func() { n.r.tree.Unlink(e.pfd, e.name) })
+}
+
+// Symlink creates a symlink whose target is encrypted and bound to its
+// directory and name.
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	n.r.touch()
+	if len(target) >= unix.PathMax {
+		return nil, syscall.ENAMETOOLONG
+	}
+	e, err := n.child(name)
+	if err != nil {
+		return nil, n.r.errno(err, "symlink", name)
+	}
+	defer e.close()
+	if err := n.r.tree.Symlink(e.pfd, e.pid, e.name, target); err != nil {
+		return nil, n.r.errno(err, "symlink", name)
+	}
+	return n.created(ctx, e, nil, out, func() { n.r.tree.Unlink(e.pfd, e.name) })
+}
+
+// Readlink decrypts a symlink target.
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	n.r.touch()
+	e, err := n.entry()
+	if err != nil {
+		return nil, n.r.errno(err, "readlink", n.plainPath())
+	}
+	defer e.close()
+	target, err := n.r.tree.Readlink(e.pfd, e.pid, e.name)
+	if err != nil {
+		return nil, n.r.errno(err, "readlink", n.plainPath())
+	}
+	return []byte(target), 0
+}
+
+// Link makes a hard link. Symlinks cannot be hard-linked (EPERM): their
+// encrypted target is bound to one directory and name.
+func (n *node) Link(ctx context.Context, target fusefs.InodeEmbedder, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	n.r.touch()
+	tn := target.(nodeOps).self()
+	if tn.StableAttr().Mode == unix.S_IFLNK {
+		return nil, syscall.EPERM
+	}
+	te, err := tn.entry()
+	if err != nil {
+		return nil, n.r.errno(err, "link", name)
+	}
+	defer te.close()
+	e, err := n.child(name)
+	if err != nil {
+		return nil, n.r.errno(err, "link", name)
+	}
+	defer e.close()
+	if err := n.r.tree.Link(te.pfd, te.name, e.pfd, e.name); err != nil {
+		return nil, n.r.errno(err, "link", name)
+	}
+	st, err := n.r.statEntry(e)
+	if err != nil {
+		return nil, n.r.errno(err, "link", name)
+	}
+	return n.newChild(ctx, &st, nil, out, name), 0
+}
+
+// Rename renames within or between directories; flags may be
+// RENAME_NOREPLACE or RENAME_EXCHANGE.
+func (n *node) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	n.r.touch()
+	if flags&^(unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE) != 0 {
+		return syscall.EINVAL
+	}
+	oe, err := n.child(name)
+	if err != nil {
+		return n.r.errno(err, "rename", name)
+	}
+	defer oe.close()
+	np := newParent.(nodeOps).self()
+	ne, err := np.child(newName)
+	if err != nil {
+		return n.r.errno(err, "rename", newName)
+	}
+	defer ne.close()
+	err = n.r.tree.Rename(oe.pfd, oe.pid, oe.name, ne.pfd, ne.pid, ne.name, uint(flags))
+	return n.r.errno(err, "rename", name)
+}
+
+var (
+	_ fusefs.NodeMkdirer    = (*node)(nil)
+	_ fusefs.NodeRmdirer    = (*node)(nil)
+	_ fusefs.NodeUnlinker   = (*node)(nil)
+	_ fusefs.NodeCreater    = (*node)(nil)
+	_ fusefs.NodeMknoder    = (*node)(nil)
+	_ fusefs.NodeSymlinker  = (*node)(nil)
+	_ fusefs.NodeReadlinker = (*node)(nil)
+	_ fusefs.NodeLinker     = (*node)(nil)
+	_ fusefs.NodeRenamer    = (*node)(nil)
+)

@@ -1,0 +1,281 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/core"
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// fileKey identifies a backing inode by its number. CIPHERDIR is assumed to
+// be one filesystem: its inode numbers are the plaintext inode numbers too.
+type fileKey uint64
+
+// openFile is the one core.File of a backing inode, shared by every handle
+// and every hard link, and kept until the last handle is released: so an
+// open-but-unlinked file keeps working, and the engine's size and tail
+// caches are never duplicated (core requires one File per inode).
+type openFile struct {
+	key      fileKey
+	osf      *os.File
+	fd       int
+	file     *core.File
+	refs     int           // guarded by openFiles.mu
+	mode     atomic.Uint32 // backing st_mode, for suid/sgid clearing on write
+	appendMu sync.Mutex    // makes size lookup + write of O_APPEND writes atomic
+}
+
+// openFiles is the table of open backing inodes.
+type openFiles struct {
+	mu sync.Mutex
+	m  map[fileKey]*openFile
+}
+
+// get returns the open file for key with a new reference, or nil.
+func (t *openFiles) get(key fileKey) *openFile {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	of := t.m[key]
+	if of != nil {
+		of.refs++
+	}
+	return of
+}
+
+// forNode returns the open file of a regular-file node, or nil.
+func (t *openFiles) forNode(n *node) *openFile {
+	if n.StableAttr().Mode != unix.S_IFREG {
+		return nil
+	}
+	return t.get(fileKey(n.StableAttr().Ino))
+}
+
+// hold takes another reference on an open file the caller already holds.
+func (t *openFiles) hold(of *openFile) {
+	t.mu.Lock()
+	of.refs++
+	t.mu.Unlock()
+}
+
+// put drops a reference and closes the file after the last one.
+func (t *openFiles) put(of *openFile) error {
+	t.mu.Lock()
+	of.refs--
+	last := of.refs == 0
+	if last {
+		delete(t.m, of.key)
+	}
+	t.mu.Unlock()
+	if !last {
+		return nil
+	}
+	err := of.file.Close()
+	if cerr := of.osf.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// adopt registers a freshly opened backing fd, or, if another handle
+// already opened the same inode, closes fd and shares that one.
+func (r *Root) adopt(fd int) (*openFile, error) {
+	st, err := backing.Fstat(fd)
+	if err != nil {
+		backing.Close(fd)
+		return nil, err
+	}
+	key := fileKey(st.Ino)
+	if of := r.files.get(key); of != nil {
+		backing.Close(fd)
+		return of, nil
+	}
+	osf := os.NewFile(uintptr(fd), "backing")
+	file, err := r.tree.Engine().Open(osf)
+	if err != nil {
+		osf.Close()
+		return nil, err
+	}
+	of := &openFile{key: key, osf: osf, fd: fd, file: file, refs: 1}
+	of.mode.Store(st.Mode)
+	r.files.mu.Lock()
+	if other := r.files.m[key]; other != nil {
+		// Lost a race with another open of the same inode.
+		other.refs++
+		r.files.mu.Unlock()
+		file.Close()
+		osf.Close()
+		return other, nil
+	}
+	r.files.m[key] = of
+	r.files.mu.Unlock()
+	return of, nil
+}
+
+// acquire returns the open file of regular-file node n, opening its backing
+// file if needed. Backing files are opened O_RDWR even for read-only or
+// write-only opens (the engine reads partial chunks back before rewriting
+// them); O_RDONLY is the fallback when the backing file is not writable.
+func (n *node) acquire() (*openFile, error) {
+	if of := n.r.files.forNode(n); of != nil {
+		return of, nil
+	}
+	e, err := n.entry()
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	fd, err := backing.Openat(e.pfd, e.name.Backing, unix.O_RDWR, 0)
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS) {
+		fd, err = backing.Openat(e.pfd, e.name.Backing, unix.O_RDONLY, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return n.r.adopt(fd)
+}
+
+// handle is one FUSE file handle.
+type handle struct {
+	n      *node
+	of     *openFile
+	append bool
+}
+
+// openFlags are the open(2) flags the handle itself keeps; everything else
+// (access mode, O_APPEND, O_TRUNC...) is handled here, not by the backing fd.
+func (r *Root) openFuseFlags() uint32 {
+	if r.opts.SharedStorage {
+		return 0
+	}
+	// We are the only writer of CIPHERDIR: the page cache stays valid
+	// across opens.
+	return fuse.FOPEN_KEEP_CACHE
+}
+
+// Open opens a regular file.
+func (n *node) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	n.r.touch()
+	of, err := n.acquire()
+	if err != nil {
+		return nil, 0, n.r.errno(err, "open", n.plainPath())
+	}
+	if flags&unix.O_TRUNC != 0 {
+		if err := of.file.Truncate(0); err != nil {
+			n.r.files.put(of)
+			return nil, 0, n.r.errno(err, "truncate", n.plainPath())
+		}
+	}
+	return &handle{n: n, of: of, append: flags&unix.O_APPEND != 0}, n.r.openFuseFlags(), 0
+}
+
+// Read reads plaintext.
+func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h.n.r.touch()
+	k, err := h.of.file.ReadAt(dest, off)
+	if err != nil && err != io.EOF {
+		return nil, h.n.r.errno(err, "read", h.n.plainPath())
+	}
+	return fuse.ReadResultData(dest[:k]), 0
+}
+
+// Write writes plaintext; O_APPEND handles write at the current end.
+func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	h.n.r.touch()
+	h.killPriv(ctx)
+	if h.append {
+		h.of.appendMu.Lock()
+		defer h.of.appendMu.Unlock()
+		size, err := h.of.file.Size()
+		if err != nil {
+			return 0, h.n.r.errno(err, "write", h.n.plainPath())
+		}
+		off = size
+	}
+	k, err := h.of.file.WriteAt(data, off)
+	if err != nil {
+		return uint32(k), h.n.r.errno(err, "write", h.n.plainPath())
+	}
+	return uint32(k), 0
+}
+
+// killPriv clears set-user-ID and set-group-ID (with group execute) on a
+// write by anyone but root, as a local filesystem does. The kernel leaves
+// this to us because the mount asks for FUSE_HANDLE_KILLPRIV_V2, which saves
+// a getxattr("security.capability") round trip per write.
+func (h *handle) killPriv(ctx context.Context) {
+	mode := h.of.mode.Load()
+	priv := mode & unix.S_ISUID
+	if mode&unix.S_IXGRP != 0 {
+		priv |= mode & unix.S_ISGID
+	}
+	if priv == 0 {
+		return
+	}
+	if c, ok := fuse.FromContext(ctx); ok && c.Uid == 0 {
+		return
+	}
+	if err := unix.Fchmod(h.of.fd, (mode&^priv)&0o7777); err == nil {
+		h.of.mode.Store(mode &^ priv)
+	}
+}
+
+// Flush answers ENOSYS, so the kernel stops sending FLUSH on every close
+// (one request less per close): writes go straight to the backing file, so
+// there is no error to report at close time, and POSIX locks are handled by
+// the kernel.
+func (h *handle) Flush(ctx context.Context) syscall.Errno { return syscall.ENOSYS }
+
+// Fsync flushes the backing file.
+func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
+	return h.n.r.errno(h.of.file.Sync(), "fsync", h.n.plainPath())
+}
+
+// Release drops the handle's reference to the shared file.
+func (h *handle) Release(ctx context.Context) syscall.Errno {
+	return h.n.r.errno(h.n.r.files.put(h.of), "close", h.n.plainPath())
+}
+
+// Allocate supports mode 0 (grow, sparse), FALLOC_FL_KEEP_SIZE (nothing to
+// do: space is not reserved) and FALLOC_FL_PUNCH_HOLE|KEEP_SIZE.
+func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	h.n.r.touch()
+	f := h.of.file
+	var err error
+	switch mode {
+	case 0:
+		var cur int64
+		if cur, err = f.Size(); err == nil && int64(off+size) > cur {
+			err = f.Truncate(int64(off + size))
+		}
+	case unix.FALLOC_FL_KEEP_SIZE:
+	case unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE:
+		err = f.PunchHole(int64(off), int64(size))
+	default:
+		return syscall.EOPNOTSUPP
+	}
+	return h.n.r.errno(err, "fallocate", h.n.plainPath())
+}
+
+// Getattr on a handle stats the backing fd (works after unlink).
+func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
+	return h.n.Getattr(ctx, h, out)
+}
+
+var (
+	_ fusefs.FileReader    = (*handle)(nil)
+	_ fusefs.FileWriter    = (*handle)(nil)
+	_ fusefs.FileFlusher   = (*handle)(nil)
+	_ fusefs.FileFsyncer   = (*handle)(nil)
+	_ fusefs.FileReleaser  = (*handle)(nil)
+	_ fusefs.FileAllocater = (*handle)(nil)
+	_ fusefs.NodeOpener    = (*node)(nil)
+)

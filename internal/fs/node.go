@@ -1,0 +1,276 @@
+package fs
+
+import (
+	"context"
+	"path"
+	"sync"
+	"syscall"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// node is every kind of file: directories, regular files, symlinks, fifos,
+// devices and sockets. It stores nothing but the directory ID (directories
+// only, read once): names are taken from the go-fuse tree.
+type node struct {
+	fusefs.Inode
+	r *Root
+
+	mu    sync.Mutex
+	dirID []byte // directories: the ID, nil until first needed
+}
+
+// newNode returns a node for a backing entry (dirID may be nil).
+func (r *Root) newNode(dirID []byte) *node { return &node{r: r, dirID: dirID} }
+
+// cachedDirID returns the cached directory ID or nil.
+func (n *node) cachedDirID() []byte {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.dirID
+}
+
+// plainPath is the node's path below the mount, for log messages.
+func (n *node) plainPath() string {
+	p := n.Path(n.r.EmbeddedInode())
+	if p == "" {
+		return "/"
+	}
+	return "/" + p
+}
+
+// backingRel computes the backing path of directory node n relative to
+// CIPHERDIR by encrypting each component with its parent's ID.
+func (n *node) backingRel() (string, error) {
+	var parts []string
+	cur := n
+	for cur != &n.r.node {
+		name, parent := cur.Parent()
+		if parent == nil {
+			return "", syscall.ENOENT // unlinked
+		}
+		pn := parent.Operations().(nodeOps).self()
+		pid, err := pn.dirIDOf()
+		if err != nil {
+			return "", err
+		}
+		nm, err := n.r.tree.Name(pid, name)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, nm.Backing)
+		cur = pn
+	}
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	return path.Join(parts...), nil
+}
+
+// nodeOps lets Root and node be told apart from the embedder interface.
+type nodeOps interface{ self() *node }
+
+func (n *node) self() *node { return n }
+
+// dirIDOf returns the directory's ID, reading it on first use.
+func (n *node) dirIDOf() ([]byte, error) {
+	if id := n.cachedDirID(); id != nil {
+		return id, nil
+	}
+	fd, id, err := n.openDir()
+	if err != nil {
+		return nil, err
+	}
+	backing.Close(fd)
+	return id, nil
+}
+
+// openDir opens directory node n's backing directory and returns the fd
+// (which the caller closes) and the directory ID.
+func (n *node) openDir() (int, []byte, error) {
+	rel, err := n.backingRel()
+	if err != nil {
+		return -1, nil, err
+	}
+	fd, err := backing.OpenDir(n.r.rootfd, rel)
+	if err != nil {
+		return -1, nil, err
+	}
+	if id := n.cachedDirID(); id != nil {
+		return fd, id, nil
+	}
+	id, err := n.r.tree.ReadDirID(fd)
+	if err != nil {
+		backing.Close(fd)
+		return -1, nil, err
+	}
+	n.mu.Lock()
+	n.dirID = id
+	n.mu.Unlock()
+	return fd, id, nil
+}
+
+// entry locates a non-root node: its parent's open backing fd, the parent's
+// ID and the node's name there. The caller closes pfd.
+type entry struct {
+	pfd  int
+	pid  []byte
+	name tree.Name
+}
+
+func (n *node) entry() (entry, error) {
+	name, parent := n.Parent()
+	if parent == nil {
+		return entry{}, syscall.ENOENT
+	}
+	return parent.Operations().(nodeOps).self().child(name)
+}
+
+// child opens directory n and encrypts name for it.
+func (n *node) child(name string) (entry, error) {
+	fd, id, err := n.openDir()
+	if err != nil {
+		return entry{}, err
+	}
+	nm, err := n.r.tree.Name(id, name)
+	if err != nil {
+		backing.Close(fd)
+		return entry{}, err
+	}
+	return entry{pfd: fd, pid: id, name: nm}, nil
+}
+
+func (e entry) close() { backing.Close(e.pfd) }
+
+// fillAttr converts a backing stat to the plaintext attributes: the size of
+// a regular file is its plaintext size (from the open file if there is one,
+// since it is authoritative; else from the backing size).
+func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, what string) {
+	out.Ino = st.Ino
+	out.Mode = st.Mode
+	out.Nlink = uint32(st.Nlink)
+	out.Uid = st.Uid
+	out.Gid = st.Gid
+	out.Rdev = uint32(st.Rdev)
+	out.Blocks = uint64(st.Blocks)
+	out.Blksize = uint32(st.Blksize)
+	out.Atime, out.Atimensec = uint64(st.Atim.Sec), uint32(st.Atim.Nsec)
+	out.Mtime, out.Mtimensec = uint64(st.Mtim.Sec), uint32(st.Mtim.Nsec)
+	out.Ctime, out.Ctimensec = uint64(st.Ctim.Sec), uint32(st.Ctim.Nsec)
+	out.Size = uint64(st.Size)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		if of := r.files.get(fileKey(st.Ino)); of != nil {
+			size, err := of.file.Size()
+			r.files.put(of)
+			if err == nil {
+				out.Size = uint64(size)
+				return
+			}
+		}
+		size, err := r.tree.Engine().Suite().PlainSize(st.Size)
+		if err != nil {
+			r.errno(err, "stat", what)
+			size = 0
+		}
+		out.Size = uint64(size)
+	}
+}
+
+// statEntry stats a backing entry; for a symlink it decrypts the target so
+// that st_size is the plaintext target length, which programs such as tar
+// use to size their readlink buffer.
+func (r *Root) statEntry(e entry) (unix.Stat_t, error) {
+	st, err := backing.Fstatat(e.pfd, e.name.Backing)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return st, err
+	}
+	target, err := r.tree.Readlink(e.pfd, e.pid, e.name)
+	if err != nil {
+		r.errno(err, "stat", e.name.Plain)
+		return st, nil
+	}
+	st.Size = int64(len(target))
+	return st, nil
+}
+
+// newChild turns a backing stat into a child inode of n and fills out.
+func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out *fuse.EntryOut, what string) *fusefs.Inode {
+	n.r.fillAttr(st, &out.Attr, what)
+	child := n.NewInode(ctx, n.r.newNode(dirID), fusefs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino})
+	return child
+}
+
+// Lookup finds a child by plaintext name.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	n.r.touch()
+	e, err := n.child(name)
+	if err != nil {
+		return nil, n.r.errno(err, "lookup", name)
+	}
+	defer e.close()
+	st, err := n.r.statEntry(e)
+	if err != nil {
+		return nil, n.r.errno(err, "lookup", name)
+	}
+	return n.newChild(ctx, &st, nil, out, name), 0
+}
+
+// stat returns the node's backing stat: from its open file if it has one
+// (works after unlink), else through its parent.
+func (n *node) stat() (unix.Stat_t, error) {
+	if n == &n.r.node {
+		return backing.Fstat(n.r.rootfd)
+	}
+	if of := n.r.files.forNode(n); of != nil {
+		defer n.r.files.put(of)
+		return backing.Fstat(of.fd)
+	}
+	e, err := n.entry()
+	if err != nil {
+		return unix.Stat_t{}, err
+	}
+	defer e.close()
+	return n.r.statEntry(e)
+}
+
+// Getattr reports the plaintext attributes.
+func (n *node) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	n.r.touch()
+	var st unix.Stat_t
+	var err error
+	if h, ok := f.(*handle); ok {
+		st, err = backing.Fstat(h.of.fd)
+	} else {
+		st, err = n.stat()
+	}
+	if err != nil {
+		return n.r.errno(err, "getattr", n.plainPath())
+	}
+	n.r.fillAttr(&st, &out.Attr, n.plainPath())
+	out.Ino = n.StableAttr().Ino
+	return 0
+}
+
+// Statfs reports CIPHERDIR's filesystem, with the plaintext name limit.
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	var s unix.Statfs_t
+	if err := unix.Fstatfs(n.r.rootfd, &s); err != nil {
+		return n.r.errno(err, "statfs", "/")
+	}
+	out.Blocks, out.Bfree, out.Bavail = s.Blocks, s.Bfree, s.Bavail
+	out.Files, out.Ffree = s.Files, s.Ffree
+	out.Bsize, out.Frsize = uint32(s.Bsize), uint32(s.Frsize)
+	out.NameLen = 255
+	return 0
+}
+
+var (
+	_ fusefs.NodeLookuper  = (*node)(nil)
+	_ fusefs.NodeGetattrer = (*node)(nil)
+	_ fusefs.NodeStatfser  = (*node)(nil)
+)

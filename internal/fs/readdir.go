@@ -1,0 +1,136 @@
+package fs
+
+import (
+	"context"
+	"syscall"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// dirHandle is an open directory: the backing fd and the whole decrypted
+// listing, read at opendir (and again at rewinddir). It answers READDIRPLUS
+// lookups itself from the listing's backing names, so a listing costs one
+// fstatat per entry and no name encryption.
+type dirHandle struct {
+	n       *node
+	fd      int
+	id      []byte
+	entries []tree.Entry
+	pos     int // next entry; 0 and 1 are "." and ".."
+}
+
+// OpendirHandle opens and lists a directory.
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	n.r.touch()
+	fd, id, err := n.openDir()
+	if err != nil {
+		return nil, 0, n.r.errno(err, "opendir", n.plainPath())
+	}
+	d := &dirHandle{n: n, fd: fd, id: id}
+	if errno := d.load(); errno != 0 {
+		backing.Close(fd)
+		return nil, 0, errno
+	}
+	return d, 0, 0
+}
+
+// load reads the listing. Entries whose names do not decrypt are left out
+// of the listing and logged (once per directory and name).
+func (d *dirHandle) load() syscall.Errno {
+	ents, bad, err := d.n.r.tree.List(d.fd, d.id)
+	if err != nil {
+		return d.n.r.errno(err, "readdir", d.n.plainPath())
+	}
+	for _, b := range bad {
+		what := d.n.plainPath() + " (backing name " + b.Backing + ")"
+		if d.n.r.logged.first(what) {
+			d.n.r.logf("readdir %s: undecryptable entry %q: %v", d.n.plainPath(), b.Backing, b.Err)
+		}
+	}
+	d.entries = ents
+	return 0
+}
+
+// Readdirent returns the next entry.
+func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	d.n.r.touch()
+	i := d.pos
+	switch {
+	case i == 0:
+		d.pos++
+		return &fuse.DirEntry{Name: ".", Mode: unix.S_IFDIR, Ino: d.n.StableAttr().Ino, Off: 1}, 0
+	case i == 1:
+		d.pos++
+		return &fuse.DirEntry{Name: "..", Mode: unix.S_IFDIR, Ino: 1, Off: 2}, 0
+	case i-2 >= len(d.entries):
+		return nil, 0
+	}
+	e := d.entries[i-2]
+	d.pos++
+	return &fuse.DirEntry{Name: e.Name.Plain, Mode: dtToMode(e.Type), Ino: e.Ino, Off: uint64(d.pos)}, 0
+}
+
+// Seekdir moves to an offset returned in a previous entry (0: rewind, which
+// re-reads the directory).
+func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if off == 0 {
+		d.pos = 0
+		return d.load()
+	}
+	d.pos = int(off)
+	return 0
+}
+
+// Lookup answers the READDIRPLUS lookup of the entry just returned.
+func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	i := d.pos - 3
+	if i < 0 || i >= len(d.entries) || d.entries[i].Name.Plain != name {
+		return d.n.Lookup(ctx, name, out)
+	}
+	e := entry{pfd: d.fd, pid: d.id, name: d.entries[i].Name}
+	st, err := d.n.r.statEntry(e)
+	if err != nil {
+		return nil, d.n.r.errno(err, "lookup", name)
+	}
+	return d.n.newChild(ctx, &st, nil, out, name), 0
+}
+
+// Fsyncdir flushes the backing directory.
+func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	return d.n.r.errno(backing.Fsync(d.fd), "fsyncdir", d.n.plainPath())
+}
+
+// Releasedir closes the backing fd.
+func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) { backing.Close(d.fd) }
+
+// dtToMode converts a getdents type to the file type bits of a mode.
+func dtToMode(t uint8) uint32 {
+	switch t {
+	case unix.DT_DIR:
+		return unix.S_IFDIR
+	case unix.DT_LNK:
+		return unix.S_IFLNK
+	case unix.DT_FIFO:
+		return unix.S_IFIFO
+	case unix.DT_SOCK:
+		return unix.S_IFSOCK
+	case unix.DT_CHR:
+		return unix.S_IFCHR
+	case unix.DT_BLK:
+		return unix.S_IFBLK
+	}
+	return unix.S_IFREG
+}
+
+var (
+	_ fusefs.NodeOpendirHandler = (*node)(nil)
+	_ fusefs.FileReaddirenter   = (*dirHandle)(nil)
+	_ fusefs.FileLookuper       = (*dirHandle)(nil)
+	_ fusefs.FileSeekdirer      = (*dirHandle)(nil)
+	_ fusefs.FileFsyncdirer     = (*dirHandle)(nil)
+	_ fusefs.FileReleasedirer   = (*dirHandle)(nil)
+)

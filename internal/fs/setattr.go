@@ -1,0 +1,149 @@
+package fs
+
+import (
+	"context"
+	"strconv"
+	"syscall"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// attrTarget is what setattr acts on: an open fd (an open regular file,
+// which may be unlinked, or a directory) or an entry of a parent directory
+// (a symlink, fifo or device, or a closed regular file).
+type attrTarget struct {
+	fd int // >= 0: act on this fd
+	e  entry
+}
+
+func (t attrTarget) chmod(mode uint32) error {
+	if t.fd >= 0 {
+		return unix.Fchmod(t.fd, mode)
+	}
+	return backing.Fchmodat(t.e.pfd, t.e.name.Backing, mode)
+}
+
+func (t attrTarget) chown(uid, gid int) error {
+	if t.fd >= 0 {
+		return unix.Fchown(t.fd, uid, gid)
+	}
+	return backing.Fchownat(t.e.pfd, t.e.name.Backing, uid, gid)
+}
+
+func (t attrTarget) utimens(ts [2]unix.Timespec) error {
+	if t.fd >= 0 {
+		// utimensat on /proc/self/fd/N names exactly the open inode.
+		return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(t.fd), ts[:], 0)
+	}
+	return backing.UtimesNanoAt(t.e.pfd, t.e.name.Backing, ts)
+}
+
+// Setattr handles truncate, chmod, chown and utimens (to the nanosecond).
+// Truncate runs first and the times last, so explicit times survive.
+func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	n.r.touch()
+	what := n.plainPath()
+	var of *openFile
+	if h, ok := f.(*handle); ok {
+		of = h.of
+		n.r.files.hold(of) // the put below is for every case
+	} else if _, ok := in.GetSize(); ok && n.StableAttr().Mode == unix.S_IFREG {
+		var err error
+		if of, err = n.acquire(); err != nil {
+			return n.r.errno(err, "truncate", what)
+		}
+	} else {
+		of = n.r.files.forNode(n)
+	}
+	if of != nil {
+		defer n.r.files.put(of)
+	}
+	t := attrTarget{fd: -1}
+	switch {
+	case of != nil:
+		t.fd = of.fd
+	case n == &n.r.node:
+		t.fd = n.r.rootfd
+	case n.StableAttr().Mode == unix.S_IFDIR:
+		fd, _, err := n.openDir()
+		if err != nil {
+			return n.r.errno(err, "setattr", what)
+		}
+		defer backing.Close(fd)
+		t.fd = fd
+	default:
+		e, err := n.entry()
+		if err != nil {
+			return n.r.errno(err, "setattr", what)
+		}
+		defer e.close()
+		t.e = e
+	}
+	if size, ok := in.GetSize(); ok {
+		if of == nil {
+			return syscall.EINVAL
+		}
+		if err := of.file.Truncate(int64(size)); err != nil {
+			return n.r.errno(err, "truncate", what)
+		}
+	}
+	if mode, ok := in.GetMode(); ok {
+		if err := t.chmod(mode & 0o7777); err != nil {
+			return n.r.errno(err, "chmod", what)
+		}
+	} else if in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && of != nil {
+		// Truncate or chown by an unprivileged caller (HANDLE_KILLPRIV_V2).
+		(&handle{n: n, of: of}).killPriv(ctx)
+	}
+	uid, gid := -1, -1
+	if v, ok := in.GetUID(); ok {
+		uid = int(v)
+	}
+	if v, ok := in.GetGID(); ok {
+		gid = int(v)
+	}
+	if uid != -1 || gid != -1 {
+		if err := t.chown(uid, gid); err != nil {
+			return n.r.errno(err, "chown", what)
+		}
+	}
+	if in.Valid&(fuse.FATTR_ATIME|fuse.FATTR_MTIME) != 0 {
+		ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+		if in.Valid&fuse.FATTR_ATIME != 0 {
+			ts[0] = unix.Timespec{Sec: int64(in.Atime), Nsec: int64(in.Atimensec)}
+			if in.Valid&fuse.FATTR_ATIME_NOW != 0 {
+				ts[0] = unix.Timespec{Nsec: unix.UTIME_NOW}
+			}
+		}
+		if in.Valid&fuse.FATTR_MTIME != 0 {
+			ts[1] = unix.Timespec{Sec: int64(in.Mtime), Nsec: int64(in.Mtimensec)}
+			if in.Valid&fuse.FATTR_MTIME_NOW != 0 {
+				ts[1] = unix.Timespec{Nsec: unix.UTIME_NOW}
+			}
+		}
+		if err := t.utimens(ts); err != nil {
+			return n.r.errno(err, "utimens", what)
+		}
+	}
+	var st unix.Stat_t
+	var err error
+	if t.fd >= 0 {
+		st, err = backing.Fstat(t.fd)
+	} else {
+		st, err = n.r.statEntry(t.e)
+	}
+	if err != nil {
+		return n.r.errno(err, "setattr", what)
+	}
+	if of != nil {
+		of.mode.Store(st.Mode)
+	}
+	n.r.fillAttr(&st, &out.Attr, what)
+	out.Ino = n.StableAttr().Ino
+	return 0
+}
+
+var _ fusefs.NodeSetattrer = (*node)(nil)

@@ -1,0 +1,96 @@
+package mount
+
+import (
+	"bytes"
+	"fmt"
+	"log"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/tree"
+)
+
+// TestMain fails the suite if a test left a mount behind.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if left := leftMounts(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "mounts left behind: %v\n", left)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// leftMounts lists our test mounts still in /proc/mounts.
+func leftMounts() []string {
+	b, _ := os.ReadFile("/proc/mounts")
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "fuse.encryptfs") && strings.Contains(l, os.TempDir()) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// requireFUSE skips without /dev/fuse, except under CI=true where a FUSE
+// test must never skip.
+func requireFUSE(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but no FUSE: %v", err)
+		}
+		t.Skipf("no FUSE: %v", err)
+	}
+}
+
+// testVault is a mounted vault for a test.
+type testVault struct {
+	cipher, mnt string
+	srv         *Server
+	log         *bytes.Buffer
+	tree        *tree.Tree
+}
+
+// newVault creates a vault in a temp dir and mounts it; it is unmounted
+// in t.Cleanup, even if the test fails.
+func newVault(t *testing.T, mod func(*Options)) *testVault {
+	t.Helper()
+	requireFUSE(t)
+	p := config.Params{FormatVersion: 1, Cipher: "aes-256-gcm", ChunkSize: 4096}
+	tr, err := tree.New(p, bytes.Repeat([]byte{9}, 32), core.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cipher, mnt := t.TempDir(), t.TempDir()
+	fd, err := backing.OpenRoot(cipher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.InitRoot(fd); err != nil {
+		t.Fatal(err)
+	}
+	backing.Close(fd)
+	v := &testVault{cipher: cipher, mnt: mnt, log: &bytes.Buffer{}, tree: tr}
+	opts := Options{CipherDir: cipher, MountPoint: mnt, Tree: tr, Logger: log.New(&syncWriter{buf: v.log}, "", 0)}
+	if mod != nil {
+		mod(&opts)
+	}
+	srv, err := Mount(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.srv = srv
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+			// Last resort so that no mount is left behind.
+			srv.srv.Unmount()
+		}
+	})
+	return v
+}

@@ -1,0 +1,211 @@
+// Package mount builds and runs the FUSE server of a forward-mode vault:
+// mount options, timeouts, idle auto-unmount and clean unmount on signals.
+// It holds no global state: everything lives in the Server it returns.
+package mount
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	encfs "github.com/encryptfs/encryptfs/internal/fs"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// Options describes one mount.
+type Options struct {
+	CipherDir, MountPoint string
+	Tree                  *tree.Tree
+	ReadOnly              bool
+	AllowOther            bool          // other users may access the mount (permissions are checked by the kernel)
+	SharedStorage         bool          // CIPHERDIR may change behind our back: no kernel caching
+	Debug                 bool          // log every FUSE request and reply to Logger
+	Idle                  time.Duration // unmount after this long without requests and open files; 0: never
+	FsName                string        // shown in /proc/mounts; default CipherDir
+	ExtraOptions          []string      // more -o options for the kernel
+	Logger                *log.Logger   // diagnostics; nil discards them
+}
+
+// ErrNoTree is returned when Options.Tree is nil.
+var ErrNoTree = errors.New("mount: no tree")
+
+// Timeouts. We are normally the only writer of CIPHERDIR, and every change
+// made through the mount updates or invalidates the kernel's caches, so the
+// entry, attribute and negative-lookup caches could be kept much longer.
+// One second (as gocryptfs uses) bounds how stale a view can get when
+// someone does write CIPHERDIR directly, at a small cost: `ls -lR` and
+// `tar x` re-validate each name at most once a second. SharedStorage sets
+// all three to zero.
+const cacheTimeout = time.Second
+
+// maxWrite is the largest WRITE request: 1 MiB, the kernel's limit here
+// (max_pages 256), which keeps the engine's bulk path busy.
+const maxWrite = 1 << 20
+
+// Server is a running mount.
+type Server struct {
+	srv      *fuse.Server
+	root     *encfs.Root
+	opts     Options
+	stopIdle chan struct{}
+	once     sync.Once
+	waited   chan struct{}
+}
+
+// Mount mounts the vault and returns once the kernel has the mount ready.
+func Mount(opts Options) (*Server, error) {
+	if opts.Tree == nil {
+		return nil, ErrNoTree
+	}
+	root, err := encfs.NewRoot(opts.CipherDir, opts.Tree, encfs.Options{
+		SharedStorage: opts.SharedStorage,
+		Logger:        opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mount: %w", err)
+	}
+	timeout := cacheTimeout
+	if opts.SharedStorage {
+		timeout = 0
+	}
+	fsName := opts.FsName
+	if fsName == "" {
+		fsName = opts.CipherDir
+	}
+	mo := []string{"default_permissions"}
+	if opts.ReadOnly {
+		mo = append(mo, "ro")
+	}
+	mo = append(mo, opts.ExtraOptions...)
+	fopts := &fusefs.Options{
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &timeout,
+		Logger:          opts.Logger,
+		MountOptions: fuse.MountOptions{
+			AllowOther: opts.AllowOther,
+			Options:    mo,
+			FsName:     fsName,
+			Name:       "encryptfs", // type "fuse.encryptfs"
+			MaxWrite:   maxWrite,
+			Debug:      opts.Debug,
+			Logger:     opts.Logger,
+			// The daemon clears suid/sgid on write itself, so the kernel
+			// need not ask for security.capability before each write.
+			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
+			DirectMount:       true, // fall back to fusermount3 if this fails
+		},
+	}
+	srv, err := fuse.NewServer(fusefs.NewNodeFS(root, fopts), opts.MountPoint, &fopts.MountOptions)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("mount: %w", err)
+	}
+	s := &Server{srv: srv, root: root, opts: opts, stopIdle: make(chan struct{}), waited: make(chan struct{})}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
+		root.Close()
+		return nil, fmt.Errorf("mount: %w", err)
+	}
+	go func() {
+		srv.Wait()
+		root.Close()
+		close(s.stopIdle)
+		close(s.waited)
+	}()
+	if opts.Idle > 0 {
+		go s.idleLoop(opts.Idle)
+	}
+	return s, nil
+}
+
+// Wait blocks until the filesystem is unmounted (by Unmount, idle timeout,
+// a signal, or `fusermount -u` from outside).
+func (s *Server) Wait() { <-s.waited }
+
+// Unmount unmounts and waits for the server to exit. It fails (EBUSY) while
+// the mount is in use.
+func (s *Server) Unmount() error {
+	if err := s.srv.Unmount(); err != nil {
+		select {
+		case <-s.waited:
+			return nil // already unmounted
+		default:
+		}
+		return fmt.Errorf("mount: unmount %s: %w", s.opts.MountPoint, err)
+	}
+	s.Wait()
+	return nil
+}
+
+// idleLoop unmounts after d without requests while no file is open.
+func (s *Server) idleLoop(d time.Duration) {
+	tick := max(d/10, 100*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	last, _ := s.root.Activity()
+	since := time.Now()
+	for {
+		select {
+		case <-s.stopIdle:
+			return
+		case <-t.C:
+		}
+		reqs, open := s.root.Activity()
+		if reqs != last || open > 0 {
+			last, since = reqs, time.Now()
+			continue
+		}
+		if time.Since(since) >= d {
+			if err := s.srv.Unmount(); err != nil {
+				s.logf("idle unmount of %s failed (will retry): %v", s.opts.MountPoint, err)
+				since = time.Now()
+				continue
+			}
+			s.logf("unmounted %s after %v idle", s.opts.MountPoint, d)
+			return
+		}
+	}
+}
+
+// UnmountOnSignal unmounts cleanly on SIGINT or SIGTERM (retrying while the
+// mount is busy, on the next signal). stop undoes it.
+func (s *Server) UnmountOnSignal() (stop func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-s.waited:
+				return
+			case sig := <-ch:
+				if err := s.srv.Unmount(); err != nil {
+					s.logf("%v: unmount %s failed: %v", sig, s.opts.MountPoint, err)
+				}
+			}
+		}
+	}()
+	return func() {
+		s.once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+		})
+	}
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.opts.Logger != nil {
+		s.opts.Logger.Printf(format, args...)
+	}
+}
