@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs every check: gofmt, go vet, staticcheck (when installable), and the
+# tests with the race detector. Packages that mount FUSE run one at a time.
+# Fails if an encryptfs mount is left behind.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="$PATH:/usr/local/go/bin"
+export PATH="$PATH:$(go env GOPATH)/bin"
+
+fuse_mounts() {
+	# type field of /proc/mounts; go-fuse mounts show as fuse.<name>
+	awk '$3 ~ /^fuse\.encryptfs/ || ($3 ~ /^fuse/ && $1 ~ /encryptfs/) {print $2}' /proc/mounts | sort
+}
+mounts_before=$(fuse_mounts)
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(go list -f '{{.Dir}}' ./...))
+if [ -n "$unformatted" ]; then
+	echo "not gofmt'ed:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== staticcheck"
+if ! command -v staticcheck >/dev/null 2>&1; then
+	go install honnef.co/go/tools/cmd/staticcheck@latest >/dev/null 2>&1 ||
+		echo "staticcheck could not be installed; skipped" >&2
+fi
+if command -v staticcheck >/dev/null 2>&1; then
+	staticcheck ./...
+fi
+
+# A package is a FUSE package if it (or its tests) may mount: it depends on
+# go-fuse or on the packages that mount, or runs the encryptfs binary.
+all_pkgs=$(go list ./...)
+fuse_pkgs=$(go list -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
+	awk '/hanwen\/go-fuse|encryptfs\/internal\/(mount|fs|fstest)( |$|\/)|encryptfs\/internal\/cli( |$)/ {print $1}')
+other_pkgs=$(comm -23 <(echo "$all_pkgs" | sort) <(echo "$fuse_pkgs" | sort))
+
+status=0
+echo "== go test (non-FUSE packages)"
+# shellcheck disable=SC2086
+go test -race -count=1 -timeout 8m $other_pkgs || status=1
+if [ -n "$fuse_pkgs" ]; then
+	echo "== go test (FUSE packages, one at a time)"
+	# shellcheck disable=SC2086
+	go test -race -count=1 -p 1 -timeout 12m $fuse_pkgs || status=1
+fi
+
+echo "== leftover mounts"
+left=$(comm -13 <(echo "$mounts_before") <(fuse_mounts) | sed '/^$/d')
+if [ -n "$left" ]; then
+	echo "encryptfs mounts left behind by the tests:" >&2
+	echo "$left" >&2
+	status=1
+else
+	echo "none"
+fi
+
+if [ "$status" -ne 0 ]; then
+	echo "FAIL" >&2
+	exit 1
+fi
+echo "PASS"
