@@ -18,6 +18,9 @@
 //   - A torn overwrite inside the file fails authentication at that chunk.
 //   - The SPARSE header flag is written before the first hole exists, so a
 //     crash never leaves a hole that the header does not allow.
+//   - PunchHole is several independent chunk rewrites (edges, holes, edges),
+//     like a multi-block write on any file system: a crash can leave part of
+//     the range zeroed, every chunk still authentic.
 //
 // Concurrency. A File has a sync.RWMutex: ReadAt runs concurrently with other
 // reads; WriteAt, Truncate and PunchHole are exclusive, so two writes into the

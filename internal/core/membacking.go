@@ -76,7 +76,12 @@ func (m *MemBacking) WriteAt(p []byte, off int64) (int, error) {
 	defer m.mu.Unlock()
 	m.writes++
 	if end := off + int64(len(p)); end > int64(len(m.data)) {
-		m.resize(end)
+		// Zero only the gap before off: the rest is overwritten right away.
+		old := int64(len(m.data))
+		m.grow(end)
+		if off > old {
+			clear(m.data[old:off])
+		}
 	}
 	return copy(m.data[off:], p), nil
 }
@@ -94,12 +99,17 @@ func (m *MemBacking) Truncate(size int64) error {
 
 // resize sets len(m.data) to size; new bytes are zero. Called with mu held.
 func (m *MemBacking) resize(size int64) {
+	old := int64(len(m.data))
+	m.grow(size)
+	if size > old {
+		clear(m.data[old:])
+	}
+}
+
+// grow sets len(m.data) to size, leaving new bytes unspecified. Called with mu held.
+func (m *MemBacking) grow(size int64) {
 	if size <= int64(cap(m.data)) {
-		old := len(m.data)
 		m.data = m.data[:size]
-		if int(size) > old {
-			clear(m.data[old:])
-		}
 		return
 	}
 	grown := make([]byte, size, max(size, 2*int64(cap(m.data))))
