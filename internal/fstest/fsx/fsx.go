@@ -62,6 +62,7 @@ func RunWithOptions(t *testing.T, testDir, refDir string, seed int64, ops int, o
 	if err != nil {
 		t.Fatalf("fsx seed %d: %v", seed, err)
 	}
+	t.Cleanup(func() { p.remove(t) })
 	w := newWorker(p, seed, opts, region{lo: 0, hi: opts.MaxSize, resize: true})
 	runErr := w.run(ops)
 	if cerr := p.close(); runErr == nil && cerr != nil {

@@ -113,3 +113,17 @@ func TestMultiProcessTmpfsAgainstTempDir(t *testing.T) {
 func TestMultiProcessTempDirAgainstTmpfs(t *testing.T) {
 	RunMultiProcess(t, t.TempDir(), mountTmpfs(t), 6, 3, 500)
 }
+
+// TestRerunInSameDirs: Run cleans up after itself, so a seed can be
+// replayed in the same directories (for example on one long-lived mount).
+func TestRerunInSameDirs(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	for range 2 {
+		t.Run("run", func(t *testing.T) { Run(t, a, b, 3, 100) })
+	}
+	for _, d := range []string{a, b} {
+		if entries, err := os.ReadDir(d); err != nil || len(entries) != 0 {
+			t.Errorf("%s after runs: %v, %v", d, entries, err)
+		}
+	}
+}

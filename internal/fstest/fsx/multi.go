@@ -41,6 +41,7 @@ func RunMultiProcessWithOptions(t *testing.T, testDir, refDir string, seed int64
 	if err := sp.close(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { sp.remove(t) })
 
 	type running struct {
 		cmd            *exec.Cmd
@@ -78,6 +79,8 @@ func RunMultiProcessWithOptions(t *testing.T, testDir, refDir string, seed int64
 		}
 		t.Log(res.Summary)
 		own = append(own, res.OwnName)
+		ownPair := &pair{dirs: sp.dirs, name: res.OwnName}
+		t.Cleanup(func() { ownPair.remove(t) })
 	}
 	if t.Failed() {
 		return

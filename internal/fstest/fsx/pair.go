@@ -86,7 +86,17 @@ func (p *pair) close() error {
 	return first
 }
 
-// sizes returns fstat sizes of both sides and fails if they differ.
+// remove unlinks both files under their current name, so that the same
+// seed can run again in the same directories.
+func (p *pair) remove(t interface{ Errorf(string, ...any) }) {
+	for s := range 2 {
+		if err := os.Remove(p.path(s)); err != nil && !os.IsNotExist(err) {
+			t.Errorf("remove %s file: %v", sideName(s), err)
+		}
+	}
+}
+
+// size returns the fstat size of both sides and fails if they differ.
 func (p *pair) size() (int64, error) {
 	var st [2]unix.Stat_t
 	for s := range 2 {
