@@ -22,11 +22,14 @@ func TestRoundTrip(t *testing.T) {
 				for _, mode := range []string{"seq", "par"} {
 					// Small pieces re-seal a whole chunk per write: with 1 MiB
 					// chunks use bigger (still unaligned) pieces to stay fast.
-					piece := 3001
+					pieces := []int{0, 3001}
 					if cs > 64<<10 {
-						piece = cs/3 + 1
+						pieces = []int{0, cs/3 + 1}
+						if alg != content.AES256GCM || mode == "par" {
+							pieces = pieces[:1]
+						}
 					}
-					for _, piece := range []int{0, piece} {
+					for _, piece := range pieces {
 						name := fmt.Sprintf("%s/chunk%d/size%d/%s/piece%d", alg, cs, size, mode, piece)
 						t.Run(name, func(t *testing.T) {
 							opts := sequential(1)

@@ -51,11 +51,9 @@ func TestFlipEveryByte(t *testing.T) {
 			plain := randomBytes(rand.New(rand.NewPCG(7, 7)), 4<<10+100)
 			orig := writeFile(t, e, plain).Bytes()
 			for i := range orig {
-				for _, mask := range []byte{0x01, 0x80} {
-					stored := bytes.Clone(orig)
-					stored[i] ^= mask
-					readTampered(t, e, stored, plain)
-				}
+				stored := bytes.Clone(orig)
+				stored[i] ^= 1 << (i % 8) // every bit position is hit across bytes
+				readTampered(t, e, stored, plain)
 			}
 		})
 	}
