@@ -1,0 +1,317 @@
+package vault
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/core"
+	"golang.org/x/sys/unix"
+)
+
+// inodeKey names a backing inode.
+type inodeKey struct{ dev, ino uint64 }
+
+// openInode is the one engine file of a backing inode, shared by every
+// File open on it (the engine caches the size and last chunk, so two
+// engine files on one inode would disagree).
+type openInode struct {
+	backing  *os.File
+	cf       *core.File
+	refs     int
+	writable bool
+}
+
+func (oi *openInode) close() error {
+	return errors.Join(oi.cf.Close(), oi.backing.Close())
+}
+
+// File is an open plaintext file of a vault, like *os.File: ReadAt and
+// WriteAt may run concurrently; Read, Write and Seek share an offset.
+type File struct {
+	v     *Vault
+	name  string
+	key   inodeKey
+	oi    *openInode
+	flag  int
+	mu    sync.Mutex // guards off and closed
+	off   int64
+	close bool
+}
+
+// Open opens a file for reading.
+func (v *Vault) Open(name string) (*File, error) { return v.OpenFile(name, os.O_RDONLY, 0) }
+
+// Create creates or truncates a file (mode 0644) for reading and writing.
+func (v *Vault) Create(name string) (*File, error) {
+	return v.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+}
+
+// OpenFile opens a regular file with os.OpenFile's flags (O_RDONLY,
+// O_WRONLY, O_RDWR, O_CREATE, O_EXCL, O_TRUNC, O_APPEND) and perm for a new
+// file.
+func (v *Vault) OpenFile(name string, flag int, perm fs.FileMode) (*File, error) {
+	f, err := v.openFile(name, flag, perm)
+	return f, pathErr("open", name, err)
+}
+
+func (v *Vault) openFile(name string, flag int, perm fs.FileMode) (*File, error) {
+	ref, err := v.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	defer ref.parent.release()
+	writable := flag&(os.O_WRONLY|os.O_RDWR) != 0
+	writableFD := true
+	fd := -1
+	if flag&os.O_CREATE != 0 {
+		fd, err = v.tree.Create(ref.parent.fd, ref.name, 0, uint32(perm.Perm()))
+		if err == nil {
+			backing.Fsync(ref.parent.fd)
+		} else if !errors.Is(err, unix.EEXIST) || flag&os.O_EXCL != 0 {
+			return nil, err
+		}
+	}
+	if fd < 0 {
+		// The engine reads back partial chunks, so even a write-only
+		// file is opened read-write underneath.
+		// Readers try read-write too, so that a later writer can share
+		// the engine file.
+		fd, err = backing.Openat(ref.parent.fd, ref.name.Backing, unix.O_RDWR, 0)
+		if err != nil && !writable && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS)) {
+			fd, err = backing.Openat(ref.parent.fd, ref.name.Backing, unix.O_RDONLY, 0)
+			writableFD = false
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	st, err := backing.Fstat(fd)
+	if err != nil {
+		backing.Close(fd)
+		return nil, err
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFDIR:
+		backing.Close(fd)
+		return nil, unix.EISDIR
+	default:
+		backing.Close(fd)
+		return nil, unix.EINVAL
+	}
+	key := inodeKey{dev: st.Dev, ino: st.Ino}
+	oi, err := v.attach(key, fd, writable, writableFD)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{v: v, name: name, key: key, oi: oi, flag: flag}
+	if flag&os.O_TRUNC != 0 && writable {
+		if err := oi.cf.Truncate(0); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// attach shares the inode's engine file or creates it from fd. It owns fd.
+// writableFD says whether fd itself is read-write.
+func (v *Vault) attach(key inodeKey, fd int, writable, writableFD bool) (*openInode, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		backing.Close(fd)
+		return nil, ErrClosed
+	}
+	if oi := v.open[key]; oi != nil {
+		backing.Close(fd)
+		if writable && !oi.writable {
+			// The shared engine file sits on a read-only fd; a writer
+			// would have to reopen it under the readers: refuse instead.
+			return nil, unix.ETXTBSY
+		}
+		oi.refs++
+		return oi, nil
+	}
+	bf := os.NewFile(uintptr(fd), "backing")
+	cf, err := v.tree.Engine().Open(bf)
+	if err != nil {
+		bf.Close()
+		return nil, err
+	}
+	oi := &openInode{backing: bf, cf: cf, refs: 1, writable: writableFD}
+	v.open[key] = oi
+	return oi, nil
+}
+
+// Name returns the path the file was opened with.
+func (f *File) Name() string { return f.name }
+
+func (f *File) check(write bool) error {
+	f.mu.Lock()
+	closed := f.close
+	f.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case write && f.flag&(os.O_WRONLY|os.O_RDWR) == 0:
+		return unix.EBADF
+	case !write && f.flag&os.O_WRONLY != 0:
+		return unix.EBADF
+	}
+	return nil
+}
+
+// ReadAt reads len(p) bytes at off (io.EOF at the end, like os.File).
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if err := f.check(false); err != nil {
+		return 0, pathErr("read", f.name, err)
+	}
+	n, err := f.oi.cf.ReadAt(p, off)
+	if err == io.EOF {
+		return n, err
+	}
+	return n, pathErr("read", f.name, err)
+}
+
+// WriteAt writes p at off, growing the file as needed.
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	if err := f.check(true); err != nil {
+		return 0, pathErr("write", f.name, err)
+	}
+	if f.flag&os.O_APPEND != 0 {
+		return 0, pathErr("write", f.name, errors.New("WriteAt on a file opened with O_APPEND"))
+	}
+	n, err := f.oi.cf.WriteAt(p, off)
+	return n, pathErr("write", f.name, err)
+}
+
+// Read reads from the current offset.
+func (f *File) Read(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.close {
+		return 0, pathErr("read", f.name, ErrClosed)
+	}
+	if f.flag&os.O_WRONLY != 0 {
+		return 0, pathErr("read", f.name, unix.EBADF)
+	}
+	n, err := f.oi.cf.ReadAt(p, f.off)
+	f.off += int64(n)
+	if err == io.EOF {
+		if n > 0 {
+			err = nil
+		}
+		return n, err
+	}
+	return n, pathErr("read", f.name, err)
+}
+
+// Write writes at the current offset (at the end with O_APPEND).
+func (f *File) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.close {
+		return 0, pathErr("write", f.name, ErrClosed)
+	}
+	if f.flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		return 0, pathErr("write", f.name, unix.EBADF)
+	}
+	if f.flag&os.O_APPEND != 0 {
+		size, err := f.oi.cf.Size()
+		if err != nil {
+			return 0, pathErr("write", f.name, err)
+		}
+		f.off = size
+	}
+	n, err := f.oi.cf.WriteAt(p, f.off)
+	f.off += int64(n)
+	return n, pathErr("write", f.name, err)
+}
+
+// Seek sets the offset for the next Read or Write.
+func (f *File) Seek(offset int64, whence int) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.close {
+		return 0, pathErr("seek", f.name, ErrClosed)
+	}
+	base := int64(0)
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		base = f.off
+	case io.SeekEnd:
+		size, err := f.oi.cf.Size()
+		if err != nil {
+			return 0, pathErr("seek", f.name, err)
+		}
+		base = size
+	default:
+		return 0, pathErr("seek", f.name, unix.EINVAL)
+	}
+	if base+offset < 0 {
+		return 0, pathErr("seek", f.name, unix.EINVAL)
+	}
+	f.off = base + offset
+	return f.off, nil
+}
+
+// Truncate changes the file's size.
+func (f *File) Truncate(size int64) error {
+	if err := f.check(true); err != nil {
+		return pathErr("truncate", f.name, err)
+	}
+	return pathErr("truncate", f.name, f.oi.cf.Truncate(size))
+}
+
+// Sync flushes the file to the backing storage.
+func (f *File) Sync() error {
+	if err := f.check(false); err != nil && !errors.Is(err, unix.EBADF) {
+		return pathErr("sync", f.name, err)
+	}
+	return pathErr("sync", f.name, f.oi.cf.Sync())
+}
+
+// Stat describes the open file.
+func (f *File) Stat() (fs.FileInfo, error) {
+	if err := f.check(false); err != nil && !errors.Is(err, unix.EBADF) {
+		return nil, pathErr("stat", f.name, err)
+	}
+	st, err := backing.Fstat(int(f.oi.backing.Fd()))
+	if err != nil {
+		return nil, pathErr("stat", f.name, err)
+	}
+	size, err := f.oi.cf.Size()
+	if err != nil {
+		return nil, pathErr("stat", f.name, err)
+	}
+	return &fileInfo{name: f.name, size: size, st: st}, nil
+}
+
+// Close releases the file; the engine file closes with its last user.
+func (f *File) Close() error {
+	f.mu.Lock()
+	if f.close {
+		f.mu.Unlock()
+		return pathErr("close", f.name, ErrClosed)
+	}
+	f.close = true
+	f.mu.Unlock()
+	v := f.v
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.open[f.key] != f.oi {
+		return nil // the vault was closed and closed it
+	}
+	f.oi.refs--
+	if f.oi.refs > 0 {
+		return nil
+	}
+	delete(v.open, f.key)
+	return pathErr("close", f.name, f.oi.close())
+}

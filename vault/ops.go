@@ -1,0 +1,216 @@
+package vault
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"golang.org/x/sys/unix"
+)
+
+// Stat describes the entry at name without following a final symlink
+// (like os.Lstat: symlinks are never followed inside a vault).
+func (v *Vault) Stat(name string) (fs.FileInfo, error) {
+	fi, err := v.stat(name)
+	return fi, pathErr("stat", name, err)
+}
+
+func (v *Vault) stat(name string) (fs.FileInfo, error) {
+	if len(split(name)) == 0 {
+		if err := v.checkOpen(); err != nil {
+			return nil, err
+		}
+		st, err := backing.Fstat(v.rootfd)
+		if err != nil {
+			return nil, err
+		}
+		return &fileInfo{name: "/", size: st.Size, st: st}, nil
+	}
+	ref, err := v.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	defer ref.parent.release()
+	return v.statEntry(ref)
+}
+
+// BadEntriesError lists backing entries of a directory whose names do not
+// decrypt (foreign files, sync-conflict copies, tampered names). ReadDir
+// returns it together with every entry that did decrypt.
+type BadEntriesError struct {
+	Dir     string
+	Backing []string // backing names
+}
+
+func (e *BadEntriesError) Error() string {
+	return "vault: " + e.Dir + ": entries that do not decrypt: " + strings.Join(e.Backing, ", ")
+}
+
+// Unwrap makes errors.Is(err, ErrCorrupt) true.
+func (e *BadEntriesError) Unwrap() error { return ErrCorrupt }
+
+// ReadDir lists a directory sorted by name. If some backing entries do not
+// decrypt, the others are returned with a *BadEntriesError.
+func (v *Vault) ReadDir(name string) ([]fs.DirEntry, error) {
+	d, err := v.openDir(split(name))
+	if err != nil {
+		return nil, pathErr("readdir", name, err)
+	}
+	defer d.release()
+	ents, bad, err := v.tree.List(d.fd, d.id)
+	if err != nil {
+		return nil, pathErr("readdir", name, err)
+	}
+	out := make([]fs.DirEntry, 0, len(ents))
+	for _, e := range ents {
+		fi, err := v.statEntry(entryRef{parent: d, name: e.Name})
+		if errors.Is(err, unix.ENOENT) {
+			continue // removed while listing
+		}
+		if err != nil {
+			return nil, pathErr("readdir", path.Join(name, e.Name.Plain), err)
+		}
+		out = append(out, dirEntry{fi})
+	}
+	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	if len(bad) > 0 {
+		be := &BadEntriesError{Dir: name}
+		for _, b := range bad {
+			be.Backing = append(be.Backing, b.Backing)
+		}
+		return out, be
+	}
+	return out, nil
+}
+
+// Mkdir creates a directory with perm (permission bits, setgid, sticky).
+func (v *Vault) Mkdir(name string, perm fs.FileMode) error {
+	ref, err := v.resolve(name)
+	if err != nil {
+		return pathErr("mkdir", name, err)
+	}
+	defer ref.parent.release()
+	_, err = v.tree.Mkdir(ref.parent.fd, ref.name, unixMode(perm))
+	if err == nil {
+		err = backing.Fsync(ref.parent.fd)
+	}
+	return pathErr("mkdir", name, err)
+}
+
+// MkdirAll creates a directory and any missing parents.
+func (v *Vault) MkdirAll(name string, perm fs.FileMode) error {
+	comps := split(name)
+	for i := range comps {
+		p := strings.Join(comps[:i+1], "/")
+		err := v.Mkdir(p, perm)
+		if err == nil || !errors.Is(err, fs.ErrExist) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if fi, serr := v.Stat(p); serr != nil || !fi.IsDir() {
+			return pathErr("mkdir", p, unix.ENOTDIR)
+		}
+	}
+	return nil
+}
+
+// unixMode maps permission, setgid and sticky bits to st_mode bits.
+func unixMode(perm fs.FileMode) uint32 {
+	m := uint32(perm.Perm())
+	if perm&fs.ModeSetgid != 0 {
+		m |= unix.S_ISGID
+	}
+	if perm&fs.ModeSticky != 0 {
+		m |= unix.S_ISVTX
+	}
+	if perm&fs.ModeSetuid != 0 {
+		m |= unix.S_ISUID
+	}
+	return m
+}
+
+// Remove removes a file, symlink or empty directory.
+func (v *Vault) Remove(name string) error {
+	ref, err := v.resolve(name)
+	if err != nil {
+		return pathErr("remove", name, err)
+	}
+	defer ref.parent.release()
+	st, err := backing.Fstatat(ref.parent.fd, ref.name.Backing)
+	if err != nil {
+		return pathErr("remove", name, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		err = v.tree.Rmdir(ref.parent.fd, ref.name)
+	} else {
+		err = v.tree.Unlink(ref.parent.fd, ref.name)
+	}
+	return pathErr("remove", name, err)
+}
+
+// Rename moves oldName to newName, replacing newName like rename(2).
+func (v *Vault) Rename(oldName, newName string) error {
+	from, err := v.resolve(oldName)
+	if err != nil {
+		return pathErr("rename", oldName, err)
+	}
+	defer from.parent.release()
+	to, err := v.resolve(newName)
+	if err != nil {
+		return pathErr("rename", newName, err)
+	}
+	defer to.parent.release()
+	err = v.tree.Rename(from.parent.fd, from.parent.id, from.name, to.parent.fd, to.parent.id, to.name, 0)
+	return pathErr("rename", oldName, err)
+}
+
+// Symlink creates name as a symlink to target (stored encrypted).
+func (v *Vault) Symlink(target, name string) error {
+	ref, err := v.resolve(name)
+	if err != nil {
+		return pathErr("symlink", name, err)
+	}
+	defer ref.parent.release()
+	return pathErr("symlink", name, v.tree.Symlink(ref.parent.fd, ref.parent.id, ref.name, target))
+}
+
+// Readlink returns the decrypted target of symlink name.
+func (v *Vault) Readlink(name string) (string, error) {
+	ref, err := v.resolve(name)
+	if err != nil {
+		return "", pathErr("readlink", name, err)
+	}
+	defer ref.parent.release()
+	target, err := v.tree.Readlink(ref.parent.fd, ref.parent.id, ref.name)
+	return target, pathErr("readlink", name, err)
+}
+
+// ReadFile returns a whole file's plaintext.
+func (v *Vault) ReadFile(name string) ([]byte, error) {
+	f, err := v.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// WriteFile writes data to a file, creating it with perm or truncating it.
+func (v *Vault) WriteFile(name string, data []byte, perm fs.FileMode) error {
+	f, err := v.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}

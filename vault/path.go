@@ -1,0 +1,133 @@
+package vault
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/meta"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	"golang.org/x/sys/unix"
+)
+
+// dirRef is an open backing directory and its ID.
+type dirRef struct {
+	fd    int
+	id    []byte
+	owned bool // fd must be closed (it is not the vault's root fd)
+}
+
+func (d dirRef) release() {
+	if d.owned {
+		backing.Close(d.fd)
+	}
+}
+
+// entryRef is the last component of a path: its parent directory and its
+// encrypted name.
+type entryRef struct {
+	parent dirRef
+	name   tree.Name
+}
+
+// split cleans p and returns its components ("" and "/" give none).
+func split(p string) []string {
+	clean := path.Clean("/" + p)
+	if clean == "/" {
+		return nil
+	}
+	return strings.Split(clean[1:], "/")
+}
+
+// checkOpen returns ErrClosed after Close.
+func (v *Vault) checkOpen() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// openDir walks the directory components from the root. Symlinks are never
+// followed (the backing open refuses them).
+func (v *Vault) openDir(components []string) (dirRef, error) {
+	if err := v.checkOpen(); err != nil {
+		return dirRef{}, err
+	}
+	id, err := v.tree.ReadDirID(v.rootfd)
+	if err != nil {
+		return dirRef{}, err
+	}
+	d := dirRef{fd: v.rootfd, id: id}
+	for _, c := range components {
+		n, err := v.tree.Name(d.id, c)
+		if err != nil {
+			d.release()
+			return dirRef{}, err
+		}
+		sub, err := backing.OpenSubdir(d.fd, n.Backing)
+		d.release()
+		if err != nil {
+			return dirRef{}, err
+		}
+		id, err := v.tree.ReadDirID(sub)
+		if err != nil {
+			backing.Close(sub)
+			return dirRef{}, err
+		}
+		d = dirRef{fd: sub, id: id, owned: true}
+	}
+	return d, nil
+}
+
+// resolve finds the parent directory and encrypted name of p, which must not
+// be the root.
+func (v *Vault) resolve(p string) (entryRef, error) {
+	comps := split(p)
+	if len(comps) == 0 {
+		return entryRef{}, unix.EINVAL
+	}
+	d, err := v.openDir(comps[:len(comps)-1])
+	if err != nil {
+		return entryRef{}, err
+	}
+	n, err := v.tree.Name(d.id, comps[len(comps)-1])
+	if err != nil {
+		d.release()
+		return entryRef{}, err
+	}
+	return entryRef{parent: d, name: n}, nil
+}
+
+// pathErr wraps err for the caller: *fs.PathError, with ErrCorrupt added for
+// authentication failures and the name errors mapped to errnos.
+func pathErr(op, p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case errors.Is(err, content.ErrCorruptChunk), errors.Is(err, content.ErrBadHeader),
+		errors.Is(err, content.ErrTruncated), errors.Is(err, names.ErrBadName),
+		errors.Is(err, tree.ErrCorruptDir), errors.Is(err, meta.ErrCorrupt):
+		if !errors.Is(err, ErrCorrupt) {
+			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+	case errors.Is(err, names.ErrNameTooLong):
+		err = fmt.Errorf("%w: %w", unix.ENAMETOOLONG, err)
+	case errors.Is(err, names.ErrInvalidName):
+		err = fmt.Errorf("%w: %w", unix.EINVAL, err)
+	case errors.Is(err, meta.ErrNotUser):
+		err = fmt.Errorf("%w: %w", unix.ENOTSUP, err)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == p {
+		return err
+	}
+	return &fs.PathError{Op: op, Path: p, Err: err}
+}
