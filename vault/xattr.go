@@ -110,4 +110,3 @@ func closeQuiet(f *File) error {
 	}
 	return nil
 }
-
