@@ -200,14 +200,20 @@ func TestSealOpenAllocs(t *testing.T) {
 			buf := make([]byte, 0, s.CipherChunkSize())
 			out := make([]byte, 0, cs)
 			chunk := f.Seal(buf, plain, 0, true, nonce)
-			if a := testing.AllocsPerRun(20, func() { f.Seal(buf, plain, 0, true, nonce) }); a != 0 {
+			// AES-SIV allocates its CTR stream once per chunk (see package
+			// siv): twice as fast as the allocation-free per-block loop.
+			want := 0.0
+			if s.Algorithm() == AES256SIV {
+				want = 1
+			}
+			if a := testing.AllocsPerRun(20, func() { f.Seal(buf, plain, 0, true, nonce) }); a != want {
 				t.Errorf("Seal allocates %v times", a)
 			}
 			if a := testing.AllocsPerRun(20, func() {
 				if _, err := f.Open(out, chunk, 0, true); err != nil {
 					t.Fatal(err)
 				}
-			}); a != 0 {
+			}); a != want {
 				t.Errorf("Open allocates %v times", a)
 			}
 		})

@@ -189,6 +189,8 @@ func TestTamper(t *testing.T) {
 	}
 }
 
+// TestAllocs: below streamThreshold Seal and Open do not allocate; from it
+// on they allocate exactly once (the standard library's CTR stream).
 func TestAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items at random under -race")
@@ -197,7 +199,7 @@ func TestAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain := make([]byte, 4096)
+	plain := make([]byte, streamThreshold-1)
 	ad1, ad2 := make([]byte, 25), make([]byte, 16)
 	buf := make([]byte, 0, len(plain)+Overhead)
 	out := make([]byte, 0, len(plain))
@@ -211,5 +213,41 @@ func TestAllocs(t *testing.T) {
 		}
 	}); a != 0 {
 		t.Errorf("Open allocates %v", a)
+	}
+	big := make([]byte, 64<<10)
+	bigBuf := make([]byte, 0, len(big)+Overhead)
+	if a := testing.AllocsPerRun(20, func() { s.Seal(bigBuf, big, ad1, ad2) }); a != 1 {
+		t.Errorf("Seal of 64 KiB allocates %v times, want 1", a)
+	}
+}
+
+// TestCTRPathsAgree: the allocation-free per-block CTR and the standard
+// library's CTR (used from streamThreshold bytes up) give the same keystream,
+// including counters whose low words carry.
+func TestCTRPathsAgree(t *testing.T) {
+	s, err := New(bytes.Repeat([]byte{9}, 64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range [][blockSize]byte{
+		{},
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+		{8: 0x7f, 9: 0xff, 10: 0xff, 11: 0xff, 12: 0x7f, 13: 0xff, 14: 0xff, 15: 0xf0},
+	} {
+		for _, n := range []int{streamThreshold, streamThreshold + 1, 4096 + 7} {
+			src := bytes.Repeat([]byte{0x5a}, n)
+			var sc scratch
+			sc.v = v
+			fast := make([]byte, n)
+			s.xorKeyStream(&sc, fast, src)
+			q := v
+			q[8] &= 0x7f
+			q[12] &= 0x7f
+			slow := make([]byte, n)
+			s.xorBlocks(&sc, q, slow, src)
+			if !bytes.Equal(fast, slow) {
+				t.Fatalf("V=%x n=%d: CTR paths differ", v, n)
+			}
+		}
 	}
 }
