@@ -2,8 +2,8 @@ package siv
 
 import (
 	"crypto/cipher"
-	"encoding/binary"
 	"crypto/subtle"
+	"encoding/binary"
 )
 
 const blockSize = 16

@@ -40,9 +40,9 @@ type SIV struct {
 // scratch holds the per-call work buffers.
 type scratch struct {
 	d, v, x, q [blockSize]byte
-	tail    [2 * blockSize]byte
-	ctr     [ctrBatch * blockSize]byte
-	ks      [ctrBatch * blockSize]byte
+	tail       [2 * blockSize]byte
+	ctr        [ctrBatch * blockSize]byte
+	ks         [ctrBatch * blockSize]byte
 }
 
 // ctrBatch is how many counter blocks are encrypted before one XOR pass.
