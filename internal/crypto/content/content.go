@@ -23,12 +23,12 @@ const (
 
 // Format constants.
 const (
-	Version          = 1
-	HeaderSize       = 36 // version(2) flags(2) fileID(16) mac(16)
-	FileIDSize       = 16
-	FlagSparse       = 0x0001
-	MinChunk         = 4 << 10
-	MaxChunk         = 1 << 20
+	Version    = 1
+	HeaderSize = 36 // version(2) flags(2) fileID(16) mac(16)
+	FileIDSize = 16
+	FlagSparse = 0x0001
+	MinChunk   = 4 << 10
+	MaxChunk   = 1 << 20
 	// DefaultChunkSize: raw AES-256-GCM reaches its plateau at 64 KiB
 	// (3.9 GB/s single core here vs 3.6 GB/s at 4 KiB; 1 MiB gains nothing),
 	// while keeping read-modify-write of small writes cheap.
