@@ -97,7 +97,8 @@ func (f *FileCipher) associatedData(ad *[adSize]byte, index uint64, final bool) 
 // Seal appends the stored chunk nonce ‖ ciphertext ‖ tag to dst. nonce must be
 // NonceSize bytes (random in forward mode; derived in reverse mode, SIV only).
 // len(plain) is 1..ChunkSize. plain must not overlap the bytes appended to
-// dst. Seal does not allocate when dst has enough spare capacity.
+// dst. Seal does not allocate when dst has enough spare capacity
+// (aes-256-siv: one small allocation, see package siv).
 // Wrong sizes are programmer errors and panic.
 func (f *FileCipher) Seal(dst, plain []byte, index uint64, final bool, nonce []byte) []byte {
 	if len(nonce) != f.nonceSize {
@@ -124,7 +125,9 @@ func (f *FileCipher) Seal(dst, plain []byte, index uint64, final bool, nonce []b
 
 // Open authenticates a stored chunk and appends its plaintext to dst, or
 // returns an error wrapping ErrCorruptChunk and appends nothing. Open does not
-// allocate on success when dst has enough spare capacity.
+// allocate on success when dst has enough spare capacity (aes-256-siv: one
+// small allocation, see package siv). dst's spare capacity must not overlap
+// chunk: in-place layouts differ between the algorithms.
 func (f *FileCipher) Open(dst, chunk []byte, index uint64, final bool) ([]byte, error) {
 	n := len(chunk) - f.Overhead()
 	if n <= 0 || n > f.chunkSize {
