@@ -82,8 +82,8 @@ func TestNamesAndList(t *testing.T) {
 	}{
 		{"a", false, nil},
 		{"hello world.txt", false, nil},
-		{strings.Repeat("x", 175), false, nil},
-		{strings.Repeat("y", 176), true, nil},
+		{strings.Repeat("x", 159), false, nil},
+		{strings.Repeat("y", 160), true, nil},
 		{strings.Repeat("z", 255), true, nil},
 		{strings.Repeat("z", 256), false, names.ErrNameTooLong},
 		{"a/b", false, names.ErrInvalidName},

@@ -82,7 +82,9 @@ n = load("names.json")
 if n:
     nk = bytes.fromhex(n["NamesKey"])
     for v in n["Names"]:
-        enc = b64(AESSIV(nk).encrypt(v["Name"].encode(), [bytes.fromhex(v["DirID"])]))
+        name = v["Name"].encode()
+        padded = name + bytes([16 - len(name) % 16]) * (16 - len(name) % 16)  # PKCS#7 to 16
+        enc = b64(AESSIV(nk).encrypt(padded, [bytes.fromhex(v["DirID"])]))
         assert enc == v["EncName"], v["Name"]
         if v["Long"]:
             h = b64(hashlib.sha256(enc.encode()).digest())

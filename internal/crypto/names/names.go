@@ -31,12 +31,19 @@ const (
 
 	// KeySize is the size of the names key (AES-SIV-512: two AES-256 keys).
 	KeySize = 64
+	// PadBlock is the granularity names are padded to before encryption, so
+	// that backing names reveal a name's length only to within 16 bytes.
+	PadBlock = 16
 	// MaxLongNameLen is the length of the longest possible encoded name: a
-	// 255-byte plaintext plus the 16-byte SIV, in base64url without padding.
-	MaxLongNameLen = ((siv.Overhead+MaxNameLen)*8 + 5) / 6
+	// 255-byte plaintext padded to 256 plus the 16-byte SIV, in base64url
+	// without padding.
+	MaxLongNameLen = ((siv.Overhead+paddedMax)*8 + 5) / 6
 	// MaxShortNameLen is the longest plaintext whose encoded name still fits
-	// in a backing name (175 bytes -> 255 characters).
-	MaxShortNameLen = MaxBackingLen*3/4 - siv.Overhead
+	// in a backing name: 159 bytes pad to 160, +16 SIV = 176 bytes, 235
+	// characters; 160 bytes pad to 176 and would need 256.
+	MaxShortNameLen = (MaxBackingLen*3/4-siv.Overhead)/PadBlock*PadBlock - 1
+
+	paddedMax = (MaxNameLen/PadBlock + 1) * PadBlock
 )
 
 // Errors.
@@ -99,7 +106,8 @@ func (c *Cipher) Encrypt(dirID []byte, name string) (string, error) {
 	if len(dirID) != DirIDSize {
 		return "", fmt.Errorf("%w (got %d)", ErrDirID, len(dirID))
 	}
-	sealed := c.siv.Seal(make([]byte, 0, siv.Overhead+len(name)), []byte(name), dirID)
+	padded := pad([]byte(name))
+	sealed := c.siv.Seal(make([]byte, 0, siv.Overhead+len(padded)), padded, dirID)
 	return encoding.EncodeToString(sealed), nil
 }
 
@@ -117,14 +125,20 @@ func (c *Cipher) Decrypt(dirID []byte, encName string) (string, error) {
 	if err != nil || encoding.EncodeToString(raw) != encName {
 		return "", fmt.Errorf("%w: not canonical base64url", ErrBadName)
 	}
-	if len(raw) <= siv.Overhead {
-		return "", fmt.Errorf("%w: too short", ErrBadName)
+	if len(raw) < siv.Overhead+PadBlock || (len(raw)-siv.Overhead)%PadBlock != 0 {
+		return "", fmt.Errorf("%w: impossible length", ErrBadName)
 	}
 	plain, err := c.siv.Open(raw[siv.Overhead:siv.Overhead], raw, dirID)
 	if err != nil {
 		return "", fmt.Errorf("%w: authentication failed", ErrBadName)
 	}
-	name := string(plain)
+	// The padding is checked only after authentication, so there is no
+	// padding oracle: a forged name never reaches unpad.
+	unpadded, ok := unpad(plain)
+	if !ok {
+		return "", fmt.Errorf("%w: bad padding", ErrBadName)
+	}
+	name := string(unpadded)
 	if err := Validate(name); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadName, err)
 	}
@@ -143,4 +157,33 @@ func TempName(random []byte) string {
 // ReservedPrefix, and encrypted names never contain '.'.
 func IsReserved(backing string) bool {
 	return strings.HasPrefix(backing, ReservedPrefix)
+}
+
+// pad appends PKCS#7 padding up to the next multiple of PadBlock (always at
+// least one byte, so unpad is unambiguous).
+func pad(name []byte) []byte {
+	n := PadBlock - len(name)%PadBlock
+	out := make([]byte, len(name), len(name)+n)
+	copy(out, name)
+	for i := 0; i < n; i++ {
+		out = append(out, byte(n))
+	}
+	return out
+}
+
+// unpad removes and checks PKCS#7 padding.
+func unpad(b []byte) ([]byte, bool) {
+	if len(b) == 0 || len(b)%PadBlock != 0 {
+		return nil, false
+	}
+	n := int(b[len(b)-1])
+	if n < 1 || n > PadBlock {
+		return nil, false
+	}
+	for _, c := range b[len(b)-n:] {
+		if int(c) != n {
+			return nil, false
+		}
+	}
+	return b[:len(b)-n], true
 }

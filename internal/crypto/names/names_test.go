@@ -57,10 +57,10 @@ func TestNewKeySize(t *testing.T) {
 
 func TestRoundTripAndLengths(t *testing.T) {
 	c := testCipher(t)
-	if MaxShortNameLen != 175 || MaxLongNameLen != 362 {
+	if MaxShortNameLen != 159 || MaxLongNameLen != 363 {
 		t.Fatalf("MaxShortNameLen %d MaxLongNameLen %d", MaxShortNameLen, MaxLongNameLen)
 	}
-	for _, n := range []int{1, 2, 3, 16, 100, 174, 175, 176, 200, 255} {
+	for _, n := range []int{1, 2, 3, 15, 16, 17, 100, 158, 159, 160, 175, 176, 200, 255} {
 		name := strings.Repeat("n", n)
 		enc, err := c.Encrypt(dirA, name)
 		if err != nil {
@@ -242,6 +242,30 @@ func TestSplitForeign(t *testing.T) {
 			if name, err := c.Decrypt(dirA, e); err != nil || name != "doc.txt" {
 				t.Errorf("prefix does not decrypt: %v", err)
 			}
+		}
+	}
+}
+
+func TestPaddingHidesExactLength(t *testing.T) {
+	c := testCipher(t)
+	// Names of 1..15 bytes all pad to 16 and so have equally long backing
+	// names; 16 bytes pads to 32.
+	first, _ := c.Encrypt(dirA, "a")
+	for n := 2; n <= 15; n++ {
+		enc, err := c.Encrypt(dirA, strings.Repeat("a", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(enc) != len(first) {
+			t.Fatalf("n=%d: len %d, want %d", n, len(enc), len(first))
+		}
+	}
+	if enc, _ := c.Encrypt(dirA, strings.Repeat("a", 16)); len(enc) == len(first) {
+		t.Fatalf("16-byte name not padded to the next block")
+	}
+	for _, p := range [][]byte{{}, {0}, {17}, append(make([]byte, 15), 2), append(make([]byte, 14), 3, 2)} {
+		if _, ok := unpad(p); ok {
+			t.Fatalf("unpad accepted %v", p)
 		}
 	}
 }

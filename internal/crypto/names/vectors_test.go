@@ -51,8 +51,8 @@ func generateNameVectors(t *testing.T) namesVectors {
 		{dir1, "hello.txt"},
 		{dir2, "hello.txt"},
 		{dir1, "Ünïcödé name with spaces"},
-		{dir1, strings.Repeat("s", MaxShortNameLen)},     // 175 bytes: longest short name
-		{dir1, strings.Repeat("l", MaxShortNameLen+1)},   // 176 bytes: shortest long name
+		{dir1, strings.Repeat("s", MaxShortNameLen)},     // 159 bytes: longest short name
+		{dir1, strings.Repeat("l", MaxShortNameLen+1)},   // 160 bytes: shortest long name
 		{dir1, strings.Repeat("m", MaxNameLen)},          // 255 bytes
 		{dir2, strings.Repeat("m", MaxNameLen-1) + "\n"}, // any byte but '/' and NUL
 	} {
