@@ -98,7 +98,7 @@ func TestNamesAndList(t *testing.T) {
 				return
 			}
 			must(t, err)
-			if n.Long != tc.long || len(n.Backing) > 255 || strings.Contains(n.Backing, tc.name) {
+			if n.Long != tc.long || len(n.Backing) > 255 || (len(tc.name) > 4 && strings.Contains(n.Backing, tc.name)) {
 				t.Fatalf("Name(%q) = %+v", tc.name, n)
 			}
 			fd, err := tr.Create(root, n, unix.O_WRONLY|unix.O_APPEND, 0o640)
