@@ -89,7 +89,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, n.r.errno(err, "create", name)
 	}
 	defer e.close()
-	fd, err := n.r.tree.Create(e.pfd, e.name, int(flags)&unix.O_DIRECT, mode)
+	fd, err := n.r.tree.Create(e.pfd, e.name, unix.O_NOATIME, mode)
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", name)
 	}
@@ -144,12 +144,12 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	n.r.touch()
 	e, err := n.entry()
 	if err != nil {
-		return nil, n.r.errno(err, "readlink", n.plainPath())
+		return nil, n.errno(err, "readlink")
 	}
 	defer e.close()
 	target, err := n.r.tree.Readlink(e.pfd, e.pid, e.name)
 	if err != nil {
-		return nil, n.r.errno(err, "readlink", n.plainPath())
+		return nil, n.errno(err, "readlink")
 	}
 	return []byte(target), 0
 }

@@ -133,14 +133,26 @@ func (n *node) acquire() (*openFile, error) {
 		return nil, err
 	}
 	defer e.close()
-	fd, err := backing.Openat(e.pfd, e.name.Backing, unix.O_RDWR, 0)
+	fd, err := openBacking(e.pfd, e.name.Backing, unix.O_RDWR)
 	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS) {
-		fd, err = backing.Openat(e.pfd, e.name.Backing, unix.O_RDONLY, 0)
+		fd, err = openBacking(e.pfd, e.name.Backing, unix.O_RDONLY)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return n.r.adopt(fd)
+}
+
+// openBacking opens a backing file with O_NOATIME where allowed: the
+// engine's reads (header, read-modify-write of partial chunks) must not
+// move the plaintext atime, which is the backing atime. So atime changes
+// only by utimensat, as on a noatime mount.
+func openBacking(dirfd int, name string, flags int) (int, error) {
+	fd, err := backing.Openat(dirfd, name, flags|unix.O_NOATIME, 0)
+	if errors.Is(err, unix.EPERM) {
+		fd, err = backing.Openat(dirfd, name, flags, 0)
+	}
+	return fd, err
 }
 
 // handle is one FUSE file handle.
@@ -166,12 +178,12 @@ func (n *node) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint3
 	n.r.touch()
 	of, err := n.acquire()
 	if err != nil {
-		return nil, 0, n.r.errno(err, "open", n.plainPath())
+		return nil, 0, n.errno(err, "open")
 	}
 	if flags&unix.O_TRUNC != 0 {
 		if err := of.file.Truncate(0); err != nil {
 			n.r.files.put(of)
-			return nil, 0, n.r.errno(err, "truncate", n.plainPath())
+			return nil, 0, n.errno(err, "truncate")
 		}
 	}
 	return &handle{n: n, of: of, append: flags&unix.O_APPEND != 0}, n.r.openFuseFlags(), 0
@@ -182,7 +194,7 @@ func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadRes
 	h.n.r.touch()
 	k, err := h.of.file.ReadAt(dest, off)
 	if err != nil && err != io.EOF {
-		return nil, h.n.r.errno(err, "read", h.n.plainPath())
+		return nil, h.n.errno(err, "read")
 	}
 	return fuse.ReadResultData(dest[:k]), 0
 }
@@ -196,13 +208,13 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		defer h.of.appendMu.Unlock()
 		size, err := h.of.file.Size()
 		if err != nil {
-			return 0, h.n.r.errno(err, "write", h.n.plainPath())
+			return 0, h.n.errno(err, "write")
 		}
 		off = size
 	}
 	k, err := h.of.file.WriteAt(data, off)
 	if err != nil {
-		return uint32(k), h.n.r.errno(err, "write", h.n.plainPath())
+		return uint32(k), h.n.errno(err, "write")
 	}
 	return uint32(k), 0
 }
@@ -236,12 +248,12 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno { return syscall.ENOSY
 
 // Fsync flushes the backing file.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	return h.n.r.errno(h.of.file.Sync(), "fsync", h.n.plainPath())
+	return h.n.errno(h.of.file.Sync(), "fsync")
 }
 
 // Release drops the handle's reference to the shared file.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
-	return h.n.r.errno(h.n.r.files.put(h.of), "close", h.n.plainPath())
+	return h.n.errno(h.n.r.files.put(h.of), "close")
 }
 
 // Allocate supports mode 0 (grow, sparse), FALLOC_FL_KEEP_SIZE (nothing to
@@ -262,7 +274,7 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 	default:
 		return syscall.EOPNOTSUPP
 	}
-	return h.n.r.errno(err, "fallocate", h.n.plainPath())
+	return h.n.errno(err, "fallocate")
 }
 
 // Getattr on a handle stats the backing fd (works after unlink).

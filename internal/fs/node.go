@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"errors"
 	"path"
 	"sync"
 	"syscall"
@@ -32,6 +33,18 @@ func (n *node) cachedDirID() []byte {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.dirID
+}
+
+// errno maps err for an operation on n; the path is computed only for
+// errors that get logged.
+func (n *node) errno(err error, op string) syscall.Errno {
+	var e syscall.Errno
+	if err == nil {
+		return 0
+	} else if errors.As(err, &e) {
+		return e
+	}
+	return n.r.errno(err, op, n.plainPath())
 }
 
 // plainPath is the node's path below the mount, for log messages.
@@ -149,7 +162,7 @@ func (e entry) close() { backing.Close(e.pfd) }
 // fillAttr converts a backing stat to the plaintext attributes: the size of
 // a regular file is its plaintext size (from the open file if there is one,
 // since it is authoritative; else from the backing size).
-func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, what string) {
+func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, what func() string) {
 	out.Ino = st.Ino
 	out.Mode = st.Mode
 	out.Nlink = uint32(st.Nlink)
@@ -174,7 +187,7 @@ func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, what string) {
 		}
 		size, err := r.tree.Engine().Suite().PlainSize(st.Size)
 		if err != nil {
-			r.errno(err, "stat", what)
+			r.errno(err, "stat", what())
 			size = 0
 		}
 		out.Size = uint64(size)
@@ -200,7 +213,7 @@ func (r *Root) statEntry(e entry) (unix.Stat_t, error) {
 
 // newChild turns a backing stat into a child inode of n and fills out.
 func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out *fuse.EntryOut, what string) *fusefs.Inode {
-	n.r.fillAttr(st, &out.Attr, what)
+	n.r.fillAttr(st, &out.Attr, func() string { return what })
 	child := n.NewInode(ctx, n.r.newNode(dirID), fusefs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino})
 	return child
 }
@@ -249,9 +262,9 @@ func (n *node) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrO
 		st, err = n.stat()
 	}
 	if err != nil {
-		return n.r.errno(err, "getattr", n.plainPath())
+		return n.errno(err, "getattr")
 	}
-	n.r.fillAttr(&st, &out.Attr, n.plainPath())
+	n.r.fillAttr(&st, &out.Attr, n.plainPath)
 	out.Ino = n.StableAttr().Ino
 	return 0
 }

@@ -28,7 +28,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHand
 	n.r.touch()
 	fd, id, err := n.openDir()
 	if err != nil {
-		return nil, 0, n.r.errno(err, "opendir", n.plainPath())
+		return nil, 0, n.errno(err, "opendir")
 	}
 	d := &dirHandle{n: n, fd: fd, id: id}
 	if errno := d.load(); errno != 0 {
@@ -43,7 +43,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHand
 func (d *dirHandle) load() syscall.Errno {
 	ents, bad, err := d.n.r.tree.List(d.fd, d.id)
 	if err != nil {
-		return d.n.r.errno(err, "readdir", d.n.plainPath())
+		return d.n.errno(err, "readdir")
 	}
 	for _, b := range bad {
 		what := d.n.plainPath() + " (backing name " + b.Backing + ")"
@@ -101,7 +101,7 @@ func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 
 // Fsyncdir flushes the backing directory.
 func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
-	return d.n.r.errno(backing.Fsync(d.fd), "fsyncdir", d.n.plainPath())
+	return d.n.errno(backing.Fsync(d.fd), "fsyncdir")
 }
 
 // Releasedir closes the backing fd.

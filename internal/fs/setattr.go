@@ -45,7 +45,6 @@ func (t attrTarget) utimens(ts [2]unix.Timespec) error {
 // Truncate runs first and the times last, so explicit times survive.
 func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	n.r.touch()
-	what := n.plainPath()
 	var of *openFile
 	if h, ok := f.(*handle); ok {
 		of = h.of
@@ -53,7 +52,7 @@ func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAtt
 	} else if _, ok := in.GetSize(); ok && n.StableAttr().Mode == unix.S_IFREG {
 		var err error
 		if of, err = n.acquire(); err != nil {
-			return n.r.errno(err, "truncate", what)
+			return n.errno(err, "truncate")
 		}
 	} else {
 		of = n.r.files.forNode(n)
@@ -70,14 +69,14 @@ func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAtt
 	case n.StableAttr().Mode == unix.S_IFDIR:
 		fd, _, err := n.openDir()
 		if err != nil {
-			return n.r.errno(err, "setattr", what)
+			return n.errno(err, "setattr")
 		}
 		defer backing.Close(fd)
 		t.fd = fd
 	default:
 		e, err := n.entry()
 		if err != nil {
-			return n.r.errno(err, "setattr", what)
+			return n.errno(err, "setattr")
 		}
 		defer e.close()
 		t.e = e
@@ -87,12 +86,12 @@ func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAtt
 			return syscall.EINVAL
 		}
 		if err := of.file.Truncate(int64(size)); err != nil {
-			return n.r.errno(err, "truncate", what)
+			return n.errno(err, "truncate")
 		}
 	}
 	if mode, ok := in.GetMode(); ok {
 		if err := t.chmod(mode & 0o7777); err != nil {
-			return n.r.errno(err, "chmod", what)
+			return n.errno(err, "chmod")
 		}
 	} else if in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && of != nil {
 		// Truncate or chown by an unprivileged caller (HANDLE_KILLPRIV_V2).
@@ -107,7 +106,7 @@ func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAtt
 	}
 	if uid != -1 || gid != -1 {
 		if err := t.chown(uid, gid); err != nil {
-			return n.r.errno(err, "chown", what)
+			return n.errno(err, "chown")
 		}
 	}
 	if in.Valid&(fuse.FATTR_ATIME|fuse.FATTR_MTIME) != 0 {
@@ -125,7 +124,7 @@ func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAtt
 			}
 		}
 		if err := t.utimens(ts); err != nil {
-			return n.r.errno(err, "utimens", what)
+			return n.errno(err, "utimens")
 		}
 	}
 	var st unix.Stat_t
@@ -136,12 +135,12 @@ func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAtt
 		st, err = n.r.statEntry(t.e)
 	}
 	if err != nil {
-		return n.r.errno(err, "setattr", what)
+		return n.errno(err, "setattr")
 	}
 	if of != nil {
 		of.mode.Store(st.Mode)
 	}
-	n.r.fillAttr(&st, &out.Attr, what)
+	n.r.fillAttr(&st, &out.Attr, n.plainPath)
 	out.Ino = n.StableAttr().Ino
 	return 0
 }

@@ -56,7 +56,7 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	}
 	fd, id, done, err := n.xattrObject(false)
 	if err != nil {
-		return 0, n.r.errno(err, "getxattr", n.plainPath())
+		return 0, n.errno(err, "getxattr")
 	}
 	defer done()
 	if id == nil {
@@ -64,7 +64,7 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	}
 	v, err := n.r.tree.GetXattr(fd, id, attr)
 	if err != nil {
-		return 0, n.r.errno(err, "getxattr", n.plainPath())
+		return 0, n.errno(err, "getxattr")
 	}
 	if len(dest) < len(v) {
 		return uint32(len(v)), syscall.ERANGE
@@ -80,14 +80,14 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	}
 	fd, id, done, err := n.xattrObject(true)
 	if err != nil {
-		return n.r.errno(err, "setxattr", n.plainPath())
+		return n.errno(err, "setxattr")
 	}
 	defer done()
 	err = n.r.tree.SetXattr(fd, id, attr, data, int(flags))
 	if errors.Is(err, unix.E2BIG) || errors.Is(err, unix.ERANGE) {
 		return syscall.E2BIG
 	}
-	return n.r.errno(err, "setxattr", n.plainPath())
+	return n.errno(err, "setxattr")
 }
 
 // Removexattr removes a user.* attribute.
@@ -98,13 +98,13 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	}
 	fd, id, done, err := n.xattrObject(false)
 	if err != nil {
-		return n.r.errno(err, "removexattr", n.plainPath())
+		return n.errno(err, "removexattr")
 	}
 	defer done()
 	if id == nil {
 		return syscall.ENODATA
 	}
-	return n.r.errno(n.r.tree.RemoveXattr(fd, id, attr), "removexattr", n.plainPath())
+	return n.errno(n.r.tree.RemoveXattr(fd, id, attr), "removexattr")
 }
 
 // Listxattr lists the user.* attributes (none for types without an ID).
@@ -116,7 +116,7 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	}
 	fd, id, done, err := n.xattrObject(false)
 	if err != nil {
-		return 0, n.r.errno(err, "listxattr", n.plainPath())
+		return 0, n.errno(err, "listxattr")
 	}
 	defer done()
 	if id == nil {
@@ -124,7 +124,7 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	}
 	list, bad, err := n.r.tree.ListXattr(fd, id)
 	if err != nil {
-		return 0, n.r.errno(err, "listxattr", n.plainPath())
+		return 0, n.errno(err, "listxattr")
 	}
 	for _, b := range bad {
 		if n.r.logged.first(n.plainPath() + " xattr " + b) {

@@ -80,6 +80,7 @@ func newVault(t *testing.T, mod func(*Options)) *testVault {
 	if mod != nil {
 		mod(&opts)
 	}
+	v.mnt = opts.MountPoint
 	srv, err := Mount(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,7 @@ func Mount(opts Options) (*Server, error) {
 		AttrTimeout:     &timeout,
 		NegativeTimeout: &timeout,
 		Logger:          opts.Logger,
+		NullPermissions: true, // mode 0 stays 0
 		MountOptions: fuse.MountOptions{
 			AllowOther: opts.AllowOther,
 			Options:    mo,

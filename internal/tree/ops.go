@@ -41,11 +41,22 @@ func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
 		if err := writeDirID(sub, id); err != nil {
 			return err
 		}
+		// In a set-group-ID directory the new directory inherits S_ISGID
+		// (the kernel set it on the backing mkdir); keep it.
+		if st, err := backing.Fstat(sub); err == nil {
+			mode |= st.Mode & unix.S_ISGID
+		}
 		// The dirid entry must be durable before the directory is used.
 		return backing.Fsync(sub)
 	}()
 	if err == nil {
 		err = backing.Fchmodat(dirfd, n.Backing, mode&0o7777)
+	}
+	if err == nil {
+		// Writing the dirid moved mtime and the chmod ctime; make all
+		// three times one instant, as for a plain mkdir.
+		now := unix.Timespec{Nsec: unix.UTIME_NOW}
+		err = backing.UtimesNanoAt(dirfd, n.Backing, [2]unix.Timespec{now, now})
 	}
 	if err != nil {
 		if sub, oerr := backing.OpenSubdir(dirfd, n.Backing); oerr == nil {
