@@ -12,6 +12,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/tree"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain fails the suite if a test left a mount behind.
@@ -87,10 +88,11 @@ func newVault(t *testing.T, mod func(*Options)) *testVault {
 	}
 	v.srv = srv
 	t.Cleanup(func() {
-		if err := srv.Unmount(); err != nil {
+		// v.srv: a test may have remounted.
+		if err := v.srv.Unmount(); err != nil {
 			t.Errorf("unmount: %v", err)
 			// Last resort so that no mount is left behind.
-			srv.srv.Unmount()
+			unix.Unmount(v.mnt, unix.MNT_DETACH)
 		}
 	})
 	return v
