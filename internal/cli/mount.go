@@ -6,34 +6,12 @@ import (
 	"io"
 	"log"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/mount"
 )
-
-// mountRequest is what the FUSE layer needs to serve a vault (mirrors
-// internal/mount.Options).
-type mountRequest struct {
-	CipherDir, MountPoint string
-	Tree                  *tree.Tree
-	ReadOnly, AllowOther  bool
-	SharedStorage, Debug  bool
-	Idle                  time.Duration
-	FsName                string
-	ExtraOptions          []string
-	Logger                *log.Logger
-}
-
-// mountedServer is a running mount.
-type mountedServer interface {
-	Wait()
-	Unmount() error
-}
 
 func (a *App) cmdMount(args []string) error {
 	fs := a.newFlagSet("mount", "CIPHERDIR MOUNTPOINT")
@@ -108,7 +86,7 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	if fsName == "" {
 		fsName = cipherDir
 	}
-	srv, err := fuseMount(mountRequest{
+	srv, err := mount.Mount(mount.Options{
 		CipherDir: cipherDir, MountPoint: mountPoint, Tree: t,
 		ReadOnly: m.readOnly, AllowOther: m.allowOther, SharedStorage: m.sharedStorage, Debug: m.debug,
 		Idle: m.idle, FsName: fsName, ExtraOptions: m.extra, Logger: logger,
@@ -116,25 +94,15 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}
-	logger.Printf("mounted %s on %s", cipherDir, mountPoint)
-
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		for sig := range sigs {
-			logger.Printf("%v: unmounting %s", sig, mountPoint)
-			if err := srv.Unmount(); err != nil {
-				logger.Printf("unmount %s: %v (still mounted; close open files and retry)", mountPoint, err)
-			}
-		}
-	}()
+	stop := srv.UnmountOnSignal()
+	defer stop()
 	if ready != nil {
 		if err := ready(); err != nil {
 			srv.Unmount()
 			return err
 		}
 	}
+	logger.Printf("mounted %s on %s", cipherDir, mountPoint)
 	srv.Wait()
 	logger.Printf("unmounted %s", mountPoint)
 	return nil
