@@ -46,6 +46,14 @@ RESULTS=${RESULTS:-$REPO/bench/results/$STAMP.txt}
 PASSWORD="benchmark password"
 SRCDIR=linux-source-6.1
 
+# contains WORD LIST...: whether WORD is one of LIST.
+contains() {
+	local want=$1 x
+	shift
+	for x in "$@"; do [ "$x" = "$want" ] && return 0; done
+	return 1
+}
+
 die() { echo "compare.sh: $*" >&2; exit 1; }
 note() { echo "== $*" >&2; }
 
@@ -56,36 +64,59 @@ case $ROUNDS in '' | *[!0-9]* | 0) die "ROUNDS must be a positive integer" ;; es
 # ---- cleanup: everything we mounted, in reverse order, even on Ctrl-C ----
 
 WORK=""
-MOUNTS=()        # mount points we mounted (FUSE ones and the tmpfs last)
-STARTED_PIDS=()  # processes we started in the background ourselves
+MOUNTS=()       # mount points we mounted: the private tmpfs first, then FUSE ones
+STARTED_PIDS=() # FUSE daemons we started in the foreground, as our children
+declare -A PID_OF=() # mount point -> daemon PID (for the ones we started)
 
 is_mounted() { mountpoint -q "$1" 2>/dev/null; }
 
 unmount_one() {
 	local mnt=$1 i
-	is_mounted "$mnt" || return 0
-	if [ -n "${ENCRYPTFS_BIN:-}" ] && [ "${mnt##*/}" = encryptfs-mnt ]; then
+	if is_mounted "$mnt" && [ -n "${ENCRYPTFS_BIN:-}" ] && [ "${mnt##*/}" = encryptfs-mnt ]; then
 		"$ENCRYPTFS_BIN" unmount "$mnt" >/dev/null 2>&1 || true
 	fi
-	for i in 1 2 3 4 5 6 7 8 9 10; do
-		is_mounted "$mnt" || return 0
+	for i in 1 2 3 4 5 6 7 8 9; do
+		is_mounted "$mnt" || break
 		fusermount3 -u "$mnt" >/dev/null 2>&1 || umount "$mnt" >/dev/null 2>&1 || true
-		is_mounted "$mnt" || return 0
+		is_mounted "$mnt" || break
 		sleep "0.$i"
 	done
-	note "unmount of $mnt is busy, detaching lazily"
-	fusermount3 -uz "$mnt" >/dev/null 2>&1 || umount -l "$mnt" || true
+	if is_mounted "$mnt"; then
+		note "unmount of $mnt is busy, detaching lazily"
+		fusermount3 -uz "$mnt" >/dev/null 2>&1 || umount -l "$mnt" || true
+	fi
+	wait_daemon "$mnt"
+}
+
+# wait_daemon MNT: after an unmount, give the daemon we started for MNT up
+# to 30 s to write out its state and exit (cryfs flushes blocks late).
+wait_daemon() {
+	local pid=${PID_OF[$1]:-} i
+	[ -n "$pid" ] || return 0
+	for i in $(seq 300); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		note "daemon $pid for $1 still running after unmount, stopping it"
+		kill "$pid" 2>/dev/null || true
+	fi
+	wait "$pid" 2>/dev/null || true
+	unset "PID_OF[$1]"
 }
 
 cleanup() {
 	local rc=$? i pid
 	trap - EXIT INT TERM
+	for ((i = ${#MOUNTS[@]} - 1; i >= 1; i--)); do
+		unmount_one "${MOUNTS[$i]}"
+	done
 	for pid in "${STARTED_PIDS[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
-	for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
-		unmount_one "${MOUNTS[$i]}"
-	done
+	if [ "${#MOUNTS[@]}" -gt 0 ]; then
+		unmount_one "${MOUNTS[0]}"
+	fi
 	if [ -n "$WORK" ] && [ -d "$WORK" ] && ! is_mounted "$WORK"; then
 		rmdir "$WORK" 2>/dev/null || note "left $WORK behind (not empty)"
 	fi
@@ -113,6 +144,13 @@ NFILES=$(wc -l <"$WORK/ref.md5")
 NENTRIES=$(find "$WORK/ref/$SRCDIR" | wc -l)
 TARMIB=$(du -m "$WORK/linux.tar" | cut -f1)
 note "workload: $NFILES files ($NENTRIES entries), tar $TARMIB MiB"
+
+# Fault in the tmpfs's memory once (a fresh VM page costs a hypervisor
+# fault on first touch), so that the first filesystem measured does not
+# pay for it and the others not.
+note "warming up the tmpfs memory"
+dd if=/dev/zero of="$WORK/warm" bs=1M count="$((WRITE_COUNT * 3 / 8))" status=none
+rm -f "$WORK/warm"
 
 # ---- filesystems: init, mount, unmount ----
 
@@ -149,42 +187,85 @@ for peer in $PEERS; do
 	fi
 done
 
-# fs_setup FS CIPHER MNT: make an empty filesystem and mount it at MNT
-# (for tmpfs, MNT is a plain directory and CIPHER the same directory).
-# It runs in the main shell (it records mount points for the cleanup trap),
-# so every step checks its own status instead of relying on set -e.
-fs_setup() {
-	local fs=$1 cipher=$2 mnt=$3 i
-	mkdir -p "$cipher" "$mnt" || return 1
-	[ "$fs" = tmpfs ] && return 0
-	MOUNTS+=("$mnt")
+# fs_init FS CIPHER: make an empty filesystem (no-op for tmpfs).
+fs_init() {
+	local fs=$1 cipher=$2
+	mkdir -p "$cipher" || return 1
 	case $fs in
-	encryptfs)
-		"$ENCRYPTFS_BIN" init --passfile "$WORK/passfile" --kdf-memory 8 --kdf-time 1 "$cipher" || return 1
+	encryptfs) "$ENCRYPTFS_BIN" init --passfile "$WORK/passfile" --kdf-memory 8 --kdf-time 1 "$cipher" ;;
+	gocryptfs) gocryptfs -init -q -scryptn 10 -passfile "$WORK/passfile" "$cipher" ;;
+	securefs) securefs create --pass "$PASSWORD" --rounds 1 "$cipher" ;;
+	*) return 0 ;; # tmpfs needs nothing; encfs and cryfs create on first mount
+	esac
+}
+
+# fs_mount FS CIPHER MNT: mount and wait until mounted (no-op for tmpfs,
+# whose MNT is CIPHER). It runs in the main shell (it records mount points
+# and PIDs for the cleanup trap), so every step checks its own status
+# instead of relying on set -e.
+fs_mount() {
+	local fs=$1 cipher=$2 mnt=$3 i
+	[ "$fs" = tmpfs ] && return 0
+	mkdir -p "$mnt" || return 1
+	contains "$mnt" "${MOUNTS[@]}" || MOUNTS+=("$mnt")
+	case $fs in
+	encryptfs) # daemonizes and returns once mounted
 		"$ENCRYPTFS_BIN" mount --passfile "$WORK/passfile" "$cipher" "$mnt" || return 1
 		;;
 	gocryptfs)
-		gocryptfs -init -q -scryptn 10 -passfile "$WORK/passfile" "$cipher" || return 1
-		gocryptfs -q -passfile "$WORK/passfile" "$cipher" "$mnt" || return 1
+		gocryptfs -f -q -passfile "$WORK/passfile" "$cipher" "$mnt" &
 		;;
 	encfs)
-		printf '%s\n' "$PASSWORD" | encfs --standard --stdinpass "$cipher" "$mnt" || return 1
+		encfs -f --standard --stdinpass "$cipher" "$mnt" <"$WORK/passfile" &
 		;;
 	cryfs)
-		printf '%s\n' "$PASSWORD" | HOME=$WORK/home CRYFS_FRONTEND=noninteractive \
-			CRYFS_NO_UPDATE_CHECK=true cryfs "$cipher" "$mnt" || return 1
+		HOME=$WORK/home CRYFS_FRONTEND=noninteractive CRYFS_NO_UPDATE_CHECK=true \
+			cryfs -f "$cipher" "$mnt" <"$WORK/passfile" &
 		;;
 	securefs)
-		securefs create --pass "$PASSWORD" --rounds 1 "$cipher" || return 1
-		securefs mount --background --pass "$PASSWORD" "$cipher" "$mnt" || return 1
+		securefs mount --pass "$PASSWORD" "$cipher" "$mnt" &
 		;;
 	esac
-	for i in $(seq 50); do
+	# The peers run in the foreground as our children: we know their PIDs,
+	# and after unmounting we wait for them to finish writing.
+	if [ "$fs" != encryptfs ]; then
+		PID_OF[$mnt]=$!
+		STARTED_PIDS+=("$!")
+	fi
+	for i in $(seq 100); do
 		is_mounted "$mnt" && return 0
+		if [ -n "${PID_OF[$mnt]:-}" ] && ! kill -0 "${PID_OF[$mnt]}" 2>/dev/null; then
+			echo "$fs exited before mounting" >&2
+			return 1
+		fi
 		sleep 0.1
 	done
 	echo "$fs did not mount at $mnt" >&2
 	return 1
+}
+
+# fs_unmount FS MNT: unmount and wait for the daemon to exit.
+fs_unmount() {
+	[ "$1" = tmpfs ] && return 0
+	unmount_one "$2"
+	! is_mounted "$2"
+}
+
+# measure_sizes ROUND FS CIPHER MNT: ciphertext bytes of an empty, a 1-byte
+# and a 1,000,000-byte file: the growth of the ciphertext dir between
+# unmounted states, so that every daemon has written out its caches (cryfs
+# keeps blocks in memory until unmount). Runs in the main shell.
+measure_sizes() {
+	local round=$1 fs=$2 cipher=$3 mnt=$4 size before after
+	fs_unmount "$fs" "$mnt" || return 1
+	for size in 0 1 1000000; do
+		before=$(cipher_bytes "$cipher") || return 1
+		fs_mount "$fs" "$cipher" "$mnt" || return 1
+		head -c "$size" /dev/zero >"$mnt/size-$size" || return 1
+		fs_unmount "$fs" "$mnt" || return 1
+		after=$(cipher_bytes "$cipher") || return 1
+		record "$round" "$fs" "size_${size}_B" "$((after - before))"
+	done
 }
 
 # fs_teardown FS CIPHER MNT: unmount and delete everything.
@@ -195,7 +276,7 @@ fs_teardown() {
 		echo "$mnt is still mounted" >&2
 		return 1
 	fi
-	rm -rf "$cipher" "$mnt"
+	rm -rf "$cipher" "$mnt" 2>/dev/null || { sleep 2 && rm -rf "$cipher" "$mnt"; }
 }
 
 # ---- measuring ----
@@ -203,7 +284,7 @@ fs_teardown() {
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.3f", b - a }'; }
 
-RAW=$WORK/raw.tsv
+RAW=${RESULTS%.txt}.raw.tsv # kept outside the tmpfs, so a failed run leaves its numbers
 : >"$RAW"
 record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >>"$RAW"; }
 
@@ -251,7 +332,7 @@ run_suite() {
 	n=$(wc -l <"$WORK/rsync.out")
 	record "$round" "$fs" rsync_changed "$n"
 	if [ "$n" != 0 ]; then
-		cp "$WORK/rsync.out" "${RESULTS%.txt}.rsync-$fs-r$round.txt"
+		head -n 100 "$WORK/rsync.out" >"${RESULTS%.txt}.rsync-$fs-r$round.txt"
 		note "$fs: rsync reports $n changed entries, e.g.: $(head -n 3 "$WORK/rsync.out" | tr '\n' ' ')"
 	fi
 
@@ -262,18 +343,6 @@ run_suite() {
 	t=$(now)
 	rm -rf "${mnt:?}/$SRCDIR"
 	record "$round" "$fs" rm_s "$(elapsed "$t")"
-
-	# Ciphertext size of one file: growth of the ciphertext dir's bytes.
-	local size before
-	mkdir "$mnt/sizes"
-	for size in 0 1 1000000; do
-		sync
-		before=$(cipher_bytes "$cipher")
-		head -c "$size" /dev/zero >"$mnt/sizes/f$size"
-		sync "$mnt/sizes/f$size"
-		sync
-		record "$round" "$fs" "size_${size}_B" "$(($(cipher_bytes "$cipher") - before))"
-	done
 }
 
 # ---- the rounds ----
@@ -288,7 +357,7 @@ for round in $(seq "$ROUNDS"); do
 		cipher=$WORK/$fs-cipher
 		mnt=$WORK/$fs-mnt
 		[ "$fs" = tmpfs ] && mnt=$cipher
-		if ! fs_setup "$fs" "$cipher" "$mnt" >"$WORK/setup.log" 2>&1; then
+		if ! { fs_init "$fs" "$cipher" && fs_mount "$fs" "$cipher" "$mnt"; } >"$WORK/setup.log" 2>&1; then
 			FAILED+=("$fs round $round: setup failed: $(tail -n 3 "$WORK/setup.log" | tr '\n' ' ')")
 			note "${FAILED[-1]}"
 			fs_teardown "$fs" "$cipher" "$mnt" || true
@@ -305,6 +374,9 @@ for round in $(seq "$ROUNDS"); do
 		set -e
 		if [ "$rc" != 0 ]; then
 			FAILED+=("$fs round $round: suite failed with status $rc (see messages above)")
+			note "${FAILED[-1]}"
+		elif ! measure_sizes "$round" "$fs" "$cipher" "$mnt" >>"$WORK/setup.log" 2>&1; then
+			FAILED+=("$fs round $round: size measurement failed: $(tail -n 3 "$WORK/setup.log" | tr '\n' ' ')")
 			note "${FAILED[-1]}"
 		fi
 		fs_teardown "$fs" "$cipher" "$mnt"
@@ -330,13 +402,6 @@ kind() {
 	md5_bad | rsync_changed) echo check ;;
 	*) echo size ;;
 	esac
-}
-
-contains() {
-	local want=$1 x
-	shift
-	for x in "$@"; do [ "$x" = "$want" ] && return 0; done
-	return 1
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
@@ -387,6 +452,7 @@ report() {
 	cat "$RAW"
 } >"$RESULTS"
 report
+rm -f "$RAW"
 echo
 echo "raw per-round numbers: $RESULTS"
 [ "${#FAILED[@]}" = 0 ] || exit 1
