@@ -1,0 +1,97 @@
+package fsck
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/meta"
+)
+
+// plainXattr is one decrypted extended attribute, for the salvage copy.
+type plainXattr struct {
+	name  string
+	value []byte
+}
+
+// symlink checks a symlink's target and copies it out when salvaging. It
+// returns the name of the long-target sidecar the symlink uses, if any.
+func (w *walker) symlink(dirfd int, dirID []byte, ent entry, pl place, dest *destDir, salvName string) (sidecar string) {
+	w.rep.Summary.Symlinks++
+	bt, err := backing.Readlinkat(dirfd, ent.backing)
+	if err != nil {
+		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("readlink: %v", err)})
+		return ""
+	}
+	if bt == meta.LongSymlinkMarker {
+		sidecar = meta.SymlinkSidecarName(ent.backing)
+	}
+	if !ent.named {
+		// The target is bound to the plaintext name: without it the target
+		// can be neither checked nor decrypted (the name is reported).
+		return sidecar
+	}
+	target, err := w.t.Readlink(dirfd, dirID, ent.name)
+	if err != nil {
+		detail := fmt.Sprintf("target does not decrypt: %v", err)
+		if sidecar != "" {
+			detail += " (target sidecar " + sidecar + ")"
+		}
+		w.add(Problem{Kind: KindSymlink, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: detail})
+		return sidecar
+	}
+	if dest != nil {
+		w.salv.symlink(w.rep, dest, salvName, target, ent.st, pl)
+	}
+	return sidecar
+}
+
+// xattrs checks every EncryptFS xattr of the object open as fd (ID objID)
+// and returns the readable ones.
+func (w *walker) xattrs(fd int, objID []byte, pl place) []plainXattr {
+	list, bad, err := w.t.ListXattr(fd, objID)
+	if err != nil {
+		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("list xattrs: %v", err)})
+		return nil
+	}
+	for _, bn := range bad {
+		w.rep.Summary.Xattrs++
+		w.add(Problem{Kind: KindXattrName, CipherPath: pl.cipher, PlainPath: pl.plain,
+			Detail: fmt.Sprintf("xattr name %s does not decrypt", bn)})
+	}
+	var out []plainXattr
+	for _, name := range list {
+		w.rep.Summary.Xattrs++
+		v, err := w.t.GetXattr(fd, objID, name)
+		if err != nil {
+			w.add(Problem{Kind: KindXattrValue, CipherPath: pl.cipher, PlainPath: pl.plain,
+				Detail: fmt.Sprintf("value of xattr %q does not decrypt: %v", name, err)})
+			continue
+		}
+		out = append(out, plainXattr{name: name, value: v})
+	}
+	return out
+}
+
+// unverifiableXattrs reports EncryptFS xattrs on an object that has no ID
+// to check them against.
+func (w *walker) unverifiableXattrs(fd int, pl place, why string) {
+	all, err := backing.Flistxattr(fd)
+	if err != nil {
+		return
+	}
+	for _, bn := range all {
+		if strings.HasPrefix(bn, meta.XattrPrefix) {
+			w.rep.Summary.Xattrs++
+			w.add(Problem{Kind: KindXattrName, CipherPath: pl.cipher, PlainPath: pl.plain,
+				Detail: fmt.Sprintf("xattr %s cannot be checked: %s", bn, why)})
+		}
+	}
+}
+
+// salvageNode copies a fifo, socket or device node.
+func (w *walker) salvageNode(dest *destDir, salvName string, ent entry, pl place) {
+	if dest != nil {
+		w.salv.node(w.rep, dest, salvName, ent.st, pl)
+	}
+}

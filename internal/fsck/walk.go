@@ -1,0 +1,287 @@
+package fsck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/meta"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	"golang.org/x/sys/unix"
+)
+
+// inodeKey names a backing inode (hard links are checked once).
+type inodeKey struct{ dev, ino uint64 }
+
+// walker holds the state of one Check.
+type walker struct {
+	ctx  context.Context
+	t    *tree.Tree
+	eng  *core.Engine
+	rep  *Report
+	salv *salvager // nil: check only
+
+	progress     func(Progress)
+	prog         Progress
+	start        time.Time
+	lastProgress time.Time
+
+	// seen maps a regular file's inode to its salvage path ("" if it was
+	// not salvaged), so that further hard links are not checked again and
+	// are linked, not copied, in the salvage directory.
+	seen map[inodeKey]string
+}
+
+// progressEvery bounds how often Options.Progress is called.
+const progressEvery = 100 * time.Millisecond
+
+// report calls the progress callback, at most every progressEvery unless force.
+func (w *walker) report(force bool) {
+	if w.progress == nil {
+		return
+	}
+	now := time.Now()
+	if !force && now.Sub(w.lastProgress) < progressEvery {
+		return
+	}
+	w.lastProgress = now
+	w.prog.Elapsed = now.Sub(w.start)
+	w.progress(w.prog)
+}
+
+// add records a problem.
+func (w *walker) add(p Problem) { w.rep.Problems = append(w.rep.Problems, p) }
+
+// place is where an entry is: its backing path, its plaintext path (""
+// when unknown) and its salvage name.
+type place struct {
+	cipher string
+	plain  string
+	known  bool // plain is known
+}
+
+// entry is one classified backing directory entry that stands for a
+// plaintext object (named or not).
+type entry struct {
+	backing string
+	st      unix.Stat_t
+	name    tree.Name // valid when named
+	named   bool      // the name decrypted (possibly as a conflict copy)
+	foreign bool      // the name is not one EncryptFS writes
+	shown   string    // plaintext name shown (plain + conflict suffix)
+}
+
+// dir checks the open backing directory dirfd (at cipherRel / plainRel) and
+// everything below it; dest is its copy in the salvage directory (nil when
+// not salvaging or the copy could not be made).
+func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *destDir) {
+	w.rep.Summary.Dirs++
+	dirID, err := w.t.ReadDirID(dirfd)
+	if err != nil {
+		w.add(Problem{Kind: KindDirID, CipherPath: joinCipher(cipherRel, names.DirIDFile), PlainPath: plainRel,
+			Detail: fmt.Sprintf("directory ID unreadable, names in this directory cannot be decrypted: %v", err)})
+		dirID = nil
+	}
+	ents, err := backing.ReadDir(dirfd)
+	if err != nil {
+		w.add(Problem{Kind: KindIO, CipherPath: cipherRel, PlainPath: plainRel, Detail: fmt.Sprintf("list directory: %v", err)})
+		return
+	}
+	slices.SortFunc(ents, func(a, b backing.Dirent) int { return strings.Compare(a.Name, b.Name) })
+	present := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		present[e.Name] = true
+	}
+	usedLinkSidecars := make(map[string]bool)
+	var linkSidecars []string
+	isRoot := cipherRel == "."
+
+	for _, e := range ents {
+		if w.ctx.Err() != nil {
+			return
+		}
+		bn := e.Name
+		at := joinCipher(cipherRel, bn)
+		switch {
+		case bn == names.DirIDFile:
+			continue
+		case isRoot && (bn == config.FileName || bn == config.BackupName):
+			continue
+		case isRoot && (bn == config.FileName+".tmp" || bn == config.BackupName+".tmp"):
+			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "config file left by an interrupted write; compare it with encryptfs.conf and remove it"})
+			continue
+		case names.IsSidecar(bn):
+			long := strings.TrimSuffix(bn, names.LongNameSuffix)
+			if !present[long] {
+				w.add(Problem{Kind: KindOrphanSidecar, CipherPath: at, Detail: "long-name sidecar without its entry " + long})
+			}
+			continue
+		case strings.HasPrefix(bn, meta.SymlinkSidecarPrefix):
+			linkSidecars = append(linkSidecars, bn)
+			continue
+		case strings.HasPrefix(bn, names.TempPrefix):
+			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "temporary entry left by an interrupted operation"})
+			continue
+		case names.IsReserved(bn) && !names.IsLongName(bn):
+			w.add(Problem{Kind: KindReserved, CipherPath: at, Detail: "unknown name in the reserved encryptfs.* namespace"})
+			continue
+		}
+		st, err := backing.Fstatat(dirfd, bn)
+		if err != nil {
+			w.add(Problem{Kind: KindIO, CipherPath: at, Detail: fmt.Sprintf("stat: %v", err)})
+			continue
+		}
+		ent := entry{backing: bn, st: st}
+		w.nameEntry(dirfd, dirID, at, plainRel, known, &ent)
+		pl := place{cipher: at, plain: joinPlain(plainRel, ent.shown, known && ent.named), known: known && ent.named}
+		salvName := ent.shown
+		if !ent.named {
+			salvName = undecryptableName(bn)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			w.subdir(dirfd, ent, pl, dest, salvName)
+		case unix.S_IFREG:
+			w.regular(dirfd, ent, pl, dest, salvName)
+		case unix.S_IFLNK:
+			if sc := w.symlink(dirfd, dirID, ent, pl, dest, salvName); sc != "" {
+				usedLinkSidecars[sc] = true
+			}
+		default:
+			w.rep.Summary.Others++
+			w.salvageNode(dest, salvName, ent, pl)
+		}
+	}
+	for _, sc := range linkSidecars {
+		if !usedLinkSidecars[sc] {
+			w.add(Problem{Kind: KindOrphanSidecar, CipherPath: joinCipher(cipherRel, sc), Detail: "symlink target sidecar without a symlink that uses it"})
+		}
+	}
+	var xs []plainXattr
+	if dirID != nil {
+		xs = w.xattrs(dirfd, dirID, place{cipher: cipherRel, plain: plainRel, known: known})
+	} else {
+		w.unverifiableXattrs(dirfd, place{cipher: cipherRel, plain: plainRel, known: known}, "its directory ID is unreadable")
+	}
+	if dest != nil {
+		st, err := backing.Fstat(dirfd)
+		if err == nil {
+			w.salv.finishDir(w.rep, dest, st, xs)
+		}
+	}
+}
+
+// nameEntry decrypts the entry's backing name and reports what is wrong
+// with it. On return ent.named says whether a plaintext name is known.
+func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known bool, ent *entry) {
+	bn := ent.backing
+	if dirID == nil {
+		return // reported once for the directory
+	}
+	if names.IsLongName(bn) {
+		side, err := backing.ReadFileAt(dirfd, names.SidecarName(bn), 512)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			w.add(Problem{Kind: KindLongName, CipherPath: at, Detail: "long-name sidecar " + names.SidecarName(bn) + " is missing: the name cannot be decrypted"})
+			return
+		case err != nil:
+			w.add(Problem{Kind: KindLongName, CipherPath: at, Detail: fmt.Sprintf("long-name sidecar unreadable: %v", err)})
+			return
+		}
+		if _, err := names.CheckSidecar(bn, side); err != nil {
+			w.add(Problem{Kind: KindLongName, CipherPath: at, Detail: fmt.Sprintf("long-name sidecar does not belong to this entry: %v", err)})
+			return
+		}
+	}
+	n, err := w.t.DecryptName(dirfd, dirID, bn)
+	if err == nil {
+		ent.name, ent.named, ent.shown = n, true, n.Plain
+		return
+	}
+	if enc, suffix, ok := names.SplitForeign(bn); ok {
+		if n, err2 := w.t.DecryptName(dirfd, dirID, enc); err2 == nil {
+			// The entry's name is the original's: symlink targets are bound
+			// to it.
+			n.Backing = bn
+			ent.name, ent.named, ent.shown = n, true, n.Plain+suffix
+			w.add(Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
+				Detail: fmt.Sprintf("copy of %q with the suffix %q added by another program (sync conflict?)", n.Plain, suffix)})
+			return
+		}
+	}
+	if strings.IndexFunc(bn, func(r rune) bool { return !isNameRune(r) }) >= 0 {
+		ent.foreign = true
+		w.add(Problem{Kind: KindForeign, CipherPath: at, Detail: "not a name EncryptFS writes (a file added to CIPHERDIR by another program?)"})
+		return
+	}
+	w.add(Problem{Kind: KindBadName, CipherPath: at, Detail: fmt.Sprintf("name does not decrypt: %v", err)})
+}
+
+// isNameRune reports whether r can appear in an encrypted backing name.
+func isNameRune(r rune) bool {
+	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_'
+}
+
+// subdir checks a backing subdirectory.
+func (w *walker) subdir(dirfd int, ent entry, pl place, dest *destDir, salvName string) {
+	sub, err := backing.OpenSubdir(dirfd, ent.backing)
+	if err != nil {
+		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("open directory: %v", err)})
+		return
+	}
+	defer backing.Close(sub)
+	var subDest *destDir
+	if dest != nil {
+		subDest = w.salv.mkdir(w.rep, dest, salvName, pl)
+	}
+	w.dir(sub, pl.cipher, pl.plain, pl.known, subDest)
+	if subDest != nil {
+		subDest.close()
+	}
+}
+
+// prescan counts regular files and their plaintext bytes for the progress
+// display: a metadata-only walk.
+func (w *walker) prescan(rootfd int) (files, bytes int64) {
+	suite := w.eng.Suite()
+	var walk func(fd int)
+	walk = func(fd int) {
+		ents, err := backing.ReadDir(fd)
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			if w.ctx.Err() != nil {
+				return
+			}
+			if names.IsReserved(e.Name) && !names.IsLongName(e.Name) {
+				continue
+			}
+			st, err := backing.Fstatat(fd, e.Name)
+			if err != nil {
+				continue
+			}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFREG:
+				files++
+				if n, err := suite.PlainSize(st.Size); err == nil {
+					bytes += n
+				}
+			case unix.S_IFDIR:
+				if sub, err := backing.OpenSubdir(fd, e.Name); err == nil {
+					walk(sub)
+					backing.Close(sub)
+				}
+			}
+		}
+	}
+	walk(rootfd)
+	return files, bytes
+}
