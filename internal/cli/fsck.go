@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/encryptfs/encryptfs/internal/fsck"
+	"golang.org/x/term"
+)
+
+// ExitFsckProblems is fsck's exit code when the check ran and found
+// problems (the same number gocryptfs uses). Not yet in exit.go's table
+// (owned elsewhere); docs/cli.md lists it.
+const ExitFsckProblems = 26
+
+// cmdFsck checks a vault offline and optionally salvages it:
+//
+//	encryptfs fsck [--json] [--salvage DEST] [--passfile F | --extpass CMD | --masterkey] CIPHERDIR
+//
+// It exits 0 when the vault is clean, ExitFsckProblems when problems were
+// found (all listed on stdout), and the usual codes when it cannot run.
+func (a *App) cmdFsck(args []string) error {
+	fs := a.newFlagSet("fsck", "CIPHERDIR")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	salvage := fs.String("salvage", "", "copy everything readable into this directory (missing or empty) as plaintext")
+	var src passSource
+	fs.StringVar(&src.passfile, "passfile", "", "read the password from the first line of this file")
+	fs.StringVar(&src.extpass, "extpass", "", "run this program for the password")
+	useMasterKey := fs.Bool("masterkey", false, "read the master key from stdin instead of a password")
+	pos, err := fs.parse(args, 1, 1)
+	if err != nil {
+		return helpOK(err)
+	}
+	dir, err := filepath.Abs(pos[0])
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	c, err := loadConfig(dir)
+	if err != nil {
+		return err
+	}
+	var masterKey []byte
+	if *useMasterKey {
+		if src != (passSource{}) {
+			return usageErrorf("fsck: --masterkey replaces the password; drop --passfile/--extpass")
+		}
+		if masterKey, err = a.readMasterKey(); err != nil {
+			return err
+		}
+		defer clear(masterKey)
+		// A key that decrypts no name in the root is refused; other errors
+		// (a damaged root) are for fsck itself to report.
+		if _, err := checkMasterKey(dir, c.Params, masterKey); err != nil && exitCode(err) == ExitWrongPassword {
+			return err
+		}
+	} else {
+		pw, err := a.readPassword(src, "Password", false)
+		if err != nil {
+			return err
+		}
+		masterKey, err = c.Unlock(pw)
+		clear(pw)
+		if err != nil {
+			return err
+		}
+		defer clear(masterKey)
+	}
+	t, err := openTree(c.Params, masterKey, nil)
+	if err != nil {
+		return err
+	}
+	defer t.Wipe()
+
+	// Ctrl-C stops the walk; what was found so far is still reported.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts := fsck.Options{Salvage: *salvage}
+	var bar *progressLine
+	if f, ok := a.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar = &progressLine{w: f}
+		opts.Progress = bar.update
+	}
+	rep, checkErr := fsck.Check(ctx, t, dir, opts)
+	bar.clear()
+	if rep == nil {
+		if errors.Is(checkErr, fsck.ErrSalvageDir) {
+			return withCode(ExitUsage, checkErr)
+		}
+		return withCode(ExitCipherDir, checkErr)
+	}
+	if *asJSON {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(a.Stdout, "%s\n", b)
+	} else if err := fsck.WriteText(a.Stdout, rep); err != nil {
+		return err
+	}
+	switch {
+	case checkErr != nil:
+		return withCode(ExitError, checkErr)
+	case !rep.Clean:
+		return errorfCode(ExitFsckProblems, "fsck: %d problem(s) found in %s", len(rep.Problems), dir)
+	}
+	return nil
+}
+
+// progressLine redraws one status line on a terminal.
+type progressLine struct {
+	w     io.Writer
+	drawn bool
+}
+
+// update draws "files a/b, X/Y MiB, ETA" in place.
+func (p *progressLine) update(pr fsck.Progress) {
+	line := fmt.Sprintf("fsck: %d/%d files, %s/%s", pr.Files, pr.TotalFiles, humanBytes(pr.Bytes), humanBytes(pr.TotalBytes))
+	if eta, ok := estimate(pr); ok {
+		line += ", ETA " + eta.Round(time.Second).String()
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K%s", line)
+	p.drawn = true
+}
+
+// clear erases the line (nil-safe).
+func (p *progressLine) clear() {
+	if p != nil && p.drawn {
+		fmt.Fprint(p.w, "\r\x1b[K")
+	}
+}
+
+// estimate extrapolates the remaining time from the bytes done so far.
+func estimate(pr fsck.Progress) (time.Duration, bool) {
+	if pr.Bytes <= 0 || pr.Elapsed < time.Second || pr.TotalBytes < pr.Bytes {
+		return 0, false
+	}
+	rest := float64(pr.TotalBytes-pr.Bytes) / float64(pr.Bytes) * float64(pr.Elapsed)
+	return time.Duration(rest), true
+}
+
+// humanBytes renders a byte count with a binary unit.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
