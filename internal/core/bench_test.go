@@ -7,7 +7,7 @@ package core
 //
 //	SeqWrite/<file size>/<request size>/<seq|par>   write a new file from 0
 //	SeqRead/<file size>/<request size>/<seq|par>    read a whole file
-//	ChunkSize/<chunk>/<write|read|rand4k>           10 MiB file, 128 KiB requests, default options
+//	ChunkSize/<chunk>/<op>                          10 MiB file, 128 KiB requests (write1m: 1 MiB), bulk path off
 //	Workers/<seq|wN>/<request>/<write|read>         10 MiB file, 64 KiB chunks, MinChunks 2
 //	RawGCMSeal|RawGCMOpen/<size>                    AES-256-GCM alone, one core, 64 KiB pieces
 //
@@ -135,7 +135,7 @@ func BenchmarkChunkSize(b *testing.B) {
 		const req = 128 << 10
 		data := make([]byte, benchFile)
 		b.Run(name+"/write", func(b *testing.B) {
-			e := benchEngine(b, chunk, ParallelOptions{Enabled: true})
+			e := benchEngine(b, chunk, ParallelOptions{})
 			m := NewMemBacking()
 			writeNew(b, e, m, data, req)
 			b.SetBytes(benchFile)
@@ -145,7 +145,7 @@ func BenchmarkChunkSize(b *testing.B) {
 			}
 		})
 		b.Run(name+"/read", func(b *testing.B) {
-			e := benchEngine(b, chunk, ParallelOptions{Enabled: true})
+			e := benchEngine(b, chunk, ParallelOptions{})
 			m := NewMemBacking()
 			writeNew(b, e, m, data, req)
 			f := openMem(b, e, m)
@@ -157,8 +157,35 @@ func BenchmarkChunkSize(b *testing.B) {
 				readWhole(b, f, buf, req)
 			}
 		})
+		b.Run(name+"/write1m", func(b *testing.B) {
+			e := benchEngine(b, chunk, ParallelOptions{})
+			m := NewMemBacking()
+			writeNew(b, e, m, data, 1<<20)
+			b.SetBytes(benchFile)
+			b.ReportAllocs()
+			for b.Loop() {
+				writeNew(b, e, m, data, 1<<20)
+			}
+		})
+		b.Run(name+"/rand4kwrite", func(b *testing.B) {
+			e := benchEngine(b, chunk, ParallelOptions{})
+			m := NewMemBacking()
+			writeNew(b, e, m, data, req)
+			f := openMem(b, e, m)
+			defer f.Close()
+			buf := make([]byte, 4<<10)
+			r := rand.New(rand.NewPCG(1, 1))
+			b.SetBytes(int64(len(buf)))
+			b.ReportAllocs()
+			for b.Loop() {
+				off := r.Int64N(benchFile/int64(len(buf))) * int64(len(buf))
+				if _, err := f.WriteAt(buf, off); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(name+"/rand4k", func(b *testing.B) {
-			e := benchEngine(b, chunk, ParallelOptions{Enabled: true})
+			e := benchEngine(b, chunk, ParallelOptions{})
 			m := NewMemBacking()
 			writeNew(b, e, m, data, req)
 			f := openMem(b, e, m)
