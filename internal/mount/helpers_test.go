@@ -53,7 +53,7 @@ func requireFUSE(t *testing.T) {
 type testVault struct {
 	cipher, mnt string
 	srv         *Server
-	log         *bytes.Buffer
+	log         *syncWriter
 	tree        *tree.Tree
 }
 
@@ -76,8 +76,8 @@ func newVault(t *testing.T, mod func(*Options)) *testVault {
 		t.Fatal(err)
 	}
 	backing.Close(fd)
-	v := &testVault{cipher: cipher, mnt: mnt, log: &bytes.Buffer{}, tree: tr}
-	opts := Options{CipherDir: cipher, MountPoint: mnt, Tree: tr, Logger: log.New(&syncWriter{buf: v.log}, "", 0)}
+	v := &testVault{cipher: cipher, mnt: mnt, log: &syncWriter{buf: &bytes.Buffer{}}, tree: tr}
+	opts := Options{CipherDir: cipher, MountPoint: mnt, Tree: tr, Logger: log.New(v.log, "", 0)}
 	if mod != nil {
 		mod(&opts)
 	}

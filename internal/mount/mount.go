@@ -56,6 +56,7 @@ type Server struct {
 	opts     Options
 	stopIdle chan struct{}
 	once     sync.Once
+	umount   sync.Mutex // fuse.Server.Unmount is not safe for concurrent use
 	waited   chan struct{}
 }
 
@@ -135,7 +136,7 @@ func (s *Server) Wait() { <-s.waited }
 // Unmount unmounts and waits for the server to exit. It fails (EBUSY) while
 // the mount is in use.
 func (s *Server) Unmount() error {
-	if err := s.srv.Unmount(); err != nil {
+	if err := s.unmount(); err != nil {
 		select {
 		case <-s.waited:
 			return nil // already unmounted
@@ -145,6 +146,19 @@ func (s *Server) Unmount() error {
 	}
 	s.Wait()
 	return nil
+}
+
+// unmount asks the kernel to unmount, once at a time; nil if the server
+// has already exited.
+func (s *Server) unmount() error {
+	s.umount.Lock()
+	defer s.umount.Unlock()
+	select {
+	case <-s.waited:
+		return nil
+	default:
+	}
+	return s.srv.Unmount()
 }
 
 // idleLoop unmounts after d without requests while no file is open.
@@ -166,7 +180,7 @@ func (s *Server) idleLoop(d time.Duration) {
 			continue
 		}
 		if time.Since(since) >= d {
-			if err := s.srv.Unmount(); err != nil {
+			if err := s.unmount(); err != nil {
 				s.logf("idle unmount of %s failed (will retry): %v", s.opts.MountPoint, err)
 				since = time.Now()
 				continue
@@ -191,7 +205,7 @@ func (s *Server) UnmountOnSignal() (stop func()) {
 			case <-s.waited:
 				return
 			case sig := <-ch:
-				if err := s.srv.Unmount(); err != nil {
+				if err := s.unmount(); err != nil {
 					s.logf("%v: unmount %s failed: %v", sig, s.opts.MountPoint, err)
 				}
 			}

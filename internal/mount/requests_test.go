@@ -56,7 +56,7 @@ func itoa(n int) string {
 //   - unlink: UNLINK (+ FORGET), bound 2.
 func TestRequestCounts(t *testing.T) {
 	v := newVault(t, func(o *Options) { o.Debug = true })
-	logw := v.srv.opts.Logger.Writer().(*syncWriter)
+	logw := v.log
 	must(t, os.WriteFile(filepath.Join(v.mnt, "warmup"), []byte("x"), 0o644))
 	os.Remove(filepath.Join(v.mnt, "warmup"))
 	time.Sleep(100 * time.Millisecond) // let the warm-up's FORGET arrive
