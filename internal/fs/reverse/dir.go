@@ -1,0 +1,153 @@
+package reverse
+
+import (
+	"context"
+	"syscall"
+
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// dirHandle is an open view directory: the whole listing, computed at
+// opendir (and again on rewind). It answers READDIRPLUS lookups from the
+// listing, so a long name or sidecar costs no second listing.
+type dirHandle struct {
+	n       *node
+	entries []viewEntry
+	pos     int // next entry; 0 and 1 are "." and ".."
+}
+
+// OpendirHandle lists a directory.
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+	if n.kind != kindDir {
+		return nil, 0, syscall.ENOTDIR
+	}
+	d := &dirHandle{n: n}
+	if errno := d.load(); errno != 0 {
+		return nil, 0, errno
+	}
+	return d, 0, 0
+}
+
+func (d *dirHandle) load() syscall.Errno {
+	ents, err := d.n.r.list(d.n.rel)
+	if err != nil {
+		return d.n.r.errno(err, "readdir", d.n.rel)
+	}
+	d.entries = ents
+	return 0
+}
+
+// Readdirent returns the next entry.
+func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+	i := d.pos
+	switch {
+	case i == 0:
+		d.pos++
+		return &fuse.DirEntry{Name: ".", Mode: unix.S_IFDIR, Ino: d.n.StableAttr().Ino, Off: 1}, 0
+	case i == 1:
+		d.pos++
+		return &fuse.DirEntry{Name: "..", Mode: unix.S_IFDIR, Ino: 1, Off: 2}, 0
+	case i-2 >= len(d.entries):
+		return nil, 0
+	}
+	e := d.entries[i-2]
+	d.pos++
+	sa := stableAttr(e)
+	return &fuse.DirEntry{Name: e.name, Mode: sa.Mode, Ino: sa.Ino, Off: uint64(d.pos)}, 0
+}
+
+// Seekdir moves to an offset from an earlier entry (0 rewinds and lists
+// the directory again).
+func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+	if off == 0 {
+		d.pos = 0
+		return d.load()
+	}
+	d.pos = int(off)
+	return 0
+}
+
+// Lookup answers the READDIRPLUS lookup of the entry just returned.
+func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	i := d.pos - 3
+	if i < 0 || i >= len(d.entries) || d.entries[i].name != name {
+		return d.n.Lookup(ctx, name, out)
+	}
+	return d.n.newChild(ctx, d.entries[i], out)
+}
+
+// Releasedir drops the listing.
+func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) { d.entries = nil }
+
+// The view is read-only: every operation that would change it fails with
+// EROFS (the mount is also "ro", so the kernel normally answers first).
+
+// Setattr fails: read-only.
+func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	return syscall.EROFS
+}
+
+// Create fails: read-only.
+func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EROFS
+}
+
+// Mkdir fails: read-only.
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+// Mknod fails: read-only.
+func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+// Link fails: read-only.
+func (n *node) Link(ctx context.Context, target fusefs.InodeEmbedder, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+// Symlink fails: read-only.
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	return nil, syscall.EROFS
+}
+
+// Unlink fails: read-only.
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
+
+// Rmdir fails: read-only.
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
+
+// Rename fails: read-only.
+func (n *node) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	return syscall.EROFS
+}
+
+// Setxattr fails: read-only.
+func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	return syscall.EROFS
+}
+
+// Removexattr fails: read-only.
+func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.EROFS }
+
+var (
+	_ fusefs.NodeOpendirHandler = (*node)(nil)
+	_ fusefs.FileReaddirenter   = (*dirHandle)(nil)
+	_ fusefs.FileLookuper       = (*dirHandle)(nil)
+	_ fusefs.FileSeekdirer      = (*dirHandle)(nil)
+	_ fusefs.FileReleasedirer   = (*dirHandle)(nil)
+	_ fusefs.NodeSetattrer      = (*node)(nil)
+	_ fusefs.NodeCreater        = (*node)(nil)
+	_ fusefs.NodeMkdirer        = (*node)(nil)
+	_ fusefs.NodeMknoder        = (*node)(nil)
+	_ fusefs.NodeLinker         = (*node)(nil)
+	_ fusefs.NodeSymlinker      = (*node)(nil)
+	_ fusefs.NodeUnlinker       = (*node)(nil)
+	_ fusefs.NodeRmdirer        = (*node)(nil)
+	_ fusefs.NodeRenamer        = (*node)(nil)
+	_ fusefs.NodeSetxattrer     = (*node)(nil)
+	_ fusefs.NodeRemovexattrer  = (*node)(nil)
+)

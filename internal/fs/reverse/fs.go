@@ -1,0 +1,147 @@
+// Package reverse is the reverse-mode FUSE filesystem: a read-only view
+// that shows an encrypted version of a plaintext directory (PLAINDIR), for
+// encrypted backups. A copy of the view is a normal forward-mode vault with
+// the same password (docs/reverse.md).
+//
+// Everything in the view is computed on the fly and deterministically from
+// the plaintext: names with names.Cipher under derived directory IDs, file
+// contents as header plus aes-256-siv chunks with derived nonces, symlink
+// targets with derived nonces (internal/crypto/reverse). Nothing is written
+// to PLAINDIR. Plaintext entries are reached from the PLAINDIR root fd with
+// openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) and O_NOFOLLOW (through
+// internal/backing), so a symlink in PLAINDIR is shown as a symlink and
+// never followed.
+package reverse
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"path"
+	"sync"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/crypto/meta"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	rev "github.com/encryptfs/encryptfs/internal/crypto/reverse"
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+)
+
+// ConfigName is the reverse config's name in PLAINDIR. The view hides it
+// and shows its bytes in the view's root as encryptfs.conf, so that a copy
+// of the view opens as a forward vault with the same password.
+const ConfigName = ".encryptfs.reverse.conf"
+
+// Errors.
+var (
+	// ErrCipher: reverse mode needs aes-256-siv (derived nonces repeat).
+	ErrCipher = errors.New("reverse: the config's cipher is not aes-256-siv")
+	// ErrPattern: an --exclude pattern is malformed.
+	ErrPattern = errors.New("reverse: bad exclude pattern")
+)
+
+// Options configures the view.
+type Options struct {
+	// Excludes are path.Match patterns; an entry whose relative plaintext
+	// path or base name matches one is not shown (nor anything below it).
+	Excludes []string
+	// Logger receives diagnostics (one line per failing path); nil
+	// discards them.
+	Logger *log.Logger
+}
+
+// Root is the view's root directory node plus the state shared by all
+// nodes: the PLAINDIR fd, the ciphers and the config bytes shown as
+// encryptfs.conf.
+type Root struct {
+	node
+	rootfd   int
+	suite    *content.Suite
+	names    *names.Cipher
+	links    *meta.Symlinks
+	derive   *rev.Deriver
+	config   []byte
+	excludes []string
+	logger   *log.Logger
+	bufs     sync.Pool // *chunkBufs
+}
+
+// NewRoot opens plainDir, reads its reverse config bytes (shown as
+// encryptfs.conf) and builds the ciphers from masterKey and p. Close
+// releases it after the filesystem is unmounted.
+func NewRoot(plainDir string, p config.Params, masterKey []byte, o Options) (*Root, error) {
+	if content.Algorithm(p.Cipher) != content.AES256SIV {
+		return nil, fmt.Errorf("%w (it is %q)", ErrCipher, p.Cipher)
+	}
+	for _, pat := range o.Excludes {
+		if _, err := path.Match(pat, ""); err != nil || pat == "" {
+			return nil, fmt.Errorf("%w: %q", ErrPattern, pat)
+		}
+	}
+	k, err := keys.Derive(masterKey)
+	if err != nil {
+		return nil, err
+	}
+	defer k.Wipe() // every cipher below keeps its own copy
+	r := &Root{excludes: append([]string(nil), o.Excludes...), logger: o.Logger}
+	if r.suite, err = content.NewSuite(content.AES256SIV, p.ChunkSize, k.Contents, k.HeaderMAC); err != nil {
+		return nil, fmt.Errorf("reverse: %w", err)
+	}
+	if r.names, err = names.New(k.Names); err != nil {
+		return nil, fmt.Errorf("reverse: %w", err)
+	}
+	if r.links, err = meta.NewSymlinks(k.Symlinks); err != nil {
+		return nil, fmt.Errorf("reverse: %w", err)
+	}
+	if r.derive, err = rev.New(k.Reverse); err != nil {
+		return nil, fmt.Errorf("reverse: %w", err)
+	}
+	if r.rootfd, err = backing.OpenRoot(plainDir); err != nil {
+		return nil, err
+	}
+	if r.config, err = backing.ReadFileAt(r.rootfd, ConfigName, config.MaxFileSize); err != nil {
+		backing.Close(r.rootfd)
+		return nil, fmt.Errorf("reverse: read %s: %w", ConfigName, err)
+	}
+	r.node = node{r: r, kind: kindDir}
+	r.bufs.New = func() any { return newChunkBufs(r.suite) }
+	return r, nil
+}
+
+// Close closes the PLAINDIR fd and wipes the reverse key. Call it after
+// the server has exited.
+func (r *Root) Close() error {
+	r.derive.Wipe()
+	return backing.Close(r.rootfd)
+}
+
+// excluded reports whether the plaintext entry at rel is hidden: the
+// reverse config itself (and its temporary file) in the root, or an entry
+// matching an exclude pattern by relative path or base name.
+func (r *Root) excluded(rel string) bool {
+	if rel == ConfigName || rel == ConfigName+".tmp" {
+		return true
+	}
+	base := path.Base(rel)
+	for _, pat := range r.excludes {
+		if ok, _ := path.Match(pat, rel); ok {
+			return true
+		}
+		if ok, _ := path.Match(pat, base); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// logf logs a diagnostic.
+func (r *Root) logf(format string, args ...any) {
+	if r.logger != nil {
+		r.logger.Printf(format, args...)
+	}
+}
+
+var _ fusefs.InodeEmbedder = (*Root)(nil)

@@ -1,0 +1,193 @@
+package reverse
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"syscall"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// node is every entry of the view. It remembers what it shows (kind) and
+// the plaintext path of that object; both are fixed for the node's life
+// (a plaintext rename makes a new node, see stableAttr).
+type node struct {
+	fusefs.Inode
+	r    *Root
+	kind kind
+	rel  string
+}
+
+// virtualIno marks the inode numbers of virtual files, which have no
+// plaintext inode of their own.
+const virtualIno = 1 << 63
+
+// pathHash is FNV-64a of a kind byte and a path.
+func pathHash(k kind, rel string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte{byte(k)})
+	h.Write([]byte(rel))
+	return h.Sum64()
+}
+
+// stableAttr identifies a view entry to go-fuse. Plaintext objects keep
+// their inode number (so hard links and `ls -i` look as in PLAINDIR), with
+// the generation set from the path: an inode is shown under one path only,
+// because its fileID and directory ID are derived from that path. Virtual
+// files get an inode number derived from their kind and path, the same on
+// every mount.
+func stableAttr(e viewEntry) fusefs.StableAttr {
+	if e.kind.virtual() {
+		return fusefs.StableAttr{Mode: unix.S_IFREG, Ino: virtualIno | pathHash(e.kind, e.rel)&(virtualIno-1), Gen: 1}
+	}
+	ino := e.st.Ino
+	if ino == ^uint64(0) { // reserved by go-fuse
+		ino = virtualIno | pathHash(e.kind, e.rel)&(virtualIno-1)
+	}
+	return fusefs.StableAttr{Mode: e.st.Mode & unix.S_IFMT, Ino: ino, Gen: pathHash(e.kind, e.rel)}
+}
+
+// errno maps an error to an errno, logging unexpected ones with the path.
+func (r *Root) errno(err error, op, rel string) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	r.logf("%s %q: %v", op, "/"+rel, err)
+	return syscall.EIO
+}
+
+// fillAttr turns a view entry into attributes: times, owner, mode and
+// inode pass through from the plaintext object; sizes are the ciphertext
+// sizes; virtual files are read-only regular files of their content's size.
+func (r *Root) fillAttr(e viewEntry, out *fuse.Attr) error {
+	st := &e.st
+	out.Ino = stableAttr(e).Ino
+	out.Mode = st.Mode
+	out.Nlink = uint32(st.Nlink)
+	out.Uid, out.Gid = st.Uid, st.Gid
+	out.Rdev = uint32(st.Rdev)
+	out.Blksize = uint32(st.Blksize)
+	out.Atime, out.Atimensec = uint64(st.Atim.Sec), uint32(st.Atim.Nsec)
+	out.Mtime, out.Mtimensec = uint64(st.Mtim.Sec), uint32(st.Mtim.Nsec)
+	out.Ctime, out.Ctimensec = uint64(st.Ctim.Sec), uint32(st.Ctim.Nsec)
+	out.Size, out.Blocks = uint64(st.Size), uint64(st.Blocks)
+	switch e.kind {
+	case kindFile:
+		out.Size = uint64(r.suite.CipherSize(st.Size))
+		out.Blocks = (out.Size + 511) / 512
+	case kindSymlink:
+		target, _, _, err := r.viewTarget(e.rel)
+		if err != nil {
+			return err
+		}
+		out.Size = uint64(len(target))
+		out.Blocks = 0
+	case kindDirID, kindNameSidecar, kindLinkSidecar, kindConfig:
+		data, err := r.virtualData(e.kind, e.rel)
+		if err != nil {
+			return err
+		}
+		out.Mode = unix.S_IFREG | 0o444
+		if e.kind == kindConfig {
+			out.Mode = unix.S_IFREG | st.Mode&0o7777
+		}
+		out.Nlink, out.Rdev = 1, 0
+		out.Size, out.Blocks = uint64(len(data)), (uint64(len(data))+511)/512
+	}
+	return nil
+}
+
+// newChild makes (or finds) the inode of a view entry below n.
+func (n *node) newChild(ctx context.Context, e viewEntry, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	if err := n.r.fillAttr(e, &out.Attr); err != nil {
+		return nil, n.r.errno(err, "lookup", e.rel)
+	}
+	child := &node{r: n.r, kind: e.kind, rel: e.rel}
+	return n.NewInode(ctx, child, stableAttr(e)), 0
+}
+
+// Lookup finds a view entry of directory n.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+	if n.kind != kindDir {
+		return nil, syscall.ENOTDIR
+	}
+	e, err := n.r.lookup(n.rel, name)
+	if err != nil {
+		return nil, n.r.errno(err, "lookup", join(n.rel, name))
+	}
+	return n.newChild(ctx, e, out)
+}
+
+// entry re-reads the node's plaintext object.
+func (n *node) entry() (viewEntry, error) {
+	st, err := n.r.restat(n.kind, n.rel)
+	return viewEntry{kind: n.kind, rel: n.rel, st: st}, err
+}
+
+// Getattr reports the view attributes. An open file reports the size it
+// was opened with, so that size and contents agree.
+func (n *node) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	e, err := n.entry()
+	if err != nil {
+		return n.r.errno(err, "getattr", n.rel)
+	}
+	if h, ok := f.(*fileHandle); ok {
+		e.st.Size = h.size
+	}
+	if err := n.r.fillAttr(e, &out.Attr); err != nil {
+		return n.r.errno(err, "getattr", n.rel)
+	}
+	return 0
+}
+
+// Readlink returns the encrypted target (or the long-target marker).
+func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	if n.kind != kindSymlink {
+		return nil, syscall.EINVAL
+	}
+	target, _, _, err := n.r.viewTarget(n.rel)
+	if err != nil {
+		return nil, n.r.errno(err, "readlink", n.rel)
+	}
+	return []byte(target), 0
+}
+
+// Statfs reports PLAINDIR's filesystem.
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	var s unix.Statfs_t
+	if err := unix.Fstatfs(n.r.rootfd, &s); err != nil {
+		return n.r.errno(err, "statfs", "")
+	}
+	out.Blocks, out.Bfree, out.Bavail = s.Blocks, s.Bfree, s.Bavail
+	out.Files, out.Ffree = s.Files, s.Ffree
+	out.Bsize, out.Frsize = uint32(s.Bsize), uint32(s.Frsize)
+	out.NameLen = names.MaxBackingLen
+	return 0
+}
+
+// Getxattr: the view has no extended attributes in v1 (docs/reverse.md).
+func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENODATA
+}
+
+// Listxattr: the view has no extended attributes in v1.
+func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	return 0, 0
+}
+
+var (
+	_ fusefs.NodeLookuper    = (*node)(nil)
+	_ fusefs.NodeGetattrer   = (*node)(nil)
+	_ fusefs.NodeReadlinker  = (*node)(nil)
+	_ fusefs.NodeStatfser    = (*node)(nil)
+	_ fusefs.NodeGetxattrer  = (*node)(nil)
+	_ fusefs.NodeListxattrer = (*node)(nil)
+)
