@@ -61,13 +61,16 @@ type fixture struct {
 
 // newFixture creates the test vault and returns it closed, with a tree
 // built from its master key.
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureCipher(t, "") }
+
+// newFixtureCipher is newFixture with a content cipher ("": the default).
+func newFixtureCipher(t *testing.T, cipher string) *fixture {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "cipher")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	v, err := vault.Create(dir, []byte("pw"), vault.Options{ChunkSize: chunk, KDFTime: 1, KDFMemoryKiB: 8192, KDFThreads: 1})
+	v, err := vault.Create(dir, []byte("pw"), vault.Options{Cipher: cipher, ChunkSize: chunk, KDFTime: 1, KDFMemoryKiB: 8192, KDFThreads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

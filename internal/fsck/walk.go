@@ -123,13 +123,16 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 				w.add(Problem{Kind: KindOrphanSidecar, CipherPath: at, Detail: "long-name sidecar without its entry " + long})
 			}
 			continue
+		case isLongConflict(bn) && strings.HasSuffix(bn, names.LongNameSuffix):
+			w.add(Problem{Kind: KindOrphanSidecar, CipherPath: at, Detail: "copy of a long-name sidecar made by another program (sync conflict?)"})
+			continue
 		case strings.HasPrefix(bn, meta.SymlinkSidecarPrefix):
 			linkSidecars = append(linkSidecars, bn)
 			continue
 		case strings.HasPrefix(bn, names.TempPrefix):
 			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "temporary entry left by an interrupted operation"})
 			continue
-		case names.IsReserved(bn) && !names.IsLongName(bn):
+		case names.IsReserved(bn) && !names.IsLongName(bn) && !isLongConflict(bn):
 			w.add(Problem{Kind: KindReserved, CipherPath: at, Detail: "unknown name in the reserved encryptfs.* namespace"})
 			continue
 		}
@@ -205,6 +208,21 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 		ent.name, ent.named, ent.shown = n, true, n.Plain
 		return
 	}
+	if isLongConflict(bn) {
+		// "encryptfs.long.<H><suffix>": a conflict copy of a long-name
+		// entry; the original's sidecar holds the name.
+		base, suffix := bn[:longNameLen], bn[longNameLen:]
+		if n, err2 := w.t.DecryptName(dirfd, dirID, base); err2 == nil {
+			n.Backing = bn
+			ent.name, ent.named, ent.shown = n, true, n.Plain+suffix
+			w.add(Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
+				Detail: fmt.Sprintf("copy of %q with the suffix %q added by another program (sync conflict?)", n.Plain, suffix)})
+			return
+		}
+		ent.foreign = true
+		w.add(Problem{Kind: KindForeign, CipherPath: at, Detail: "copy of a long-name entry whose name cannot be decrypted"})
+		return
+	}
 	if enc, suffix, ok := names.SplitForeign(bn); ok {
 		if n, err2 := w.t.DecryptName(dirfd, dirID, enc); err2 == nil {
 			// The entry's name is the original's: symlink targets are bound
@@ -222,6 +240,16 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 		return
 	}
 	w.add(Problem{Kind: KindBadName, CipherPath: at, Detail: fmt.Sprintf("name does not decrypt: %v", err)})
+}
+
+// longNameLen is the length of a long-name entry's backing name.
+// (the prefix and base64url of a SHA-256 sum).
+const longNameLen = len(names.LongNamePrefix) + (32*8+5)/6
+
+// isLongConflict reports whether bn is a long-name entry's name followed
+// by a foreign suffix (not a sidecar).
+func isLongConflict(bn string) bool {
+	return len(bn) > longNameLen && names.IsLongName(bn[:longNameLen]) && !names.IsSidecar(bn)
 }
 
 // isNameRune reports whether r can appear in an encrypted backing name.
@@ -251,6 +279,7 @@ func (w *walker) subdir(dirfd int, ent entry, pl place, dest *destDir, salvName 
 // display: a metadata-only walk.
 func (w *walker) prescan(rootfd int) (files, bytes int64) {
 	suite := w.eng.Suite()
+	seen := make(map[inodeKey]bool)
 	var walk func(fd int)
 	walk = func(fd int) {
 		ents, err := backing.ReadDir(fd)
@@ -270,6 +299,13 @@ func (w *walker) prescan(rootfd int) (files, bytes int64) {
 			}
 			switch st.Mode & unix.S_IFMT {
 			case unix.S_IFREG:
+				if st.Nlink > 1 {
+					k := inodeKey{uint64(st.Dev), st.Ino}
+					if seen[k] {
+						continue
+					}
+					seen[k] = true
+				}
 				files++
 				if n, err := suite.PlainSize(st.Size); err == nil {
 					bytes += n
