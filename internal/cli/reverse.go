@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
+)
+
+// Reverse mode (docs/reverse.md): `init --reverse PLAINDIR` writes
+// PLAINDIR/.encryptfs.reverse.conf; `mount --reverse PLAINDIR MOUNTPOINT`
+// shows a read-only encrypted view of PLAINDIR whose copy is a forward vault
+// with the same password.
+
+// reverseFlags are mount's reverse-mode options.
+type reverseFlags struct {
+	enabled  bool
+	excludes []string
+}
+
+// register adds --reverse and the repeatable --exclude to mount's flags.
+func (r *reverseFlags) register(fs *flagSet) {
+	fs.BoolVar(&r.enabled, "reverse", false, "mount an encrypted read-only view of the plaintext directory given as CIPHERDIR (set up with init --reverse)")
+	fs.Func("exclude", "with --reverse: hide entries whose relative path or base name matches this glob (path.Match syntax; repeatable)", func(pat string) error {
+		r.excludes = append(r.excludes, pat)
+		return nil
+	})
+}
+
+// option consumes the reverse-mode -o options "reverse" and
+// "exclude=PATTERN"; it reports whether it used the option.
+func (r *reverseFlags) option(key, val string, hasVal bool) bool {
+	switch {
+	case key == "reverse" && !hasVal:
+		r.enabled = true
+	case key == "exclude" && hasVal:
+		r.excludes = append(r.excludes, val)
+	default:
+		return false
+	}
+	return true
+}
+
+// flagWasSet reports whether the command line set flag name explicitly.
+func flagWasSet(fs *flagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// reverseCipher checks init's --cipher for reverse mode, which always uses
+// aes-256-siv: derived nonces repeat for identical chunks, and only SIV
+// stays secure then. cipherSet is whether --cipher was given at all.
+func reverseCipher(cipherName string, cipherSet bool) error {
+	if !cipherSet || cipherName == "siv" || cipherName == string(content.AES256SIV) {
+		return nil
+	}
+	return usageErrorf("init: --reverse always uses %s (derived nonces need a misuse-resistant cipher); drop --cipher %s", content.AES256SIV, cipherName)
+}
+
+// initReverse prepares the existing plaintext directory dir for reverse
+// mounts: it writes dir/.encryptfs.reverse.conf (aes-256-siv, chunkSize,
+// KDF k) wrapping a new master key under a new password, and shows the
+// master key once. Nothing else in dir is touched.
+func (a *App) initReverse(dir string, chunkSize int, k kdf.Params, src passSource) error {
+	if err := checkDir(dir, ExitCipherDir, "PLAINDIR"); err != nil {
+		return err
+	}
+	for _, name := range []string{revfs.ConfigName, names.ConfigFile} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return errorfCode(ExitCipherDir, "init: %s already has %s; it is already set up (or is a vault)", dir, name)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
+		}
+	}
+	// Params.Reverse stays false: the view shows this config's exact bytes
+	// as the copy's encryptfs.conf (they are the key wrap's associated
+	// data, so they cannot be edited), and forward mode refuses
+	// Reverse=true. The file name marks the directory as reverse.
+	p := config.NewParams(string(content.AES256SIV), chunkSize, k)
+	if err := p.Validate(); err != nil {
+		return withCode(ExitUsage, fmt.Errorf("init: %w", err))
+	}
+	pw, err := a.readPassword(src, "New password", true)
+	if err != nil {
+		return err
+	}
+	defer clear(pw)
+	c, masterKey, err := config.Create(p, pw, a.Rand)
+	if err != nil {
+		return err
+	}
+	defer clear(masterKey)
+	c.Creator = "encryptfs " + Version
+	data, err := c.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := config.WriteFileAtomic(dir, revfs.ConfigName, data); err != nil {
+		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
+	}
+	fmt.Fprintf(a.Stdout, "Created reverse config %s (%s, %d-byte chunks, Argon2id t=%d m=%d MiB p=%d).\n",
+		filepath.Join(dir, revfs.ConfigName), content.AES256SIV, chunkSize, k.Time, k.MemoryKiB/1024, k.Threads)
+	a.printMasterKey(a.Stdout, masterKey)
+	fmt.Fprintf(a.Stdout, "Mount the encrypted view with: encryptfs mount --reverse %s MOUNTPOINT\n", dir)
+	return nil
+}
+
+// loadReverseConfig loads PLAINDIR's reverse config, telling apart a
+// missing directory, a directory never set up, and a corrupt config.
+func loadReverseConfig(dir string) (*config.Config, error) {
+	if err := checkDir(dir, ExitCipherDir, "PLAINDIR"); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(filepath.Join(dir, revfs.ConfigName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errorfCode(ExitCipherDir, "%s has no %s; set it up with: encryptfs init --reverse %s", dir, revfs.ConfigName, dir)
+	}
+	if err != nil {
+		return nil, withCode(ExitCipherDir, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, config.MaxFileSize+1))
+	if err != nil {
+		return nil, withCode(ExitCipherDir, err)
+	}
+	c, err := config.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if content.Algorithm(c.Params.Cipher) != content.AES256SIV {
+		return nil, errorfCode(ExitUnsupported, "%s: reverse mode needs cipher %s, the config has %s", dir, content.AES256SIV, c.Params.Cipher)
+	}
+	return c, nil
+}
+
+// serveReverse is serve for --reverse: it unlocks c with secret (password
+// or master key), mounts the read-only view of plainDir on mountPoint,
+// reports readiness through ready (if not nil) and serves until unmounted
+// or signalled.
+func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m mountFlags, rev reverseFlags, secret []byte, logger *log.Logger, ready func() error) error {
+	if m.idle > 0 {
+		return usageErrorf("mount: --idle is not supported with --reverse")
+	}
+	var masterKey []byte
+	var err error
+	if m.masterKey {
+		masterKey = append([]byte(nil), secret...)
+	} else if masterKey, err = c.Unlock(secret); err != nil {
+		return err
+	}
+	root, err := revfs.NewRoot(plainDir, c.Params, masterKey, revfs.Options{Excludes: rev.excludes, Logger: logger})
+	clear(masterKey)
+	if errors.Is(err, revfs.ErrPattern) {
+		return withCode(ExitUsage, fmt.Errorf("mount: --exclude: %w", err))
+	} else if err != nil {
+		return withCode(ExitCipherDir, fmt.Errorf("mount: %w", err))
+	}
+	fsName := m.fsName
+	if fsName == "" {
+		fsName = plainDir
+	}
+	srv, err := revfs.Mount(revfs.MountOptions{
+		PlainDir: plainDir, MountPoint: mountPoint, Root: root,
+		AllowOther: m.allowOther, Debug: m.debug, FsName: fsName, ExtraOptions: m.extra, Logger: logger,
+	})
+	if err != nil {
+		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
+	}
+	stop := srv.UnmountOnSignal()
+	defer stop()
+	if ready != nil {
+		if err := ready(); err != nil {
+			srv.Unmount()
+			return err
+		}
+	}
+	logger.Printf("mounted the encrypted view of %s on %s (read-only)", plainDir, mountPoint)
+	srv.Wait()
+	logger.Printf("unmounted %s", mountPoint)
+	return nil
+}
