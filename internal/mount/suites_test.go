@@ -85,12 +85,14 @@ func searchableDir(t *testing.T) string {
 // workers are separate processes, does mmap I/O.
 func TestFsx(t *testing.T) {
 	v := newVault(t, nil)
-	for _, seed := range []int64{1, 2, 3} {
+	// Op counts keep this near 40 s under -race on 2 cores (3000 ops take
+	// 37 s per seed there, 4 s without -race).
+	for _, seed := range []int64{1, 2} {
 		t.Run("seed"+string(rune('0'+seed)), func(t *testing.T) {
-			fsx.RunWithOptions(t, v.mnt, t.TempDir(), seed, fsx.DefaultOps, fsx.Options{NoMmap: true})
+			fsx.RunWithOptions(t, v.mnt, t.TempDir(), seed, 1000, fsx.Options{NoMmap: true})
 		})
 	}
 	t.Run("multi", func(t *testing.T) {
-		fsx.RunMultiProcess(t, v.mnt, t.TempDir(), 7, fsx.DefaultProcs, 1000)
+		fsx.RunMultiProcess(t, v.mnt, t.TempDir(), 7, fsx.DefaultProcs, 500)
 	})
 }
