@@ -57,6 +57,9 @@ func openReadOnly(dirfd int, name string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), name), nil
 }
 
+// maxNotes bounds the per-chunk diagnoses kept in one problem's detail.
+const maxNotes = 8
+
 // readBatch is how much plaintext is read at once; a multiple of every
 // chunk size, large enough for the engine's parallel path.
 const readBatch = 4 << 20
@@ -196,11 +199,11 @@ func (w *walker) contents(cf *core.File, ro *readOnly, size int64, pl place, out
 				emit(plain, c)
 				w.add(Problem{Kind: KindTruncated, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: note})
 				continue
-			} else if note != "" {
+			} else if note != "" && len(notes) < maxNotes {
 				notes = append(notes, note)
 			}
-			if ranges == nil {
-				firstErr = cerr.Error()
+			if firstErr == "" && !errors.Is(cerr, content.ErrCorruptChunk) {
+				firstErr = cerr.Error() // an I/O error, not a failed tag
 			}
 			ranges = append(ranges, Range{Start: c, End: c + clen})
 			w.rep.Summary.BadChunks++
@@ -213,7 +216,10 @@ func (w *walker) contents(cf *core.File, ro *readOnly, size int64, pl place, out
 		w.report(false)
 	}
 	if ranges != nil {
-		detail := fmt.Sprintf("%d chunk(s) failed authentication (first: %s)", len(ranges), firstErr)
+		detail := fmt.Sprintf("%d chunk(s) failed authentication", len(ranges))
+		if firstErr != "" {
+			detail = fmt.Sprintf("%d chunk(s) unreadable (%s)", len(ranges), firstErr)
+		}
 		for _, n := range notes {
 			detail += "; " + n
 		}

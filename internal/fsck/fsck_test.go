@@ -65,6 +65,8 @@ type corruption struct {
 	missing []string           // plaintext paths that must not be in the salvage copy
 	// size overrides the expected salvaged size of a file.
 	size map[string]int
+	// detail, if set, must appear in some problem's Detail.
+	detail string
 }
 
 // corruptions lists every kind of damage the tests apply.
@@ -100,8 +102,9 @@ func corruptions() []corruption {
 					t.Fatal(err)
 				}
 			},
-			want: one(KindTruncated, pBig, true),
-			size: map[string]int{pBig: 3 * chunk},
+			want:   one(KindTruncated, pBig, true),
+			size:   map[string]int{pBig: 3 * chunk},
+			detail: "cut at a chunk boundary",
 		},
 		{
 			name: "truncate inside a tag",
@@ -124,6 +127,7 @@ func corruptions() []corruption {
 			want:    one(KindChunk, pBig, true),
 			ranges:  map[string][]Range{pBig: {{chunk, 2 * chunk}}},
 			salvage: map[string][]Range{pBig: {{chunk, 2 * chunk}}},
+			detail:  "chunk 1 is all zero bytes",
 		},
 		{
 			name: "swap chunks",
@@ -416,6 +420,9 @@ func TestCorruptions(t *testing.T) {
 				if !found {
 					t.Errorf("%s: no bad-chunk problem", plain)
 				}
+			}
+			if c.detail != "" && !strings.Contains(dump(rep), c.detail) {
+				t.Errorf("no detail %q in %s", c.detail, dump(rep))
 			}
 			if len(rep.SalvageErrors) > 0 {
 				t.Errorf("salvage errors: %v", rep.SalvageErrors)
