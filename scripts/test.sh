@@ -8,11 +8,14 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
 export PATH="$PATH:$(go env GOPATH)/bin"
 
-fuse_mounts() {
-	# type field of /proc/mounts; go-fuse mounts show as fuse.<name>
-	awk '$3 ~ /^fuse\.encryptfs/ || ($3 ~ /^fuse/ && $1 ~ /encryptfs/) {print $2}' /proc/mounts | sort
-}
-mounts_before=$(fuse_mounts)
+# The tests put their mounts under a private TMPDIR, so that a mount left
+# behind is found exactly (other users' mounts on the machine do not count).
+test_tmp=$(mktemp -d /tmp/encryptfs-test.XXXXXX)
+mounts_under() { awk -v p="$1/" 'index($2, p) == 1 && $3 ~ /^fuse/ {print $2}' /proc/mounts; }
+ci_mounts() { awk '$3 ~ /^fuse\.encryptfs/ {print $2}' /proc/mounts | sort; }
+ci_before=$(ci_mounts)
+# Never rm -rf through a live mount.
+trap '[ -z "$(mounts_under "$test_tmp")" ] && rm -rf "$test_tmp"' EXIT
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(go list -f '{{.Dir}}' ./...))
@@ -42,6 +45,7 @@ fuse_pkgs=$(go list -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports "
 other_pkgs=$(comm -23 <(echo "$all_pkgs" | sort) <(echo "$fuse_pkgs" | sort))
 
 status=0
+export TMPDIR=$test_tmp
 echo "== go test (non-FUSE packages)"
 # shellcheck disable=SC2086
 go test -race -count=1 -timeout 8m $other_pkgs || status=1
@@ -52,10 +56,15 @@ if [ -n "$fuse_pkgs" ]; then
 fi
 
 echo "== leftover mounts"
-left=$(comm -13 <(echo "$mounts_before") <(fuse_mounts) | sed '/^$/d')
+left=$(mounts_under "$test_tmp")
+if [ "${CI:-}" = "true" ]; then
+	# On a CI machine nothing else mounts: any new encryptfs mount counts.
+	left=$(printf '%s\n%s\n' "$left" "$(comm -13 <(echo "$ci_before") <(ci_mounts))" | sed '/^$/d' | sort -u)
+fi
 if [ -n "$left" ]; then
 	echo "encryptfs mounts left behind by the tests:" >&2
 	echo "$left" >&2
+	while read -r m; do fusermount3 -uz "$m" 2>/dev/null || true; done <<<"$left"
 	status=1
 else
 	echo "none"
