@@ -30,6 +30,10 @@ type MountOptions struct {
 // changes: one second, as in forward mode.
 const DefaultCacheTimeout = time.Second
 
+// maxRead is the largest READ request: 1 MiB (the kernel's limit here),
+// so that large reads seal several chunks in parallel.
+const maxRead = 1 << 20
+
 // ErrNoRoot is returned when MountOptions.Root is nil.
 var ErrNoRoot = errors.New("reverse: no root")
 
@@ -73,6 +77,7 @@ func Mount(opts MountOptions) (*Server, error) {
 			Options:     append([]string{"ro", "default_permissions"}, opts.ExtraOptions...),
 			FsName:      fsName,
 			Name:        "encryptfs-reverse", // type "fuse.encryptfs-reverse"
+			MaxWrite:    maxRead,             // go-fuse sets max_read to this
 			Debug:       opts.Debug,
 			Logger:      opts.Logger,
 			DirectMount: true, // fall back to fusermount3 if this fails
