@@ -197,6 +197,11 @@ func makeTree(t *testing.T, plain string) {
 	if err := unix.Mkfifo(filepath.Join(plain, "fifo"), 0o640); err != nil {
 		t.Fatal(err)
 	}
+	// A hard link: the view shows it under each path with that path's
+	// fileID; cp -a links the copies, and either header decrypts.
+	if err := os.Link(filepath.Join(plain, "chunk+1"), filepath.Join(plain, "d1", "hardlink")); err != nil {
+		t.Fatal(err)
+	}
 	for name, mode := range map[string]os.FileMode{"one": 0o600, "chunk": 0o755, "d1/nested": 0o444, "d1/d2": 0o700} {
 		if err := os.Chmod(filepath.Join(plain, name), mode); err != nil {
 			t.Fatal(err)
