@@ -44,6 +44,7 @@ function median(list,   n, a, i, j, t) {
 		if ($i == "MB/s") mbs[name] = mbs[name] " " $(i-1)
 		if ($i == "allocs/op") al[name] = al[name] " " $(i-1)
 		if ($i == "ns/op") ns[name] = ns[name] " " $(i-1)
+		if ($i == "ratio") rt[name] = rt[name] " " $(i-1)
 	}
 	if (!(name in seen)) { seen[name] = 1; order[++n] = name }
 }
@@ -73,5 +74,8 @@ END {
 	ratio("2 workers / seq read, 1 MiB requests", "Workers/w2/1024KiB/read", "Workers/seq/1024KiB/read")
 	ratio("2 workers / seq write, 128 KiB requests", "Workers/w2/128KiB/write", "Workers/seq/128KiB/write")
 	ratio("2 workers / seq read, 128 KiB requests", "Workers/w2/128KiB/read", "Workers/seq/128KiB/read")
+	print ""
+	print "paired ratios (both sides timed alternately inside one benchmark: most robust to load)"
+	for (k = 1; k <= n; k++) if (order[k] in rt) printf "  %-58s %6.2f\n", order[k], median(rt[order[k]])
 	if ("Overwrite1MiB/seq" in al) printf "  1 MiB WriteAt allocs/op: seq %d, par %d\n", median(al["Overwrite1MiB/seq"]), median(al["Overwrite1MiB/par"])
 }' "$out"
