@@ -1,0 +1,39 @@
+package vault
+
+import (
+	"io/fs"
+	"time"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"golang.org/x/sys/unix"
+)
+
+// Chmod sets the permission bits (and setuid, setgid, sticky) of name; a
+// symlink has no mode of its own (EOPNOTSUPP).
+func (v *Vault) Chmod(name string, mode fs.FileMode) error {
+	ref, err := v.resolve(name)
+	if err != nil {
+		return pathErr("chmod", name, err)
+	}
+	defer ref.parent.release()
+	return pathErr("chmod", name, backing.Fchmodat(ref.parent.fd, ref.name.Backing, unixMode(mode)))
+}
+
+// Chtimes sets the access and modification times of name (not following a
+// symlink). A zero time leaves that time unchanged.
+func (v *Vault) Chtimes(name string, atime, mtime time.Time) error {
+	ref, err := v.resolve(name)
+	if err != nil {
+		return pathErr("chtimes", name, err)
+	}
+	defer ref.parent.release()
+	ts := [2]unix.Timespec{timespec(atime), timespec(mtime)}
+	return pathErr("chtimes", name, backing.UtimesNanoAt(ref.parent.fd, ref.name.Backing, ts))
+}
+
+func timespec(t time.Time) unix.Timespec {
+	if t.IsZero() {
+		return unix.Timespec{Nsec: unix.UTIME_OMIT}
+	}
+	return unix.NsecToTimespec(t.UnixNano())
+}

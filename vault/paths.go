@@ -1,0 +1,82 @@
+package vault
+
+import (
+	"path"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+)
+
+// EncryptPath returns the backing path (relative to the vault's directory)
+// that stores the plaintext path name. Every directory on the way must
+// exist; the last component need not.
+func (v *Vault) EncryptPath(name string) (string, error) {
+	comps := split(name)
+	if len(comps) == 0 {
+		return "", nil
+	}
+	ref, err := v.resolve(name)
+	if err != nil {
+		return "", pathErr("encrypt-path", name, err)
+	}
+	defer ref.parent.release()
+	parent, err := v.backingPath(comps[:len(comps)-1])
+	if err != nil {
+		return "", pathErr("encrypt-path", name, err)
+	}
+	return path.Join(parent, ref.name.Backing), nil
+}
+
+// backingPath maps existing plaintext directories to backing names.
+func (v *Vault) backingPath(comps []string) (string, error) {
+	var out []string
+	for i := range comps {
+		d, err := v.openDir(comps[:i])
+		if err != nil {
+			return "", err
+		}
+		n, err := v.tree.Name(d.id, comps[i])
+		d.release()
+		if err != nil {
+			return "", err
+		}
+		out = append(out, n.Backing)
+	}
+	return strings.Join(out, "/"), nil
+}
+
+// DecryptPath returns the plaintext path of a backing path (relative to the
+// vault's directory, as printed by EncryptPath or seen with ls). Each
+// component must exist and decrypt.
+func (v *Vault) DecryptPath(backingPath string) (string, error) {
+	comps := split(backingPath)
+	d, err := v.openDir(nil)
+	if err != nil {
+		return "", pathErr("decrypt-path", backingPath, err)
+	}
+	var out []string
+	for i, c := range comps {
+		n, err := v.tree.DecryptName(d.fd, d.id, c)
+		if err != nil {
+			d.release()
+			return "", pathErr("decrypt-path", backingPath, err)
+		}
+		out = append(out, n.Plain)
+		if i == len(comps)-1 {
+			break
+		}
+		sub, err := backing.OpenSubdir(d.fd, c)
+		d.release()
+		if err != nil {
+			return "", pathErr("decrypt-path", backingPath, err)
+		}
+		id, err := v.tree.ReadDirID(sub)
+		if err != nil {
+			backing.Close(sub)
+			return "", pathErr("decrypt-path", backingPath, err)
+		}
+		d = dirRef{fd: sub, id: id, owned: true}
+	}
+	d.release()
+	return strings.Join(out, "/"), nil
+}
