@@ -33,11 +33,11 @@ func exampleContent(n int) []byte {
 // exampleFiles is what every example vault holds: regular files of
 // interesting sizes (chunk size 4096), nested and long names, a symlink.
 var exampleFiles = map[string][]byte{
-	"empty":                          nil,
-	"hello.txt":                      []byte("Hello, EncryptFS v1!\n"),
-	"chunk.bin":                      exampleContent(4096),
-	"multi.bin":                      exampleContent(3*4096 + 123),
-	"dir/sub/nested.txt":             []byte("nested\n"),
+	"empty":                           nil,
+	"hello.txt":                       []byte("Hello, EncryptFS v1!\n"),
+	"chunk.bin":                       exampleContent(4096),
+	"multi.bin":                       exampleContent(3*4096 + 123),
+	"dir/sub/nested.txt":              []byte("nested\n"),
 	"dir/" + strings.Repeat("L", 200): []byte("long name\n"),
 }
 
