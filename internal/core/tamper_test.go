@@ -253,3 +253,38 @@ func FuzzOpenRead(f *testing.F) {
 		}
 	})
 }
+
+// TestParallelReadReportsFirstBadChunk: with the bulk path on, a read over
+// damaged chunks reports the lowest bad chunk, delivers exactly the chunks
+// before it and nothing after.
+func TestParallelReadReportsFirstBadChunk(t *testing.T) {
+	const cs = 4 << 10
+	suite := newTestSuite(t, content.AES256GCM, cs)
+	e := NewEngine(suite, parallel(18))
+	plain := randomBytes(rand.New(rand.NewPCG(18, 18)), 20*cs+5)
+	orig := writeFile(t, e, plain).Bytes()
+	ccs := suite.CipherChunkSize()
+	for _, bad := range [][]int{{0}, {7}, {19, 3}, {20}, {12, 13, 14}} {
+		t.Run(fmt.Sprint(bad), func(t *testing.T) {
+			stored := bytes.Clone(orig)
+			first := bad[0]
+			for _, i := range bad {
+				stored[content.HeaderSize+i*ccs+20] ^= 0x40
+				first = min(first, i)
+			}
+			f := openMem(t, e, NewMemBackingFrom(stored))
+			defer f.Close()
+			const off = 100
+			buf := make([]byte, len(plain)-off)
+			n, err := f.ReadAt(buf, off)
+			var ce *ChunkError
+			if !errors.Is(err, content.ErrCorruptChunk) || !errors.As(err, &ce) || ce.Index != uint64(first) {
+				t.Fatalf("err = %v, want ErrCorruptChunk at chunk %d", err, first)
+			}
+			if want := max(first*cs-off, 0); n != want {
+				t.Fatalf("n = %d, want %d", n, want)
+			}
+			checkNoGarbage(t, buf, n, plain, off)
+		})
+	}
+}
