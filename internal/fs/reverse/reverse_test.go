@@ -2,6 +2,7 @@ package reverse
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/vault"
@@ -76,6 +78,19 @@ func TestCopyIsForwardVault(t *testing.T) {
 		}
 		defer v.Close()
 		checkVault(t, v, plain)
+	})
+	t.Run("fsck", func(t *testing.T) {
+		tr, err := tree.New(c.Params, master, core.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := fsck.Check(context.Background(), tr, rsynced, fsck.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Clean || rep.Summary.Files < 15 {
+			t.Fatalf("fsck of the copy: clean=%v, %d files, problems %+v", rep.Clean, rep.Summary.Files, rep.Problems)
+		}
 	})
 	t.Run("forward mount", func(t *testing.T) {
 		fwd := t.TempDir()
