@@ -50,6 +50,13 @@ func commands() []command {
 		{"unmount", "unmount a mounted vault", (*App).cmdUnmount},
 		{"passwd", "change a vault's password", (*App).cmdPasswd},
 		{"info", "show a vault's parameters (no secrets)", (*App).cmdInfo},
+		{"fsck", "check a vault's integrity offline (optionally salvage)", (*App).cmdFsck},
+		{"ls", "list a vault's directory without mounting", (*App).cmdLs},
+		{"cat", "print files of a vault without mounting", (*App).cmdCat},
+		{"export", "decrypt a vault (or part of it) into a plain directory", (*App).cmdExport},
+		{"import", "encrypt a plain file or directory into a vault", (*App).cmdImport},
+		{"encrypt-path", "print the backing path of a plaintext path", (*App).cmdEncryptPath},
+		{"decrypt-path", "print the plaintext path of a backing path", (*App).cmdDecryptPath},
 		{"version", "print the version", (*App).cmdVersion},
 	}
 }
@@ -98,7 +105,7 @@ func (a *App) dispatch(args []string) error {
 func (a *App) usage(w io.Writer) {
 	fmt.Fprintf(w, "Usage: encryptfs COMMAND [flags] ARGS\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun \"encryptfs COMMAND -h\" for a command's flags. Exit codes: docs/cli.md.\n")
 }

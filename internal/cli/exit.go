@@ -8,6 +8,8 @@ import (
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/vault"
 )
 
 // Exit codes. They are part of the interface (docs/cli.md): scripts test
@@ -71,7 +73,10 @@ func exitCode(err error) int {
 		return ExitUnsupported
 	case errors.Is(err, config.ErrCorrupt):
 		return ExitCorruptConfig
-	case errors.Is(err, content.ErrCorruptChunk), errors.Is(err, content.ErrBadHeader),
+	case errors.Is(err, tree.ErrReverse):
+		return ExitUnsupported
+	case errors.Is(err, vault.ErrCorrupt),
+		errors.Is(err, content.ErrCorruptChunk), errors.Is(err, content.ErrBadHeader),
 		errors.Is(err, content.ErrTruncated), errors.Is(err, names.ErrBadName):
 		return ExitCorruptData
 	}

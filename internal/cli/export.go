@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/encryptfs/encryptfs/vault"
+	"golang.org/x/sys/unix"
+)
+
+func (a *App) cmdExport(args []string) error {
+	fs := a.newFlagSet("export", "CIPHERDIR DESTDIR [PATH]")
+	var vf vaultFlags
+	vf.register(fs)
+	pos, err := fs.parse(args, 2, 3)
+	if err != nil {
+		return helpOK(err)
+	}
+	src := ""
+	if len(pos) == 3 {
+		src = pos[2]
+	}
+	dest := pos[1]
+	if err := prepareEmptyDir(dest); err != nil {
+		return withCode(ExitError, fmt.Errorf("export: DESTDIR: %w", errors.Unwrap(err)))
+	}
+	v, err := a.openVault(pos[0], vf)
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	fi, err := v.Stat(src)
+	if err != nil {
+		return err
+	}
+	p := &problems{a: a, cmd: "export"}
+	target := dest
+	if !fi.IsDir() {
+		target = filepath.Join(dest, path.Base(src))
+	}
+	e := exporter{v: v, p: p}
+	e.entry(src, target, fi)
+	e.finishDirs()
+	if p.failed == 0 {
+		fmt.Fprintf(a.Stderr, "encryptfs: exported %d files, %d directories, %d symlinks to %s\n", e.files, e.dirs, e.links, dest)
+	}
+	return p.result()
+}
+
+// exporter copies plaintext out of a vault.
+type exporter struct {
+	v                  *vault.Vault
+	p                  *problems
+	files, dirs, links int
+	dirTimes           []dirTime // set after the directories' contents
+}
+
+type dirTime struct {
+	path string
+	mode fs.FileMode
+	mt   time.Time
+}
+
+func (e *exporter) entry(name, dest string, fi fs.FileInfo) {
+	var err error
+	switch mode := fi.Mode(); {
+	case mode.IsDir():
+		err = e.dir(name, dest, fi)
+	case mode.IsRegular():
+		err = e.file(name, dest, fi)
+	case mode&fs.ModeSymlink != 0:
+		var target string
+		if target, err = e.v.Readlink(name); err == nil {
+			err = os.Symlink(target, dest)
+			e.links++
+		}
+	case mode&fs.ModeNamedPipe != 0:
+		err = unix.Mkfifo(dest, uint32(mode.Perm()))
+	default:
+		err = fmt.Errorf("not exported: %v", mode.Type())
+	}
+	if err != nil {
+		e.p.report(name, err)
+	}
+}
+
+func (e *exporter) dir(name, dest string, fi fs.FileInfo) error {
+	if name != "" || dest != "" {
+		if err := os.Mkdir(dest, 0o700); err != nil && !(errors.Is(err, fs.ErrExist) && isDir(dest)) {
+			return err
+		}
+	}
+	e.dirs++
+	e.copyXattrs(name, dest)
+	e.dirTimes = append(e.dirTimes, dirTime{dest, fi.Mode(), fi.ModTime()})
+	ents, err := e.v.ReadDir(name)
+	var bad *vault.BadEntriesError
+	if errors.As(err, &bad) {
+		for _, b := range bad.Backing {
+			e.p.report(path.Join(name, b), fmt.Errorf("backing entry does not decrypt (foreign, conflict copy or tampered), not exported: %w", vault.ErrCorrupt))
+		}
+	} else if err != nil {
+		return err
+	}
+	for _, ent := range ents {
+		info, _ := ent.Info()
+		e.entry(path.Join(name, ent.Name()), filepath.Join(dest, ent.Name()), info)
+	}
+	return nil
+}
+
+func (e *exporter) file(name, dest string, fi fs.FileInfo) error {
+	in, err := e.v.Open(name)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = copyBuffer(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(dest) // never leave a silently partial file
+		return err
+	}
+	e.files++
+	e.copyXattrs(name, dest)
+	return errors.Join(os.Chmod(dest, fi.Mode().Perm()|fi.Mode()&(fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky)),
+		os.Chtimes(dest, time.Time{}, fi.ModTime()))
+}
+
+// copyXattrs copies user xattrs; a destination that does not support them
+// is reported once per entry.
+func (e *exporter) copyXattrs(name, dest string) {
+	attrs, err := e.v.ListXattr(name)
+	if err != nil {
+		e.p.report(name, err)
+		return
+	}
+	for _, attr := range attrs {
+		val, err := e.v.GetXattr(name, attr)
+		if err == nil {
+			err = unix.Lsetxattr(dest, attr, val, 0)
+		}
+		if err != nil {
+			e.p.report(name+" xattr "+attr, err)
+		}
+	}
+}
+
+// finishDirs sets directory modes and times last, deepest first, so that
+// writing their contents does not change them and a read-only directory
+// can still be filled.
+func (e *exporter) finishDirs() {
+	for i := len(e.dirTimes) - 1; i >= 0; i-- {
+		d := e.dirTimes[i]
+		perm := d.mode.Perm() | d.mode&(fs.ModeSetgid|fs.ModeSticky)
+		if err := errors.Join(os.Chmod(d.path, perm), os.Chtimes(d.path, time.Time{}, d.mt)); err != nil {
+			e.p.report(d.path, err)
+		}
+	}
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}

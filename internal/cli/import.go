@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"github.com/encryptfs/encryptfs/vault"
+	"golang.org/x/sys/unix"
+)
+
+func (a *App) cmdImport(args []string) error {
+	fs := a.newFlagSet("import", "CIPHERDIR SRC [DESTPATH]")
+	var vf vaultFlags
+	vf.register(fs)
+	force := fs.Bool("force", false, "import even though the vault is mounted (the mount's caches may not see the new entries at once)")
+	pos, err := fs.parse(args, 2, 3)
+	if err != nil {
+		return helpOK(err)
+	}
+	dest := ""
+	if len(pos) == 3 {
+		dest = pos[2]
+	}
+	src := pos[1]
+	srcInfo, err := os.Lstat(src)
+	if err != nil {
+		return fmt.Errorf("import: %w", err)
+	}
+	if mnt := mountedAt(pos[0]); mnt != "" && !*force {
+		return errorfCode(ExitCipherDir, "import: %s is mounted on %s; copy into the mount instead, or unmount it first", pos[0], mnt)
+	}
+	v, err := a.openVault(pos[0], vf)
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	if dest != "" {
+		if err := v.MkdirAll(dest, 0o755); err != nil {
+			return err
+		}
+	}
+	p := &problems{a: a, cmd: "import"}
+	im := importer{v: v, p: p}
+	if srcInfo.IsDir() {
+		im.tree(src, dest)
+	} else {
+		im.entry(src, path.Join(dest, filepath.Base(src)), srcInfo)
+	}
+	im.finishDirs()
+	if p.failed == 0 {
+		fmt.Fprintf(a.Stderr, "encryptfs: imported %d files, %d directories, %d symlinks\n", im.files, im.dirs, im.links)
+	}
+	return p.result()
+}
+
+// importer copies a plaintext tree into a vault.
+type importer struct {
+	v                  *vault.Vault
+	p                  *problems
+	files, dirs, links int
+	dirTimes           []dirTime
+}
+
+// tree imports the contents of directory src into vault directory dest.
+func (im *importer) tree(src, dest string) {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		im.p.report(src, err)
+		return
+	}
+	for _, ent := range ents {
+		fi, err := ent.Info()
+		if err != nil {
+			im.p.report(filepath.Join(src, ent.Name()), err)
+			continue
+		}
+		im.entry(filepath.Join(src, ent.Name()), path.Join(dest, ent.Name()), fi)
+	}
+}
+
+func (im *importer) entry(src, dest string, fi fs.FileInfo) {
+	var err error
+	switch mode := fi.Mode(); {
+	case mode.IsDir():
+		if err = im.v.Mkdir(dest, 0o700); err == nil {
+			im.dirs++
+			im.dirTimes = append(im.dirTimes, dirTime{dest, mode, fi.ModTime()})
+			im.copyXattrs(src, dest)
+			im.tree(src, dest)
+		}
+	case mode.IsRegular():
+		err = im.file(src, dest, fi)
+	case mode&fs.ModeSymlink != 0:
+		var target string
+		if target, err = os.Readlink(src); err == nil {
+			if err = im.v.Symlink(target, dest); err == nil {
+				im.links++
+			}
+		}
+	default:
+		err = fmt.Errorf("not imported: %v", mode.Type())
+	}
+	if err != nil {
+		im.p.report(src, err)
+	}
+}
+
+func (im *importer) file(src, dest string, fi fs.FileInfo) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := im.v.OpenFile(dest, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = copyBuffer(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		im.v.Remove(dest) // never leave a silently partial file
+		return err
+	}
+	im.files++
+	im.copyXattrs(src, dest)
+	return errors.Join(im.v.Chmod(dest, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky)),
+		im.v.Chtimes(dest, time.Time{}, fi.ModTime()))
+}
+
+// copyXattrs copies the user.* xattrs of src.
+func (im *importer) copyXattrs(src, dest string) {
+	buf := make([]byte, 64<<10)
+	n, err := unix.Llistxattr(src, buf)
+	if err != nil {
+		if !errors.Is(err, unix.ENOTSUP) {
+			im.p.report(src, err)
+		}
+		return
+	}
+	for _, name := range splitNul(buf[:n]) {
+		if len(name) < 5 || name[:5] != "user." {
+			continue
+		}
+		vn, err := unix.Lgetxattr(src, name, buf)
+		if err == nil {
+			err = im.v.SetXattr(dest, name, append([]byte(nil), buf[:vn]...))
+		}
+		if err != nil {
+			im.p.report(src+" xattr "+name, err)
+		}
+	}
+}
+
+func splitNul(b []byte) []string {
+	var out []string
+	start := 0
+	for i, c := range b {
+		if c == 0 {
+			if i > start {
+				out = append(out, string(b[start:i]))
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// finishDirs sets the imported directories' modes and times, deepest first.
+func (im *importer) finishDirs() {
+	for i := len(im.dirTimes) - 1; i >= 0; i-- {
+		d := im.dirTimes[i]
+		perm := d.mode & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky)
+		if err := errors.Join(im.v.Chmod(d.path, perm), im.v.Chtimes(d.path, time.Time{}, d.mt)); err != nil {
+			im.p.report(d.path, err)
+		}
+	}
+}

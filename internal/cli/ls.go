@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"github.com/encryptfs/encryptfs/vault"
+)
+
+func (a *App) cmdLs(args []string) error {
+	fs := a.newFlagSet("ls", "CIPHERDIR [PATH]")
+	long := fs.Bool("l", false, "long format: mode, size, modification time, symlink target")
+	recursive := fs.Bool("R", false, "list subdirectories too (full paths)")
+	var vf vaultFlags
+	vf.register(fs)
+	pos, err := fs.parse(args, 1, 2)
+	if err != nil {
+		return helpOK(err)
+	}
+	dir := ""
+	if len(pos) == 2 {
+		dir = pos[1]
+	}
+	v, err := a.openVault(pos[0], vf)
+	if err != nil {
+		return err
+	}
+	defer v.Close()
+	p := &problems{a: a, cmd: "ls"}
+	fi, err := v.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		a.printEntry(v, dir, dir, fi, *long)
+		return nil
+	}
+	a.listDir(v, dir, *long, *recursive, p)
+	return p.result()
+}
+
+func (a *App) listDir(v *vault.Vault, dir string, long, recursive bool, p *problems) {
+	ents, err := v.ReadDir(dir)
+	var bad *vault.BadEntriesError
+	if errors.As(err, &bad) {
+		for _, b := range bad.Backing {
+			p.report(path.Join(dir, b), fmt.Errorf("backing entry does not decrypt (foreign, conflict copy or tampered): %w", vault.ErrCorrupt))
+		}
+	} else if err != nil {
+		p.report(dir, err)
+		return
+	}
+	for _, e := range ents {
+		full := path.Join(dir, e.Name())
+		shown := e.Name()
+		if recursive {
+			shown = full
+		}
+		fi, _ := e.Info()
+		a.printEntry(v, shown, full, fi, long)
+	}
+	if recursive {
+		for _, e := range ents {
+			if e.IsDir() {
+				a.listDir(v, path.Join(dir, e.Name()), long, recursive, p)
+			}
+		}
+	}
+}
+
+// printEntry prints shown; full is its path in the vault.
+func (a *App) printEntry(v *vault.Vault, shown, full string, fi fs.FileInfo, long bool) {
+	if !long {
+		fmt.Fprintln(a.Stdout, shown)
+		return
+	}
+	line := fmt.Sprintf("%s %12d %s %s", fi.Mode(), fi.Size(), fi.ModTime().Format("2006-01-02 15:04"), shown)
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if target, err := v.Readlink(full); err == nil {
+			line += " -> " + target
+		}
+	}
+	fmt.Fprintln(a.Stdout, line)
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/vault"
+)
+
+// vaultFlags choose how the offline commands unlock a vault.
+type vaultFlags struct {
+	src       passSource
+	masterKey bool
+}
+
+func (vf *vaultFlags) register(fs *flagSet) {
+	fs.StringVar(&vf.src.passfile, "passfile", "", "read the password from the first line of this file")
+	fs.StringVar(&vf.src.extpass, "extpass", "", "run this program (split on spaces, no shell) for the password")
+	fs.BoolVar(&vf.masterKey, "masterkey", false, "read the master key from stdin instead of a password")
+}
+
+// openVault unlocks CIPHERDIR for the offline commands.
+func (a *App) openVault(dir string, vf vaultFlags) (*vault.Vault, error) {
+	if _, err := loadConfig(dir); err != nil {
+		return nil, err
+	}
+	if vf.masterKey {
+		if vf.src != (passSource{}) {
+			return nil, usageErrorf("--masterkey replaces the password; drop --passfile/--extpass")
+		}
+		key, err := a.readMasterKey()
+		if err != nil {
+			return nil, err
+		}
+		defer clear(key)
+		return vault.OpenWithMasterKey(dir, key)
+	}
+	pw, err := a.readPassword(vf.src, "Password", false)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(pw)
+	v, err := vault.Open(dir, pw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return v, nil
+}
+
+// mountedAt returns where CIPHERDIR is mounted by encryptfs ("" if not),
+// from the mount source, which is CIPHERDIR unless --fsname changed it.
+func mountedAt(cipherDir string) string {
+	abs, err := filepath.Abs(cipherDir)
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		for i := 5; i+2 < len(fields); i++ {
+			if fields[i] == "-" {
+				if fields[i+1] == "fuse.encryptfs" && unescapeMountinfo(fields[i+2]) == abs {
+					return unescapeMountinfo(fields[4])
+				}
+				break
+			}
+		}
+	}
+	return ""
+}
+
+// copyBuffer copies with a 1 MiB buffer, so that whole chunks are sealed
+// and opened at once (the wrappers hide ReaderFrom/WriterTo, which would
+// fall back to 32 KiB copies).
+func copyBuffer(dst io.Writer, src io.Reader) (int64, error) {
+	return io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, make([]byte, 1<<20))
+}
+
+// problems counts per-entry failures of export and import, which report
+// each one and go on.
+type problems struct {
+	a       *App
+	cmd     string
+	failed  int
+	corrupt int
+}
+
+func (p *problems) report(path string, err error) {
+	p.failed++
+	if exitCode(err) == ExitCorruptData {
+		p.corrupt++
+	}
+	fmt.Fprintf(p.a.Stderr, "encryptfs: %s: %s: %s\n", p.cmd, path, userMessage(err))
+}
+
+// result is the command's error after all entries were tried.
+func (p *problems) result() error {
+	switch {
+	case p.corrupt > 0:
+		return withCode(ExitCorruptData, fmt.Errorf("%s: %d entries failed (%d failed authentication)", p.cmd, p.failed, p.corrupt))
+	case p.failed > 0:
+		return fmt.Errorf("%s: %d entries failed", p.cmd, p.failed)
+	}
+	return nil
+}
