@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"golang.org/x/term"
 )
@@ -68,6 +69,10 @@ func (a *App) cmdFsck(args []string) error {
 		}
 		masterKey, err = c.Unlock(pw)
 		clear(pw)
+		if errors.Is(err, config.ErrWrongPassword) {
+			return errorfCode(ExitWrongPassword, "wrong password, or the parameters in encryptfs.conf were edited "+
+				"(either makes the key unwrap fail); with the master key, fsck --masterkey checks the data without it")
+		}
 		if err != nil {
 			return err
 		}

@@ -139,6 +139,12 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 		out = w.salv.createFile(w.rep, dest, salvName, pl)
 	}
 	bad := w.contents(cf, ro, size, pl, out)
+	if size > 0 {
+		w.filesWithData++
+		if bad > 0 {
+			w.filesWithBad++
+		}
+	}
 
 	var xs []plainXattr
 	if id, ok := cf.ID(); ok {

@@ -122,6 +122,8 @@ type Report struct {
 	// ended: the report covers only part of the vault.
 	Interrupted bool `json:",omitempty"`
 	Problems    []Problem
+	// Hints are guesses at a common cause of many problems, for a human.
+	Hints []string `json:",omitempty"`
 	// SalvageErrors lists failures to write into the salvage directory
 	// (not problems of the vault).
 	SalvageErrors []string `json:",omitempty"`
@@ -213,6 +215,10 @@ func (w *walker) finish() {
 		r.Summary.ByKind[p.Kind]++
 	}
 	r.Clean = len(r.Problems) == 0 && !r.Interrupted
+	if w.filesWithBad >= 2 && 2*w.filesWithBad >= w.filesWithData {
+		r.Hints = append(r.Hints, "at least half of the files have chunks that fail although their headers authenticate: "+
+			"the Cipher or ChunkSize in encryptfs.conf may have been edited, or the files come from another vault")
+	}
 }
 
 // joinCipher joins backing path components for reports.

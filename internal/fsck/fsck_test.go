@@ -157,10 +157,7 @@ func corruptions() []corruption {
 			damage: func(t *testing.T, fx *fixture) {
 				p := fx.abs(t, pSmall)
 				b := []byte(filepath.Base(p))
-				b[3] ^= 'A' ^ 'B'
-				if b[3] == '_' || b[3] == '-' {
-					b[3] = 'Q'
-				}
+				b[3] = otherChar(b[3])
 				rename(t, p, filepath.Join(fx.dir, string(b)))
 			},
 			want: func(t *testing.T, fx *fixture) []problemKey {
@@ -221,7 +218,15 @@ func corruptions() []corruption {
 			name: "bad long-name sidecar",
 			damage: func(t *testing.T, fx *fixture) {
 				p := fx.abs(t, "/"+longName) + names.LongNameSuffix
-				writeAt(t, p, []byte("x"), 5)
+				side, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := byte('x')
+				if side[5] == c {
+					c = 'y'
+				}
+				writeAt(t, p, []byte{c}, 5)
 			},
 			want:    one(KindLongName, "/"+longName, false),
 			missing: []string{"/" + longName},
@@ -259,10 +264,7 @@ func corruptions() []corruption {
 					t.Fatal(err)
 				}
 				b := []byte(tgt)
-				b[30] ^= 'A' ^ 'B'
-				if b[30] == '_' || b[30] == '-' {
-					b[30] = 'Q'
-				}
+				b[30] = otherChar(b[30])
 				if err := os.Remove(p); err != nil {
 					t.Fatal(err)
 				}
@@ -327,6 +329,14 @@ func corruptions() []corruption {
 			},
 		},
 	}
+}
+
+// otherChar returns a base64url character other than c.
+func otherChar(c byte) byte {
+	if c == 'Q' {
+		return 'R'
+	}
+	return 'Q'
 }
 
 // similar reports whether two names differ in exactly one byte.

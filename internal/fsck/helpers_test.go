@@ -53,8 +53,9 @@ func testData(seed uint64, n int) []byte {
 
 // fixture is a small vault with every kind of object.
 type fixture struct {
-	dir  string
-	tree *tree.Tree
+	dir    string
+	tree   *tree.Tree
+	master []byte
 	// files maps plaintext paths of regular files to their content.
 	files map[string][]byte
 }
@@ -110,6 +111,7 @@ func newFixtureCipher(t *testing.T, cipher string) *fixture {
 	must(v.Close())
 	c, err := config.Load(dir)
 	must(err)
+	fx.master = master
 	fx.tree, err = tree.New(c.Params, master, core.DefaultOptions())
 	must(err)
 	return fx

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/vault"
 )
 
@@ -153,5 +156,26 @@ func TestJSONShape(t *testing.T) {
 	}
 	if !strings.Contains(SummaryLine(rep), "1 problem(s) (1 bad-chunk)") {
 		t.Errorf("summary line %q", SummaryLine(rep))
+	}
+}
+
+// TestHintEditedParams: with another chunk size (as if encryptfs.conf had
+// been edited) every file fails and the report says why that may be.
+func TestHintEditedParams(t *testing.T) {
+	fx := newFixture(t)
+	c, err := config.Load(fx.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Params.ChunkSize = 2 * chunk
+	if fx.tree, err = tree.New(c.Params, fx.master, core.DefaultOptions()); err != nil {
+		t.Fatal(err)
+	}
+	rep := fx.check(t, Options{})
+	if len(rep.Hints) != 1 || !strings.Contains(rep.Hints[0], "ChunkSize") {
+		t.Fatalf("hints %q\n%s", rep.Hints, dump(rep))
+	}
+	if clean := newFixture(t).check(t, Options{}); len(clean.Hints) != 0 {
+		t.Errorf("hints on a clean vault: %q", clean.Hints)
 	}
 }

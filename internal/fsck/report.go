@@ -19,6 +19,9 @@ func WriteText(w io.Writer, r *Report) error {
 	for _, p := range r.Problems {
 		fmt.Fprintln(b, ProblemLine(p))
 	}
+	for _, h := range r.Hints {
+		fmt.Fprintf(b, "hint: %s\n", h)
+	}
 	for _, e := range r.SalvageErrors {
 		fmt.Fprintf(b, "salvage error: %s\n", e)
 	}

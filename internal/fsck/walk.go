@@ -37,6 +37,10 @@ type walker struct {
 	// not salvaged), so that further hard links are not checked again and
 	// are linked, not copied, in the salvage directory.
 	seen map[inodeKey]string
+
+	// filesWithData and filesWithBad count non-empty files and those of
+	// them with bad chunks, for Report.Hints.
+	filesWithData, filesWithBad int64
 }
 
 // progressEvery bounds how often Options.Progress is called.
