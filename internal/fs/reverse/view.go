@@ -158,11 +158,7 @@ func (r *Root) list(dirRel string) ([]viewEntry, error) {
 	}
 	out := []viewEntry{{name: names.DirIDFile, kind: kindDirID, rel: dirRel, st: dirSt}}
 	if dirRel == "" {
-		st, err := backing.Fstatat(fd, ConfigName)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, viewEntry{name: names.ConfigFile, kind: kindConfig, st: st})
+		out = append(out, viewEntry{name: names.ConfigFile, kind: kindConfig, st: r.configStat()})
 	}
 	for _, de := range ents {
 		rel := join(dirRel, de.Name)
@@ -239,10 +235,9 @@ func (r *Root) restat(k kind, rel string) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	var err error
 	if k == kindConfig {
-		st, err = backing.Fstatat(r.rootfd, ConfigName)
-	} else {
-		st, err = r.lstat(rel)
+		return r.configStat(), nil
 	}
+	st, err = r.lstat(rel)
 	if err != nil {
 		return st, err
 	}
@@ -261,6 +256,20 @@ func (r *Root) restat(k kind, rel string) (unix.Stat_t, error) {
 		}
 	}
 	return st, nil
+}
+
+// configStat returns the attributes shown for encryptfs.conf: those of
+// the reverse config file. The view serves the bytes read at mount time,
+// so if the file has gone meanwhile it keeps showing them, with the root
+// directory's owner and times and mode 0400.
+func (r *Root) configStat() unix.Stat_t {
+	st, err := backing.Fstatat(r.rootfd, ConfigName)
+	if err != nil {
+		r.logf("stat %s: %v (serving the config read at mount time)", ConfigName, err)
+		st, _ = backing.Fstat(r.rootfd)
+		st.Mode = unix.S_IFREG | 0o400
+	}
+	return st
 }
 
 // virtualData computes the content of a virtual file.
