@@ -124,7 +124,7 @@ func (a *App) runDaemonChild(c *config.Config, cipherDir, mountPoint string, m m
 		out.set(daemonLog())
 		return detachStdio()
 	}
-	return a.serve(c, cipherDir, mountPoint, m, secret, logger, ready)
+	return a.serveMode(c, cipherDir, mountPoint, m, secret, logger, ready)
 }
 
 // masterKeyWire is how the parent passes a master key to the child: the

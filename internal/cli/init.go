@@ -63,11 +63,15 @@ func (a *App) cmdInit(args []string) error {
 	var src passSource
 	fs.StringVar(&src.passfile, "passfile", "", "read the password from the first line of this file")
 	fs.StringVar(&src.extpass, "extpass", "", "run this program (split on spaces, no shell) and use its first output line as the password")
+	reverse := fs.Bool("reverse", false, "set up the existing plaintext directory CIPHERDIR for reverse mounts (aes-256-siv; see docs/reverse.md)")
 	pos, err := fs.parse(args, 1, 1)
 	if err != nil {
 		return helpOK(err)
 	}
 	dir := pos[0]
+	if *reverse {
+		return a.cmdInitReverse(fs, dir, *cipherName, *chunk, kf, src)
+	}
 
 	alg, ok := cipherNames[*cipherName]
 	if !ok {
@@ -163,4 +167,24 @@ func parseSize(s string) (int, error) {
 		return 0, fmt.Errorf("%q is not a size", s)
 	}
 	return n * mult, nil
+}
+
+// cmdInitReverse is init --reverse: the cipher is always aes-256-siv.
+func (a *App) cmdInitReverse(fs *flagSet, dir, cipherName, chunk string, kf kdfFlags, src passSource) error {
+	if err := reverseCipher(cipherName, flagWasSet(fs, "cipher")); err != nil {
+		return err
+	}
+	chunkSize, err := parseSize(chunk)
+	if err != nil {
+		return usageErrorf("init: --chunk-size: %v", err)
+	}
+	base, err := kdf.Default(a.Rand)
+	if err != nil {
+		return err
+	}
+	k, err := kf.params(a.Rand, base)
+	if err != nil {
+		return err
+	}
+	return a.initReverse(dir, chunkSize, k, src)
 }

@@ -25,7 +25,14 @@ func (a *App) cmdMount(args []string) error {
 	if err != nil {
 		return err
 	}
-	c, err := loadConfig(cipherDir)
+	if len(m.rev.excludes) > 0 && !m.rev.enabled {
+		return usageErrorf("mount: --exclude needs --reverse")
+	}
+	load := loadConfig
+	if m.rev.enabled {
+		load = loadReverseConfig
+	}
+	c, err := load(cipherDir)
 	if err != nil {
 		return err
 	}
@@ -49,7 +56,7 @@ func (a *App) cmdMount(args []string) error {
 		return a.daemonize(args, wire)
 	}
 	logger := log.New(a.Stderr, "encryptfs: ", log.LstdFlags)
-	return a.serve(c, cipherDir, mountPoint, m, secret, logger, nil)
+	return a.serveMode(c, cipherDir, mountPoint, m, secret, logger, nil)
 }
 
 // readMountSecret reads the password, or the master key with --masterkey.
@@ -61,6 +68,14 @@ func (a *App) readMountSecret(m mountFlags) ([]byte, error) {
 		return a.readMasterKey()
 	}
 	return a.readPassword(m.src, "Password", false)
+}
+
+// serveMode runs the forward or (with --reverse) the reverse server.
+func (a *App) serveMode(c *config.Config, dir, mountPoint string, m mountFlags, secret []byte, logger *log.Logger, ready func() error) error {
+	if m.rev.enabled {
+		return a.serveReverse(c, dir, mountPoint, m, m.rev, secret, logger, ready)
+	}
+	return a.serve(c, dir, mountPoint, m, secret, logger, ready)
 }
 
 // serve unlocks the vault with secret, mounts it, reports readiness through

@@ -18,6 +18,7 @@ type mountFlags struct {
 	fsName        string
 	src           passSource
 	extra         []string // -o options passed on to the FUSE mount
+	rev           reverseFlags
 
 	notifyFD int // internal: set in the daemon child (pipe to the parent)
 	secretFD int // internal: set in the daemon child (password or master key)
@@ -36,6 +37,7 @@ func (m *mountFlags) register(fs *flagSet) {
 	fs.StringVar(&m.src.passfile, "passfile", "", "read the password from the first line of this file")
 	fs.StringVar(&m.src.extpass, "extpass", "", "run this program (split on spaces, no shell) for the password")
 	fs.Func("o", "comma-separated mount options, as from mount(8)/fstab (see docs/cli.md)", m.parseOptions)
+	m.rev.register(fs)
 	fs.IntVar(&m.notifyFD, "internal-notify-fd", -1, "internal: used by the daemonized child")
 	fs.IntVar(&m.secretFD, "internal-secret-fd", -1, "internal: used by the daemonized child")
 }
@@ -51,6 +53,9 @@ var fstabOnly = map[string]bool{
 func (m *mountFlags) parseOptions(s string) error {
 	for _, opt := range strings.Split(s, ",") {
 		key, val, hasVal := strings.Cut(opt, "=")
+		if m.rev.option(key, val, hasVal) {
+			continue
+		}
 		switch {
 		case opt == "":
 		case key == "ro":
