@@ -170,10 +170,14 @@ func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m moun
 	if fsName == "" {
 		fsName = plainDir
 	}
-	srv, err := revfs.Mount(revfs.MountOptions{
+	opts := revfs.MountOptions{
 		PlainDir: plainDir, MountPoint: mountPoint, Root: root,
 		AllowOther: m.allowOther, Debug: m.debug, FsName: fsName, ExtraOptions: m.extra, Logger: logger,
-	})
+	}
+	if m.sharedStorage { // PLAINDIR changes a lot: show every change at once
+		opts.CacheTimeout = -1
+	}
+	srv, err := revfs.Mount(opts)
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}

@@ -22,7 +22,7 @@ type MountOptions struct {
 	Debug                bool          // log every FUSE request and reply to Logger
 	FsName               string        // shown in /proc/mounts; default PlainDir
 	ExtraOptions         []string      // more -o options for the kernel
-	CacheTimeout         time.Duration // entry and attribute cache; 0: DefaultCacheTimeout
+	CacheTimeout         time.Duration // entry and attribute cache; 0: DefaultCacheTimeout, < 0: no caching
 	Logger               *log.Logger   // diagnostics; nil discards them
 }
 
@@ -52,8 +52,11 @@ func Mount(opts MountOptions) (*Server, error) {
 		return nil, ErrNoRoot
 	}
 	timeout := opts.CacheTimeout
-	if timeout == 0 {
+	switch {
+	case timeout == 0:
 		timeout = DefaultCacheTimeout
+	case timeout < 0:
+		timeout = 0
 	}
 	fsName := opts.FsName
 	if fsName == "" {
