@@ -141,6 +141,9 @@ func checkMountPoint(cipherDir, mountPoint string) error {
 	if err := checkDir(mountPoint, ExitMountPoint, "MOUNTPOINT"); err != nil {
 		return err
 	}
+	if fstype, err := mountType(mountPoint); err == nil && strings.HasPrefix(fstype, "fuse.encryptfs") {
+		return errorfCode(ExitMountPoint, "MOUNTPOINT %s is already an encryptfs mount", mountPoint)
+	}
 	realCipher, err1 := filepath.EvalSymlinks(cipherDir)
 	realMount, err2 := filepath.EvalSymlinks(mountPoint)
 	if err := errors.Join(err1, err2); err != nil {

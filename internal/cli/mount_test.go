@@ -80,6 +80,13 @@ func TestMountDaemon(t *testing.T) {
 	}
 	// The same mount point cannot be mounted twice (it is not empty now).
 	run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, ExitMountPoint)
+	// Nor an empty mounted vault (the mount point looks empty).
+	dir2, _ := newVault(t, "pw")
+	mnt2 := t.TempDir()
+	cleanupMount(t, mnt2)
+	run(t, "", "mount", "--passfile", pf, dir2, mnt2).want(t, 0)
+	run(t, "", "mount", "--passfile", pf, dir2, mnt2).want(t, ExitMountPoint)
+	run(t, "", "unmount", mnt2).want(t, 0)
 	run(t, "", "unmount", mnt).want(t, 0)
 	if isMounted(t, mnt) {
 		t.Fatal("still mounted after unmount")

@@ -31,7 +31,7 @@ func (m *mountFlags) register(fs *flagSet) {
 	fs.BoolVar(&m.allowOther, "allow-other", false, "let other users access the mount (needs user_allow_other in /etc/fuse.conf unless root)")
 	fs.BoolVar(&m.sharedStorage, "shared-storage", false, "the CIPHERDIR is changed by others too (network or sync folder): no caching of attributes or entries")
 	fs.BoolVar(&m.masterKey, "masterkey", false, "read the master key from stdin instead of a password")
-	fs.BoolVar(&m.debug, "debug", false, "log every FUSE request (foreground only; never logs contents)")
+	fs.BoolVar(&m.debug, "debug", false, "log every FUSE request (debugging only: the log shows plaintext names and data)")
 	fs.DurationVar(&m.idle, "idle", 0, "unmount after this long without use (e.g. 30m; 0: never)")
 	fs.StringVar(&m.fsName, "fsname", "", "file system name shown in /proc/mounts (default: CIPHERDIR)")
 	fs.StringVar(&m.src.passfile, "passfile", "", "read the password from the first line of this file")
