@@ -163,3 +163,25 @@ func TestUndecryptableName(t *testing.T) {
 		t.Error("shortened names collide")
 	}
 }
+
+func TestRootDirIDMissing(t *testing.T) {
+	fx := newFixture(t)
+	dirBacking := fx.backingPath(t, pDir)
+	smallBacking := fx.backingPath(t, pSmall)
+	if err := os.Remove(filepath.Join(fx.dir, names.DirIDFile)); err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(t.TempDir(), "out")
+	rep := fx.check(t, Options{Salvage: dest})
+	if got, want := keysOf(rep), []problemKey{{KindDirID, names.DirIDFile, "/"}}; !sameKeys(got, want) {
+		t.Fatalf("got %+v", got)
+	}
+	for p, data := range map[string][]byte{
+		UndecryptablePrefix + smallBacking:                 fx.files[pSmall],
+		UndecryptablePrefix + dirBacking + "/sub/file.txt": fx.files[pSubFile],
+	} {
+		if got, err := os.ReadFile(filepath.Join(dest, p)); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
