@@ -232,7 +232,9 @@ fs_mount() {
 		PID_OF[$mnt]=$!
 		STARTED_PIDS+=("$!")
 	fi
-	for i in $(seq 100); do
+	# Up to 2 minutes: cryfs derives its key with an expensive scrypt that
+	# takes 20 s here on a busy machine.
+	for i in $(seq 1200); do
 		is_mounted "$mnt" && return 0
 		if [ -n "${PID_OF[$mnt]:-}" ] && ! kill -0 "${PID_OF[$mnt]}" 2>/dev/null; then
 			echo "$fs exited before mounting" >&2
@@ -388,7 +390,12 @@ done
 # median FS METRIC: median of the recorded values (empty if none).
 median() {
 	awk -F'\t' -v fs="$1" -v m="$2" '$2 == fs && $3 == m { print $4 }' "$RAW" | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR == 0) exit; if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+		awk '{ v[NR] = $1 }
+		END {
+			if (NR == 0) exit
+			m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+			if (m == int(m)) printf "%d\n", m; else printf "%.3f\n", m
+		}'
 }
 
 METRICS=(write_MiBps read_MiBps untar_s md5_s md5_bad ls_s rsync_s rsync_changed du_MiB du_apparent_MiB rm_s size_0_B size_1_B size_1000000_B)
