@@ -18,8 +18,8 @@ import (
 )
 
 // ExitFsckProblems is fsck's exit code when the check ran and found
-// problems (the same number gocryptfs uses). Not yet in exit.go's table
-// (owned elsewhere); docs/cli.md lists it.
+// problems (the same number gocryptfs uses). It belongs in exit.go's table
+// and docs/cli.md, which are edited by the CLI's owner.
 const ExitFsckProblems = 26
 
 // cmdFsck checks a vault offline and optionally salvages it:
