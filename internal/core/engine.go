@@ -119,7 +119,11 @@ type Engine struct {
 	parallel   bool
 	maxWorkers int
 	minChunks  int
-	helpers    chan struct{} // semaphore: one token per running helper goroutine
+	// windowChunks bounds the chunks handled per backing read or write:
+	// at least 1 MiB (so every FUSE request is one I/O) and enough to give
+	// every worker two chunks.
+	windowChunks int
+	helpers      chan struct{} // semaphore: one token per running helper goroutine
 
 	bufs      bufPools
 	shards    sync.Pool // *shardSet
@@ -151,6 +155,7 @@ func NewEngine(suite *content.Suite, opts Options) *Engine {
 	if e.minChunks <= 0 {
 		e.minChunks = max(2, minParallelBytes/e.chunkSize)
 	}
+	e.windowChunks = max((1<<20)/e.chunkSize, 2*e.maxWorkers)
 	e.helpers = make(chan struct{}, max(e.maxWorkers-1, 0))
 	e.shards.New = func() any { return new(shardSet) }
 	e.sealJobs.New = func() any { return new(sealJob) }

@@ -241,3 +241,32 @@ func TestEnsureIDAndEmpty(t *testing.T) {
 		t.Fatalf("ReadAt after Close: %v", err)
 	}
 }
+
+// TestSmallWindows forces requests to span several backing I/O windows
+// (normally 1 MiB) and reruns the model test and a round trip.
+func TestSmallWindows(t *testing.T) {
+	for _, win := range []int{1, 2, 3} {
+		for _, par := range []bool{false, true} {
+			t.Run(fmt.Sprintf("win%d/par%v", win, par), func(t *testing.T) {
+				opts := sequential(20)
+				if par {
+					opts = parallel(20)
+				}
+				e := NewEngine(newTestSuite(t, content.AES256GCM, 4<<10), opts)
+				e.windowChunks = win
+				randomOps(t, e, 20, 150)
+				roundTrip(t, e, 10*4096+3, 0)
+
+				m := NewMemBacking()
+				f := openMem(t, e, m)
+				mustWrite(t, f, make([]byte, 10*4096), 0)
+				_, w0 := m.Counts()
+				mustWrite(t, f, make([]byte, 10*4096), 0)
+				if _, w1 := m.Counts(); w1-w0 != (10+win-1)/win {
+					t.Fatalf("10-chunk write with window %d made %d backing writes", win, w1-w0)
+				}
+				f.Close()
+			})
+		}
+	}
+}

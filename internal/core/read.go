@@ -69,20 +69,31 @@ func (f *File) readLocked(p []byte, off int64) error {
 		readLast = last - 1
 	}
 
-	start := e.cipherOffset(first)
-	end := e.cipherOffset(readLast) + int64(e.plainLen(readLast, f.size)+e.overhead)
-	stored := e.bufs.get(int(end - start))
+	// One backing read per window of chunks (a whole request up to 1 MiB,
+	// so one per FUSE request); larger requests go window by window so the
+	// stored bytes are still in cache when they are opened.
+	win := uint64(e.windowChunks)
+	stored := e.bufs.get(int(min(readLast-first+1, win)) * e.cipherChunk)
 	defer e.bufs.put(stored)
-	if err := readFullAt(f.b, *stored, start); err != nil {
-		return &ChunkError{Index: first, Offset: int64(first) * cs, Err: err}
-	}
-
 	job := e.openJobs.Get().(*openJob)
-	*job = openJob{f: f, first: first, fileLast: fileLast, sparse: f.sparse(), stored: *stored, p: p, off: off}
-	err := e.forChunks(int(readLast-first+1), job)
-	*job = openJob{}
-	e.openJobs.Put(job)
-	return err
+	defer e.openJobs.Put(job)
+	for wFirst := first; wFirst <= readLast; wFirst += win {
+		wLast := min(wFirst+win-1, readLast)
+		start := e.cipherOffset(wFirst)
+		end := e.cipherOffset(wLast) + int64(e.plainLen(wLast, f.size)+e.overhead)
+		buf := (*stored)[:end-start]
+		if err := readFullAt(f.b, buf, start); err != nil {
+			*job = openJob{}
+			return &ChunkError{Index: wFirst, Offset: int64(wFirst) * cs, Err: err}
+		}
+		*job = openJob{f: f, first: wFirst, fileLast: fileLast, sparse: f.sparse(), stored: buf, p: p, off: off}
+		err := e.forChunks(int(wLast-wFirst+1), job)
+		*job = openJob{}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openJob opens a run of stored chunks into a read request.

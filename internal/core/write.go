@@ -189,18 +189,28 @@ func (j *sealJob) plain(i uint64) []byte {
 }
 
 // sealAndWrite seals chunks [first, first+count) and writes them with one
-// backing write.
+// backing write per window (one for any request up to 1 MiB); windows go in
+// increasing offset order, so an interrupted multi-window append still ends
+// in a chunk sealed with final=0.
 func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 	e := j.f.e
-	last := first + uint64(count-1)
-	size := (count-1)*e.cipherChunk + e.plainLen(last, j.newSize) + e.overhead
-	stored := e.bufs.get(size)
+	stored := e.bufs.get(min(count, e.windowChunks) * e.cipherChunk)
 	defer e.bufs.put(stored)
-	j.runFirst, j.stored, j.nonces = first, *stored, nonces
-	if err := e.forChunks(count, j); err != nil {
-		return err
+	for done := 0; done < count; done += e.windowChunks {
+		n := min(e.windowChunks, count-done)
+		wFirst := first + uint64(done)
+		wLast := wFirst + uint64(n-1)
+		size := (n-1)*e.cipherChunk + e.plainLen(wLast, j.newSize) + e.overhead
+		j.runFirst, j.stored = wFirst, (*stored)[:size]
+		j.nonces = nonces[done*e.nonceSize : (done+n)*e.nonceSize]
+		if err := e.forChunks(n, j); err != nil {
+			return err
+		}
+		if err := writeFullAt(j.f.b, j.stored, e.cipherOffset(wFirst)); err != nil {
+			return err
+		}
 	}
-	return writeFullAt(j.f.b, *stored, e.cipherOffset(first))
+	return nil
 }
 
 // work seals run positions [lo, hi) into j.stored.
