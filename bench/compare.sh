@@ -209,8 +209,8 @@ fs_mount() {
 	mkdir -p "$mnt" || return 1
 	contains "$mnt" "${MOUNTS[@]}" || MOUNTS+=("$mnt")
 	case $fs in
-	encryptfs) # daemonizes and returns once mounted
-		"$ENCRYPTFS_BIN" mount --passfile "$WORK/passfile" "$cipher" "$mnt" || return 1
+	encryptfs)
+		"$ENCRYPTFS_BIN" mount -f --passfile "$WORK/passfile" "$cipher" "$mnt" &
 		;;
 	gocryptfs)
 		gocryptfs -f -q -passfile "$WORK/passfile" "$cipher" "$mnt" &
@@ -226,12 +226,10 @@ fs_mount() {
 		securefs mount --pass "$PASSWORD" "$cipher" "$mnt" &
 		;;
 	esac
-	# The peers run in the foreground as our children: we know their PIDs,
-	# and after unmounting we wait for them to finish writing.
-	if [ "$fs" != encryptfs ]; then
-		PID_OF[$mnt]=$!
-		STARTED_PIDS+=("$!")
-	fi
+	# The daemons run in the foreground as our children: we know their
+	# PIDs, and after unmounting we wait for them to finish writing.
+	PID_OF[$mnt]=$!
+	STARTED_PIDS+=("$!")
 	# Up to 2 minutes: cryfs derives its key with an expensive scrypt that
 	# takes 20 s here on a busy machine.
 	for i in $(seq 1200); do
