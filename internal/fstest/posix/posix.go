@@ -79,6 +79,9 @@ func Run(t *testing.T, dir string) { RunWithOptions(t, dir, Options{}) }
 //
 // The process umask is set to 0 for the duration so that requested modes
 // are checked exactly; do not run it in parallel with umask-sensitive tests.
+// A FUSE server running inside the same test process sees that umask 0 too,
+// so a server that wrongly applies its own umask to backing files passes
+// here: run the suite against the real, separately started daemon as well.
 func RunWithOptions(t *testing.T, dir string, opts Options) {
 	t.Helper()
 	old := unix.Umask(0)
