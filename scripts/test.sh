@@ -11,6 +11,7 @@ export PATH="$PATH:$(go env GOPATH)/bin"
 # The tests put their mounts under a private TMPDIR, so that a mount left
 # behind is found exactly (other users' mounts on the machine do not count).
 test_tmp=$(mktemp -d /tmp/encryptfs-test.XXXXXX)
+chmod 1777 "$test_tmp" # like /tmp: tests that act as another user must traverse it
 mounts_under() { awk -v p="$1/" 'index($2, p) == 1 && $3 ~ /^fuse/ {print $2}' /proc/mounts; }
 ci_mounts() { awk '$3 ~ /^fuse\.encryptfs/ {print $2}' /proc/mounts | sort; }
 ci_before=$(ci_mounts)

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/config"
+	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
 )
 
 // infoJSON is the --json output of info. It holds no secret (no salt, no
@@ -33,6 +35,13 @@ func (a *App) cmdInfo(args []string) error {
 		return helpOK(err)
 	}
 	c, err := loadConfig(pos[0])
+	if errors.Is(err, config.ErrNotFound) {
+		// A plaintext directory set up for reverse mounts.
+		if rc, rerr := loadReverseConfig(pos[0]); rerr == nil {
+			c, err = rc, nil
+			fmt.Fprintf(a.Stderr, "encryptfs: %s is set up for reverse mode (%s)\n", pos[0], revfs.ConfigName)
+		}
+	}
 	if err != nil {
 		return err
 	}

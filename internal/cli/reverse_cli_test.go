@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -21,6 +22,9 @@ func TestReverseCommands(t *testing.T) {
 	pf := writePassfile(t, "pw")
 	run(t, "", append(append([]string{"init", "--reverse", "--passfile", pf}, cheapKDF...), plain)...).want(t, 0)
 	run(t, "", append(append([]string{"init", "--reverse", "--passfile", pf}, cheapKDF...), plain)...).want(t, ExitCipherDir)
+	if r := run(t, "", "info", "--json", plain); r.code != 0 || !strings.Contains(r.stdout, "aes-256-siv") {
+		t.Fatalf("info on a reverse PLAINDIR: %+v", r)
+	}
 	run(t, "", "init", "--reverse", "--cipher", "xchacha", "--passfile", pf, t.TempDir()).want(t, ExitUsage)
 	run(t, "", "mount", "--exclude", "x", "--passfile", pf, plain, t.TempDir()).want(t, ExitUsage)
 	run(t, "", "mount", "--reverse", "--passfile", pf, t.TempDir(), t.TempDir()).want(t, ExitCipherDir)
