@@ -23,6 +23,10 @@ import (
 type Options struct {
 	// NoHardLinks: link(2) is not supported (EPERM/ENOTSUP expected elsewhere).
 	NoHardLinks bool
+	// NoSymlinkHardLinks: link(2) of a symlink is refused (EPERM), for
+	// example because a symlink's encrypted target is bound to its name.
+	// Hard links of regular files are still checked.
+	NoSymlinkHardLinks bool
 	// NoChown: ownership cannot be changed (for example, not running as root
 	// over a backing store that keeps ownership).
 	NoChown bool
