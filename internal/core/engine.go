@@ -9,7 +9,8 @@
 // content.ErrTruncated) rather than a file that silently reads shorter or
 // longer:
 //   - Appending rewrites the old last chunk (now final=0) and the new chunks in
-//     one pwrite when they are contiguous. When holes separate them, the old
+//     one pwrite when they are contiguous (one per 1 MiB window for larger
+//     requests, in increasing offset order). When holes separate them, the old
 //     last chunk is rewritten first: a crash after that leaves a file whose
 //     last stored chunk has final=0, which fails to open.
 //   - Shrinking cuts the backing file first and writes the re-sealed new last
