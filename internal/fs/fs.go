@@ -44,6 +44,7 @@ type Root struct {
 	euid   int // the daemon's uid: 0 means we chown new entries to the caller
 	files  openFiles
 	ops    atomic.Uint64 // requests served, for idle detection
+	dirFDs atomic.Int64  // cached directory fds (node.fd)
 	logged loggedSet
 }
 
@@ -62,6 +63,7 @@ func NewRoot(cipherDir string, t *tree.Tree, opts Options) (*Root, error) {
 	r := &Root{tree: t, rootfd: fd, opts: opts, euid: os.Geteuid()}
 	r.node.r = r
 	r.node.dirID = id
+	r.node.fd = fd // never closed by OnForget: the root is never forgotten
 	r.files.m = map[fileKey]*openFile{}
 	return r, nil
 }
@@ -77,6 +79,22 @@ func (r *Root) Activity() (requests uint64, openFiles int) {
 	n := len(r.files.m)
 	r.files.mu.Unlock()
 	return r.ops.Load(), n
+}
+
+// maxCachedDirFDs bounds the directory fds kept open in nodes, well below
+// the usual RLIMIT_NOFILE (Go raises the soft limit to the hard one).
+const maxCachedDirFDs = 4096
+
+// reserveDirFD reports whether one more directory fd may be cached.
+func (r *Root) reserveDirFD() bool {
+	if r.opts.SharedStorage {
+		return false
+	}
+	if r.dirFDs.Add(1) > maxCachedDirFDs {
+		r.dirFDs.Add(-1)
+		return false
+	}
+	return true
 }
 
 // touch counts a request.

@@ -21,12 +21,15 @@ type node struct {
 	fusefs.Inode
 	r *Root
 
-	mu    sync.Mutex
-	dirID []byte // directories: the ID, nil until first needed
+	mu        sync.Mutex
+	dirID     []byte // directories: the ID, nil until first needed
+	fd        int    // directories: cached backing fd, -1 if none
+	fdUsers   int    // operations using fd right now
+	forgotten bool   // the kernel forgot the node: close fd when unused
 }
 
 // newNode returns a node for a backing entry (dirID may be nil).
-func (r *Root) newNode(dirID []byte) *node { return &node{r: r, dirID: dirID} }
+func (r *Root) newNode(dirID []byte) *node { return &node{r: r, dirID: dirID, fd: -1} }
 
 // cachedDirID returns the cached directory ID or nil.
 func (n *node) cachedDirID() []byte {
@@ -94,45 +97,89 @@ func (n *node) dirIDOf() ([]byte, error) {
 	if id := n.cachedDirID(); id != nil {
 		return id, nil
 	}
-	fd, id, err := n.openDir()
+	_, id, release, err := n.openDir()
 	if err != nil {
 		return nil, err
 	}
-	backing.Close(fd)
+	release()
 	return id, nil
 }
 
-// openDir opens directory node n's backing directory and returns the fd
-// (which the caller closes) and the directory ID.
-func (n *node) openDir() (int, []byte, error) {
+// openDir returns an fd of directory node n's backing directory and the
+// directory ID; the caller calls release when done with the fd.
+//
+// Directory fds are cached in their nodes (measured: opening the backing
+// directory with openat2 for every operation was 10-15% of the daemon's CPU
+// in `rm -rf` of a source tree). A cached fd stays right across renames,
+// since it names the directory inode, not a path; it is closed when the
+// kernel forgets the node. The cache is bounded (maxCachedDirFDs) and off
+// with SharedStorage.
+func (n *node) openDir() (fd int, id []byte, release func(), err error) {
+	n.mu.Lock()
+	if n.fd >= 0 {
+		n.fdUsers++
+		fd, id = n.fd, n.dirID
+		n.mu.Unlock()
+		return fd, id, n.doneFD, nil
+	}
+	n.mu.Unlock()
 	rel, err := n.backingRel()
 	if err != nil {
-		return -1, nil, err
+		return -1, nil, nil, err
 	}
-	fd, err := backing.OpenDir(n.r.rootfd, rel)
-	if err != nil {
-		return -1, nil, err
+	if fd, err = backing.OpenDir(n.r.rootfd, rel); err != nil {
+		return -1, nil, nil, err
 	}
-	if id := n.cachedDirID(); id != nil {
-		return fd, id, nil
-	}
-	id, err := n.r.tree.ReadDirID(fd)
-	if err != nil {
-		backing.Close(fd)
-		return -1, nil, err
+	if id = n.cachedDirID(); id == nil {
+		if id, err = n.r.tree.ReadDirID(fd); err != nil {
+			backing.Close(fd)
+			return -1, nil, nil, err
+		}
 	}
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	n.dirID = id
-	n.mu.Unlock()
-	return fd, id, nil
+	if n.fd < 0 && !n.forgotten && n.r.reserveDirFD() {
+		n.fd = fd
+		n.fdUsers++
+		return fd, id, n.doneFD, nil
+	}
+	return fd, id, func() { backing.Close(fd) }, nil
+}
+
+// doneFD releases a use of the cached fd.
+func (n *node) doneFD() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.fdUsers--
+	n.closeIfForgotten()
+}
+
+// closeIfForgotten closes the cached fd of a forgotten node once unused.
+// n.mu is held.
+func (n *node) closeIfForgotten() {
+	if n.forgotten && n.fdUsers == 0 && n.fd >= 0 && n != &n.r.node {
+		backing.Close(n.fd)
+		n.fd = -1
+		n.r.dirFDs.Add(-1)
+	}
+}
+
+// OnForget closes the cached directory fd.
+func (n *node) OnForget() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.forgotten = true
+	n.closeIfForgotten()
 }
 
 // entry locates a non-root node: its parent's open backing fd, the parent's
 // ID and the node's name there. The caller closes pfd.
 type entry struct {
-	pfd  int
-	pid  []byte
-	name tree.Name
+	pfd     int
+	pid     []byte
+	name    tree.Name
+	release func()
 }
 
 func (n *node) entry() (entry, error) {
@@ -145,19 +192,24 @@ func (n *node) entry() (entry, error) {
 
 // child opens directory n and encrypts name for it.
 func (n *node) child(name string) (entry, error) {
-	fd, id, err := n.openDir()
+	fd, id, release, err := n.openDir()
 	if err != nil {
 		return entry{}, err
 	}
 	nm, err := n.r.tree.Name(id, name)
 	if err != nil {
-		backing.Close(fd)
+		release()
 		return entry{}, err
 	}
-	return entry{pfd: fd, pid: id, name: nm}, nil
+	return entry{pfd: fd, pid: id, name: nm, release: release}, nil
 }
 
-func (e entry) close() { backing.Close(e.pfd) }
+// close releases the parent fd.
+func (e entry) close() {
+	if e.release != nil {
+		e.release()
+	}
+}
 
 // fillAttr converts a backing stat to the plaintext attributes: the size of
 // a regular file is its plaintext size (from the open file if there is one,
@@ -283,7 +335,8 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 }
 
 var (
-	_ fusefs.NodeLookuper  = (*node)(nil)
-	_ fusefs.NodeGetattrer = (*node)(nil)
-	_ fusefs.NodeStatfser  = (*node)(nil)
+	_ fusefs.NodeLookuper    = (*node)(nil)
+	_ fusefs.NodeGetattrer   = (*node)(nil)
+	_ fusefs.NodeStatfser    = (*node)(nil)
+	_ fusefs.NodeOnForgetter = (*node)(nil)
 )

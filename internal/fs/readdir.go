@@ -26,7 +26,13 @@ type dirHandle struct {
 // OpendirHandle opens and lists a directory.
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
 	n.r.touch()
-	fd, id, err := n.openDir()
+	pfd, id, release, err := n.openDir()
+	if err != nil {
+		return nil, 0, n.errno(err, "opendir")
+	}
+	// A listing needs its own fd (getdents keeps a position in it).
+	fd, err := backing.OpenDir(pfd, ".")
+	release()
 	if err != nil {
 		return nil, 0, n.errno(err, "opendir")
 	}

@@ -67,11 +67,11 @@ func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAtt
 	case n == &n.r.node:
 		t.fd = n.r.rootfd
 	case n.StableAttr().Mode == unix.S_IFDIR:
-		fd, _, err := n.openDir()
+		fd, _, release, err := n.openDir()
 		if err != nil {
 			return n.errno(err, "setattr")
 		}
-		defer backing.Close(fd)
+		defer release()
 		t.fd = fd
 	default:
 		e, err := n.entry()

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 )
@@ -19,11 +18,7 @@ import (
 func (n *node) xattrObject(create bool) (fd int, id []byte, done func(), err error) {
 	switch n.StableAttr().Mode {
 	case unix.S_IFDIR:
-		fd, id, err := n.openDir()
-		if err != nil {
-			return -1, nil, nil, err
-		}
-		return fd, id, func() { backing.Close(fd) }, nil
+		return n.openDir()
 	case unix.S_IFREG:
 		of, err := n.acquire()
 		if err != nil {
