@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"errors"
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -90,6 +91,11 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	defer e.close()
 	fd, err := n.r.tree.Create(e.pfd, e.name, unix.O_NOATIME, mode)
+	if errors.Is(err, unix.EEXIST) && flags&unix.O_EXCL == 0 {
+		// The kernel believed the name free (a stale negative entry):
+		// open(O_CREAT) without O_EXCL opens the existing file.
+		return n.openExisting(ctx, e, flags, out)
+	}
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", name)
 	}
@@ -103,6 +109,34 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		n.r.files.put(of)
 		return nil, nil, 0, errno
 	}
+	h := &handle{n: child.Operations().(nodeOps).self(), of: of, append: flags&unix.O_APPEND != 0}
+	return child, h, n.r.openFuseFlags(), 0
+}
+
+// openExisting opens the existing regular file e for Create.
+func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
+	st, err := n.r.statEntry(e)
+	if err != nil {
+		return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, nil, 0, syscall.EEXIST
+	}
+	fd, err := openBacking(e.pfd, e.name.Backing, unix.O_RDWR)
+	if err != nil {
+		return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
+	}
+	of, err := n.r.adopt(fd)
+	if err != nil {
+		return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
+	}
+	if flags&unix.O_TRUNC != 0 {
+		if err := of.file.Truncate(0); err != nil {
+			n.r.files.put(of)
+			return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
+		}
+	}
+	child := n.newChild(ctx, &st, nil, out, e.name.Plain)
 	h := &handle{n: child.Operations().(nodeOps).self(), of: of, append: flags&unix.O_APPEND != 0}
 	return child, h, n.r.openFuseFlags(), 0
 }

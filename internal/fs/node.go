@@ -266,8 +266,16 @@ func (r *Root) statEntry(e entry) (unix.Stat_t, error) {
 // newChild turns a backing stat into a child inode of n and fills out.
 func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out *fuse.EntryOut, what string) *fusefs.Inode {
 	n.r.fillAttr(st, &out.Attr, func() string { return what })
-	child := n.NewInode(ctx, n.r.newNode(dirID), fusefs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino})
-	return child
+	id := fusefs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino}
+	if id.Mode == unix.S_IFLNK {
+		// A renamed symlink is re-created in the backing store (its
+		// target is bound to its name), so its backing inode number
+		// changes and the old one may be reused while the node lives.
+		// Symlinks cannot be hard-linked here, so they need no identity
+		// beyond their node: let go-fuse number them.
+		id.Ino = 0
+	}
+	return n.NewInode(ctx, n.r.newNode(dirID), id)
 }
 
 // Lookup finds a child by plaintext name.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/encryptfs/encryptfs/internal/backing"
 	"golang.org/x/sys/unix"
 )
 
@@ -393,5 +394,37 @@ func TestIdle(t *testing.T) {
 	case <-done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("not unmounted after idle timeout")
+	}
+}
+
+// TestCreateOverStaleNegative: a file that appears in CIPHERDIR while the
+// kernel still caches "no such name" is opened, not refused, by
+// open(O_CREAT) without O_EXCL.
+func TestCreateOverStaleNegative(t *testing.T) {
+	v := newVault(t, nil)
+	p := filepath.Join(v.mnt, "late")
+	if _, err := os.Stat(p); !errors.Is(err, unix.ENOENT) {
+		t.Fatal(err)
+	}
+	root, err := backing.OpenRoot(v.cipher)
+	must(t, err)
+	defer backing.Close(root)
+	id, err := v.tree.ReadDirID(root)
+	must(t, err)
+	n, err := v.tree.Name(id, "late")
+	must(t, err)
+	fd, err := v.tree.Create(root, n, 0, 0o644)
+	must(t, err)
+	backing.Close(fd)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	must(t, err)
+	_, err = f.WriteString("data")
+	must(t, err)
+	must(t, f.Close())
+	if _, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("O_EXCL: %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "data" {
+		t.Fatalf("read %q", b)
 	}
 }
