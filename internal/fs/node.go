@@ -123,11 +123,7 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 		return fd, id, n.doneFD, nil
 	}
 	n.mu.Unlock()
-	rel, err := n.backingRel()
-	if err != nil {
-		return -1, nil, nil, err
-	}
-	if fd, err = backing.OpenDir(n.r.rootfd, rel); err != nil {
+	if fd, err = n.openUncached(); err != nil {
 		return -1, nil, nil, err
 	}
 	if id = n.cachedDirID(); id == nil {
@@ -145,6 +141,45 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 		return fd, id, n.doneFD, nil
 	}
 	return fd, id, func() { backing.Close(fd) }, nil
+}
+
+// openUncached opens directory node n's backing directory: relative to
+// its parent's cached fd if there is one (one openat), else from the root
+// with openat2 (one call), or, when the backing path would not fit in
+// PATH_MAX (deep trees of short names: encrypted names are longer), through
+// the parent, recursively.
+func (n *node) openUncached() (int, error) {
+	name, parent := n.Parent()
+	if parent == nil {
+		return -1, syscall.ENOENT
+	}
+	pn := parent.Operations().(nodeOps).self()
+	viaParent := func() (int, error) {
+		pfd, pid, release, err := pn.openDir()
+		if err != nil {
+			return -1, err
+		}
+		defer release()
+		nm, err := n.r.tree.Name(pid, name)
+		if err != nil {
+			return -1, err
+		}
+		return backing.OpenSubdir(pfd, nm.Backing)
+	}
+	pn.mu.Lock()
+	parentCached := pn.fd >= 0
+	pn.mu.Unlock()
+	if parentCached {
+		return viaParent()
+	}
+	rel, err := n.backingRel()
+	if err != nil {
+		return -1, err
+	}
+	if len(rel) >= unix.PathMax {
+		return viaParent()
+	}
+	return backing.OpenDir(n.r.rootfd, rel)
 }
 
 // doneFD releases a use of the cached fd.

@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -15,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestMain fails the suite if a test left a mount behind.
+// TestMain fails the suite if a test left one of its mounts behind.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if left := leftMounts(); len(left) > 0 {
@@ -25,12 +26,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// leftMounts lists our test mounts still in /proc/mounts.
+// ourMounts records every mount point this test process used.
+var ourMounts sync.Map
+
+// leftMounts lists our mount points still in /proc/mounts.
 func leftMounts() []string {
 	b, _ := os.ReadFile("/proc/mounts")
 	var out []string
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.Contains(l, "fuse.encryptfs") && strings.Contains(l, os.TempDir()) {
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			continue
+		}
+		if _, ok := ourMounts.Load(f[1]); ok {
 			out = append(out, l)
 		}
 	}
@@ -82,6 +90,7 @@ func newVault(t *testing.T, mod func(*Options)) *testVault {
 		mod(&opts)
 	}
 	v.mnt = opts.MountPoint
+	ourMounts.Store(v.mnt, true)
 	srv, err := Mount(opts)
 	if err != nil {
 		t.Fatal(err)

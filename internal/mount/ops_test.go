@@ -428,3 +428,34 @@ func TestCreateOverStaleNegative(t *testing.T) {
 		t.Fatalf("read %q", b)
 	}
 }
+
+// TestDeepTree: a directory chain of one-byte names whose plaintext path is
+// near PATH_MAX has a backing path far beyond it (encrypted names are
+// longer); it must still work, also after a remount (cold caches).
+func TestDeepTree(t *testing.T) {
+	v := newVault(t, nil)
+	depth := (unix.PathMax - len(v.mnt) - 10) / 2
+	dirfd, err := unix.Open(v.mnt, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	for range depth {
+		must(t, unix.Mkdirat(dirfd, "a", 0o755))
+		next, err := unix.Openat(dirfd, "a", unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		must(t, err)
+		unix.Close(dirfd)
+		dirfd = next
+	}
+	fd, err := unix.Openat(dirfd, "f", unix.O_CREAT|unix.O_WRONLY, 0o644)
+	must(t, err)
+	unix.Write(fd, []byte("deep"))
+	unix.Close(fd)
+	unix.Close(dirfd)
+	full := v.mnt + strings.Repeat("/a", depth) + "/f"
+	if len(full) >= unix.PathMax {
+		t.Fatalf("path %d bytes", len(full))
+	}
+	remount(t, v)
+	if b, err := os.ReadFile(full); err != nil || string(b) != "deep" {
+		t.Fatalf("read deep file: %q %v", b, err)
+	}
+	must(t, os.RemoveAll(filepath.Join(v.mnt, "a")))
+}
