@@ -205,6 +205,7 @@ func (s *Server) UnmountOnSignal() (stop func()) {
 			case <-s.waited:
 				return
 			case sig := <-ch:
+				s.logf("%v: unmounting %s", sig, s.opts.MountPoint)
 				if err := s.unmount(); err != nil {
 					s.logf("%v: unmount %s failed: %v", sig, s.opts.MountPoint, err)
 				}
