@@ -52,7 +52,10 @@ func itoa(n int) string {
 //     kernel then marks the inode S_NOSEC and asks no more), WRITE, RELEASE,
 //     plus GETATTRs the kernel sends after a write invalidated its cached
 //     size: 6 measured, bound 6.
-//   - stat: GETATTR, bound 2.
+//   - stat: 2 GETATTRs: the file's (the write invalidated its size) and
+//     its directory's (the create changed the directory's mtime, and
+//     default_permissions needs fresh attributes to check search
+//     permission on the way), bound 2.
 //   - unlink: UNLINK (+ FORGET), bound 2.
 func TestRequestCounts(t *testing.T) {
 	v := newVault(t, func(o *Options) { o.Debug = true })

@@ -5,9 +5,12 @@
 //
 // The FUSE layer, the offline tools and fsck all use it, so that the rules of
 // docs/format.md ("Names", "Symlinks", "xattrs", "Directory IDs") are written
-// down in one place. It never turns errors into errnos: kernel errors come
-// back as unix.Errno (wrapped or not), format violations as the sentinel
-// errors of this package and of the crypto packages.
+// down in one place. Kernel errors come back as unix.Errno (wrapped or not),
+// format violations as the sentinel errors of this package and of the
+// crypto packages. Where tree itself enforces a rule the kernel cannot see
+// in the backing store (rmdir of a directory holding only its dirid,
+// rename over a directory, hard links of symlinks), it returns the errno
+// rename(2), rmdir(2) or link(2) would, so that callers need no mapping.
 package tree
 
 import (
