@@ -41,14 +41,11 @@ func TestPosixtest(t *testing.T) {
 }
 
 // TestPosixSuite runs the team's pjdfstest-style suite on a mount.
-//
-// NoHardLinks: the suite's link group also hard-links a symlink, which
-// EncryptFS refuses with EPERM by design (a symlink's encrypted target is
-// bound to one directory and name). The suite has no narrower exemption
-// yet; hard links of files are covered by TestHardLinks instead.
+// NoSymlinkHardLinks: EncryptFS refuses link(2) of a symlink with EPERM by
+// design (a symlink's encrypted target is bound to one directory and name).
 func TestPosixSuite(t *testing.T) {
 	v := newVault(t, nil)
-	posix.RunWithOptions(t, v.mnt, posix.Options{NoHardLinks: true})
+	posix.RunWithOptions(t, v.mnt, posix.Options{NoSymlinkHardLinks: true})
 }
 
 // TestPosixOtherUser checks permission enforcement for a second uid on an
