@@ -200,3 +200,30 @@ func TestPasswdWrongMasterKey(t *testing.T) {
 		t.Fatalf("open with the new password: %v", err)
 	}
 }
+
+func TestMountPasswordSources(t *testing.T) {
+	needFUSE(t)
+	dir, _ := newVault(t, "pw")
+	pf := writePassfile(t, "pw")
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+	}{
+		{"stdin", "pw\n", nil},
+		{"extpass", "", []string{"--extpass", "cat " + pf}},
+		{"-o passfile", "", []string{"-o", "passfile=" + pf}},
+		{"fstab-only option", "", []string{"--passfile", pf, "-o", "nofail"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mnt := t.TempDir()
+			cleanupMount(t, mnt)
+			args := append(append([]string{"mount"}, tc.args...), dir, mnt)
+			run(t, tc.stdin, args...).want(t, 0)
+			if !isMounted(t, mnt) {
+				t.Fatal("not mounted")
+			}
+			run(t, "", "unmount", mnt).want(t, 0)
+		})
+	}
+}
