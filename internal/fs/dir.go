@@ -62,7 +62,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 // Rmdir removes an empty directory.
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	n.r.touch()
-	e, err := n.child(name)
+	e, err := n.existing(name)
 	if err != nil {
 		return n.r.errno(err, "rmdir", name)
 	}
@@ -74,7 +74,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 // backing fd until its last handle is released.
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	n.r.touch()
-	e, err := n.child(name)
+	e, err := n.existing(name)
 	if err != nil {
 		return n.r.errno(err, "unlink", name)
 	}
@@ -223,19 +223,31 @@ func (n *node) Rename(ctx context.Context, name string, newParent fusefs.InodeEm
 	if flags&^(unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE) != 0 {
 		return syscall.EINVAL
 	}
-	oe, err := n.child(name)
+	oe, err := n.existing(name)
 	if err != nil {
 		return n.r.errno(err, "rename", name)
 	}
 	defer oe.close()
 	np := newParent.(nodeOps).self()
-	ne, err := np.child(newName)
+	ne, err := np.existing(newName)
 	if err != nil {
 		return n.r.errno(err, "rename", newName)
 	}
 	defer ne.close()
+	moved, replaced := n.GetChild(name), np.GetChild(newName)
 	err = n.r.tree.Rename(oe.pfd, oe.pid, oe.name, ne.pfd, ne.pid, ne.name, uint(flags))
-	return n.r.errno(err, "rename", name)
+	if err != nil {
+		return n.r.errno(err, "rename", name)
+	}
+	// Whether a node's backing name is a sync-conflict name follows the
+	// name it moves to.
+	if moved != nil {
+		moved.Operations().(nodeOps).self().foreign.Store(ne.name.Orig != "")
+	}
+	if replaced != nil && flags&unix.RENAME_EXCHANGE != 0 {
+		replaced.Operations().(nodeOps).self().foreign.Store(oe.name.Orig != "")
+	}
+	return 0
 }
 
 var (

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -26,6 +27,10 @@ type node struct {
 	fd        int    // directories: cached backing fd, -1 if none
 	fdUsers   int    // operations using fd right now
 	forgotten bool   // the kernel forgot the node: close fd when unused
+
+	// foreign: the node was found as a sync-conflict copy, whose backing
+	// name is not the encryption of its name (see existing).
+	foreign atomic.Bool
 }
 
 // newNode returns a node for a backing entry (dirID may be nil).
@@ -222,7 +227,27 @@ func (n *node) entry() (entry, error) {
 	if parent == nil {
 		return entry{}, syscall.ENOENT
 	}
+	if n.foreign.Load() {
+		return parent.Operations().(nodeOps).self().existing(name)
+	}
 	return parent.Operations().(nodeOps).self().child(name)
+}
+
+// existing is child for a name that should exist: if the ordinary backing
+// name is absent and name could be a sync-conflict copy's displayed name
+// ("<plain><suffix>"), the copy is looked for.
+func (n *node) existing(name string) (entry, error) {
+	e, err := n.child(name)
+	if err != nil || !tree.MayBeForeign(name) {
+		return e, err
+	}
+	if _, err := backing.Fstatat(e.pfd, e.name.Backing); !errors.Is(err, unix.ENOENT) {
+		return e, nil
+	}
+	if fn, err := n.r.tree.FindForeign(e.pfd, e.pid, name); err == nil {
+		e.name = fn
+	}
+	return e, nil
 }
 
 // child opens directory n and encrypts name for it.
@@ -322,10 +347,24 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fu
 	}
 	defer e.close()
 	st, err := n.r.statEntry(e)
+	if errors.Is(err, unix.ENOENT) && tree.MayBeForeign(name) {
+		if fn, ferr := n.r.tree.FindForeign(e.pfd, e.pid, name); ferr == nil {
+			e.name = fn
+			st, err = n.r.statEntry(e)
+		}
+	}
 	if err != nil {
 		return nil, n.r.errno(err, "lookup", name)
 	}
-	return n.newChild(ctx, &st, nil, out, name), 0
+	return n.newEntryChild(ctx, &st, e.name, out), 0
+}
+
+// newEntryChild is newChild for a looked-up entry, marking sync-conflict
+// copies.
+func (n *node) newEntryChild(ctx context.Context, st *unix.Stat_t, nm tree.Name, out *fuse.EntryOut) *fusefs.Inode {
+	child := n.newChild(ctx, st, nil, out, nm.Plain)
+	child.Operations().(nodeOps).self().foreign.Store(nm.Orig != "")
+	return child
 }
 
 // stat returns the node's backing stat: from its open file if it has one

@@ -102,7 +102,7 @@ func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 	if err != nil {
 		return nil, d.n.r.errno(err, "lookup", name)
 	}
-	return d.n.newChild(ctx, &st, nil, out, name), 0
+	return d.n.newEntryChild(ctx, &st, e.name, out), 0
 }
 
 // Fsyncdir flushes the backing directory.

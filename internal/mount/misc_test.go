@@ -111,3 +111,39 @@ func TestSignalUnmount(t *testing.T) {
 		t.Errorf("log: %q", v.log.String())
 	}
 }
+
+// TestSyncConflictCopy: a sync tool's conflict copy "<encname> (1)" in
+// CIPHERDIR shows up as "<name> (1)" and can be read, renamed and removed.
+func TestSyncConflictCopy(t *testing.T) {
+	v := newVault(t, nil)
+	must(t, os.WriteFile(filepath.Join(v.mnt, "report.txt"), []byte("v1"), 0o644))
+	bf := backingFiles(t, v.cipher)
+	if len(bf) != 1 {
+		t.Fatalf("backing %v", bf)
+	}
+	b, err := os.ReadFile(bf[0])
+	must(t, err)
+	must(t, os.WriteFile(bf[0]+" (1)", b, 0o644))
+	ents, err := os.ReadDir(v.mnt)
+	must(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "report.txt,report.txt (1)" && strings.Join(names, ",") != "report.txt (1),report.txt" {
+		t.Fatalf("listing %v", names)
+	}
+	remount(t, v) // cold lookup, not through readdirplus
+	conflict := filepath.Join(v.mnt, "report.txt (1)")
+	if got, err := os.ReadFile(conflict); err != nil || string(got) != "v1" {
+		t.Fatalf("read conflict copy: %q %v", got, err)
+	}
+	must(t, os.Rename(conflict, filepath.Join(v.mnt, "kept.txt")))
+	if got, err := os.ReadFile(filepath.Join(v.mnt, "kept.txt")); err != nil || string(got) != "v1" {
+		t.Fatalf("read renamed copy: %q %v", got, err)
+	}
+	must(t, os.Remove(filepath.Join(v.mnt, "kept.txt")))
+	if left := backingFiles(t, v.cipher); len(left) != 1 {
+		t.Fatalf("backing left %v", left)
+	}
+}

@@ -17,6 +17,18 @@ type Name struct {
 	Enc     string // base64url of the encrypted name; may exceed 255 bytes
 	Backing string // the entry's name in the backing directory
 	Long    bool   // Backing is a long-name entry with a ".name" sidecar
+	// Orig is set for a sync-conflict copy ("<encname><suffix>", shown as
+	// Plain = "<orig><suffix>"): the name its encrypted part authenticates
+	// as, which a symlink's target is bound to.
+	Orig string
+}
+
+// boundName is the plaintext name an entry's metadata is bound to.
+func (n Name) boundName() string {
+	if n.Orig != "" {
+		return n.Orig
+	}
+	return n.Plain
 }
 
 // sidecarSize bounds a long-name sidecar: the encoded encryption of a
@@ -134,8 +146,77 @@ func (t *Tree) DecryptName(dirfd int, dirID []byte, backingName string) (Name, e
 		}
 	}
 	plain, err := t.names.Decrypt(dirID, enc)
+	if err != nil && !long {
+		if n, ferr := t.decryptForeign(dirID, backingName); ferr == nil {
+			return n, nil
+		}
+	}
 	if err != nil {
 		return Name{}, err
 	}
 	return Name{Plain: plain, Enc: enc, Backing: backingName, Long: long}, nil
+}
+
+// decryptForeign decrypts a sync-conflict copy "<encname><suffix>"
+// (docs/format.md, "Sync conflicts"): shown as "<plain><suffix>" only if
+// encname authenticates in this directory.
+func (t *Tree) decryptForeign(dirID []byte, backingName string) (Name, error) {
+	enc, suffix, ok := names.SplitForeign(backingName)
+	if !ok {
+		return Name{}, names.ErrBadName
+	}
+	plain, err := t.names.Decrypt(dirID, enc)
+	if err != nil {
+		return Name{}, err
+	}
+	full := plain + suffix
+	if err := names.Validate(full); err != nil {
+		return Name{}, fmt.Errorf("%w: %w", names.ErrBadName, err)
+	}
+	return Name{Plain: full, Enc: enc, Backing: backingName, Orig: plain}, nil
+}
+
+// maxForeignSplits bounds the split points FindForeign tries.
+const maxForeignSplits = 8
+
+// MayBeForeign reports whether plain could be the displayed name of a
+// sync-conflict copy: it has a byte outside the base64url alphabet after
+// its first byte, where a foreign suffix could start.
+func MayBeForeign(plain string) bool {
+	for i := 1; i < len(plain); i++ {
+		if !isEncodedByte(plain[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isEncodedByte(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+}
+
+// FindForeign finds the sync-conflict copy displayed as plain in directory
+// dirfd: it tries each place where a suffix could start (a byte outside the
+// base64url alphabet), encrypting the part before it. unix.ENOENT if none
+// exists. Callers use it only after the ordinary name was not found.
+func (t *Tree) FindForeign(dirfd int, dirID []byte, plain string) (Name, error) {
+	tries := 0
+	for i := 1; i < len(plain) && tries < maxForeignSplits; i++ {
+		if isEncodedByte(plain[i]) {
+			continue
+		}
+		tries++
+		enc, err := t.names.Encrypt(dirID, plain[:i])
+		if err != nil {
+			continue
+		}
+		b := enc + plain[i:]
+		if len(b) > names.MaxBackingLen {
+			continue
+		}
+		if _, err := backing.Fstatat(dirfd, b); err == nil {
+			return Name{Plain: plain, Enc: enc, Backing: b, Orig: plain[:i]}, nil
+		}
+	}
+	return Name{}, unix.ENOENT
 }

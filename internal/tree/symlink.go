@@ -19,7 +19,7 @@ const linkSidecarSize = 8 << 10
 
 // sealTarget encrypts target bound to (dirID, plain name).
 func (t *Tree) sealTarget(dirID []byte, n Name, target string) (backingTarget string, blob []byte, sidecar bool, err error) {
-	blob, err = t.links.Seal(dirID, n.Plain, target, t.rand)
+	blob, err = t.links.Seal(dirID, n.boundName(), target, t.rand)
 	if err != nil {
 		return "", nil, false, err
 	}
@@ -101,7 +101,7 @@ func (t *Tree) Readlink(dirfd int, dirID []byte, n Name) (string, error) {
 	} else if blob, err = meta.DecodeTarget(bt); err != nil {
 		return "", fmt.Errorf("%w: %v", meta.ErrCorrupt, err)
 	}
-	return t.links.Open(dirID, n.Plain, blob)
+	return t.links.Open(dirID, n.boundName(), blob)
 }
 
 // placeSymlink writes a symlink to target bound to (dirID, n) under a
