@@ -37,3 +37,15 @@ func timespec(t time.Time) unix.Timespec {
 	}
 	return unix.NsecToTimespec(t.UnixNano())
 }
+
+// Lchown sets the owner and group of name without following a symlink
+// (-1 keeps a field). Changing the owner needs the same privilege as on
+// the backing file system.
+func (v *Vault) Lchown(name string, uid, gid int) error {
+	ref, err := v.resolve(name)
+	if err != nil {
+		return pathErr("lchown", name, err)
+	}
+	defer ref.parent.release()
+	return pathErr("lchown", name, backing.Fchownat(ref.parent.fd, ref.name.Backing, uid, gid))
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestEncryptDecryptPath(t *testing.T) {
@@ -58,5 +60,15 @@ func TestChmodChtimes(t *testing.T) {
 	fi, err := v.Stat("f")
 	if err != nil || fi.Mode() != 0o751 || !fi.ModTime().Equal(mtime) {
 		t.Fatalf("Stat = %v %v, %v", fi.Mode(), fi.ModTime(), err)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	if err := v.Lchown("f", 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	fi, _ = v.Stat("f")
+	if st := fi.Sys().(*unix.Stat_t); st.Uid != 65534 || st.Gid != 65534 {
+		t.Fatalf("owner %d:%d after Lchown", st.Uid, st.Gid)
 	}
 }

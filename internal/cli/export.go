@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/encryptfs/encryptfs/vault"
@@ -64,6 +65,30 @@ type dirTime struct {
 	path string
 	mode fs.FileMode
 	mt   time.Time
+	info fs.FileInfo // for the owner
+}
+
+// owner returns the uid and gid behind fi (a vault's or the OS's FileInfo).
+func owner(fi fs.FileInfo) (uid, gid int, ok bool) {
+	if st, isStat := fi.Sys().(*unix.Stat_t); isStat {
+		return int(st.Uid), int(st.Gid), true
+	}
+	if st, isStat := fi.Sys().(*syscall.Stat_t); isStat {
+		return int(st.Uid), int(st.Gid), true
+	}
+	return 0, 0, false
+}
+
+// chownLike gives path fi's owner when running as root (only root can give
+// files away; others keep their own ownership, as cp -a does).
+func chownLike(path string, fi fs.FileInfo) error {
+	if os.Geteuid() != 0 || fi == nil {
+		return nil
+	}
+	if uid, gid, ok := owner(fi); ok {
+		return os.Lchown(path, uid, gid)
+	}
+	return nil
 }
 
 func (e *exporter) entry(name, dest string, fi fs.FileInfo) {
@@ -76,8 +101,10 @@ func (e *exporter) entry(name, dest string, fi fs.FileInfo) {
 	case mode&fs.ModeSymlink != 0:
 		var target string
 		if target, err = e.v.Readlink(name); err == nil {
-			err = os.Symlink(target, dest)
-			e.links++
+			if err = os.Symlink(target, dest); err == nil {
+				e.links++
+				err = chownLike(dest, fi)
+			}
 		}
 	case mode&fs.ModeNamedPipe != 0:
 		err = unix.Mkfifo(dest, uint32(mode.Perm()))
@@ -97,7 +124,7 @@ func (e *exporter) dir(name, dest string, fi fs.FileInfo) error {
 	}
 	e.dirs++
 	e.copyXattrs(name, dest)
-	e.dirTimes = append(e.dirTimes, dirTime{dest, fi.Mode(), fi.ModTime()})
+	e.dirTimes = append(e.dirTimes, dirTime{dest, fi.Mode(), fi.ModTime(), fi})
 	ents, err := e.v.ReadDir(name)
 	var bad *vault.BadEntriesError
 	if errors.As(err, &bad) {
@@ -134,7 +161,7 @@ func (e *exporter) file(name, dest string, fi fs.FileInfo) error {
 	}
 	e.files++
 	e.copyXattrs(name, dest)
-	return errors.Join(os.Chmod(dest, fi.Mode().Perm()|fi.Mode()&(fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky)),
+	return errors.Join(chownLike(dest, fi), os.Chmod(dest, fi.Mode().Perm()|fi.Mode()&(fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky)),
 		os.Chtimes(dest, time.Time{}, fi.ModTime()))
 }
 
@@ -164,7 +191,7 @@ func (e *exporter) finishDirs() {
 	for i := len(e.dirTimes) - 1; i >= 0; i-- {
 		d := e.dirTimes[i]
 		perm := d.mode.Perm() | d.mode&(fs.ModeSetgid|fs.ModeSticky)
-		if err := errors.Join(os.Chmod(d.path, perm), os.Chtimes(d.path, time.Time{}, d.mt)); err != nil {
+		if err := errors.Join(chownLike(d.path, d.info), os.Chmod(d.path, perm), os.Chtimes(d.path, time.Time{}, d.mt)); err != nil {
 			e.p.report(d.path, err)
 		}
 	}

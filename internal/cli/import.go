@@ -89,7 +89,7 @@ func (im *importer) entry(src, dest string, fi fs.FileInfo) {
 	case mode.IsDir():
 		if err = im.v.Mkdir(dest, 0o700); err == nil {
 			im.dirs++
-			im.dirTimes = append(im.dirTimes, dirTime{dest, mode, fi.ModTime()})
+			im.dirTimes = append(im.dirTimes, dirTime{dest, mode, fi.ModTime(), fi})
 			im.copyXattrs(src, dest)
 			im.tree(src, dest)
 		}
@@ -100,6 +100,7 @@ func (im *importer) entry(src, dest string, fi fs.FileInfo) {
 		if target, err = os.Readlink(src); err == nil {
 			if err = im.v.Symlink(target, dest); err == nil {
 				im.links++
+				err = im.chownLike(dest, fi)
 			}
 		}
 	default:
@@ -133,7 +134,7 @@ func (im *importer) file(src, dest string, fi fs.FileInfo) error {
 	}
 	im.files++
 	im.copyXattrs(src, dest)
-	return errors.Join(im.v.Chmod(dest, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky)),
+	return errors.Join(im.chownLike(dest, fi), im.v.Chmod(dest, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky)),
 		im.v.Chtimes(dest, time.Time{}, fi.ModTime()))
 }
 
@@ -180,8 +181,19 @@ func (im *importer) finishDirs() {
 	for i := len(im.dirTimes) - 1; i >= 0; i-- {
 		d := im.dirTimes[i]
 		perm := d.mode & (fs.ModePerm | fs.ModeSetgid | fs.ModeSticky)
-		if err := errors.Join(im.v.Chmod(d.path, perm), im.v.Chtimes(d.path, time.Time{}, d.mt)); err != nil {
+		if err := errors.Join(im.chownLike(d.path, d.info), im.v.Chmod(d.path, perm), im.v.Chtimes(d.path, time.Time{}, d.mt)); err != nil {
 			im.p.report(d.path, err)
 		}
 	}
+}
+
+// chownLike gives a vault entry fi's owner when running as root.
+func (im *importer) chownLike(dest string, fi fs.FileInfo) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if uid, gid, ok := owner(fi); ok {
+		return im.v.Lchown(dest, uid, gid)
+	}
+	return nil
 }

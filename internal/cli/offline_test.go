@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +41,13 @@ func makePlainTree(t *testing.T) string {
 	if err := os.Symlink("../a.txt", filepath.Join(src, "sub/link")); err != nil {
 		t.Fatal(err)
 	}
+	if os.Geteuid() == 0 {
+		for _, name := range []string{"empty", "sub/link", "sub/deeper"} {
+			if err := os.Lchown(filepath.Join(src, name), 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	if err := unix.Setxattr(filepath.Join(src, "a.txt"), "user.color", []byte("blue"), 0); err != nil {
 		t.Logf("no xattrs on this file system: %v", err)
 	}
@@ -64,6 +72,9 @@ func sameTree(t *testing.T, want, got string) {
 			return nil
 		}
 		n++
+		if ws, gs := wi.Sys().(*syscall.Stat_t), gi.Sys().(*syscall.Stat_t); ws.Uid != gs.Uid || ws.Gid != gs.Gid {
+			t.Errorf("%s: owner %d:%d, want %d:%d", rel, gs.Uid, gs.Gid, ws.Uid, ws.Gid)
+		}
 		if wi.Mode().Type() != gi.Mode().Type() {
 			t.Errorf("%s: type %v, want %v", rel, gi.Mode().Type(), wi.Mode().Type())
 			return nil
