@@ -47,7 +47,7 @@ func leftMounts() []string {
 
 // requireFUSE skips without /dev/fuse, except under CI=true where a FUSE
 // test must never skip.
-func requireFUSE(t *testing.T) {
+func requireFUSE(t testing.TB) {
 	t.Helper()
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -67,7 +67,7 @@ type testVault struct {
 
 // newVault creates a vault in a temp dir and mounts it; it is unmounted
 // in t.Cleanup, even if the test fails.
-func newVault(t *testing.T, mod func(*Options)) *testVault {
+func newVault(t testing.TB, mod func(*Options)) *testVault {
 	t.Helper()
 	requireFUSE(t)
 	p := config.Params{FormatVersion: 1, Cipher: "aes-256-gcm", ChunkSize: 4096}
