@@ -277,6 +277,11 @@ fs_teardown() {
 		return 1
 	fi
 	rm -rf "$cipher" "$mnt" 2>/dev/null || { sleep 2 && rm -rf "$cipher" "$mnt"; }
+	# cryfs remembers the filesystem ID per base dir under $HOME and refuses
+	# a new filesystem at the same path next round: forget it.
+	if [ "$fs" = cryfs ]; then
+		rm -rf "${WORK:?}/home" && mkdir "$WORK/home"
+	fi
 }
 
 # ---- measuring ----
