@@ -135,7 +135,6 @@ type Engine struct {
 	helpers      chan struct{} // semaphore: one token per running helper goroutine
 
 	bufs      bufPools
-	shards    sync.Pool // *shardSet
 	sealJobs  sync.Pool // *sealJob
 	openJobs  sync.Pool // *openJob
 	zeroPlain []byte    // ChunkSize zero bytes; read-only
@@ -166,7 +165,6 @@ func NewEngine(suite *content.Suite, opts Options) *Engine {
 	}
 	e.windowChunks = max((1<<20)/e.chunkSize, 2*e.maxWorkers)
 	e.helpers = make(chan struct{}, max(e.maxWorkers-1, 0))
-	e.shards.New = func() any { return new(shardSet) }
 	e.sealJobs.New = func() any { return new(sealJob) }
 	e.openJobs.New = func() any { return new(openJob) }
 	e.zeroPlain = make([]byte, e.chunkSize)

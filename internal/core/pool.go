@@ -3,6 +3,7 @@ package core
 import (
 	"math/bits"
 	"sync"
+	"sync/atomic"
 )
 
 // Buffer size classes are powers of two from minClassShift to maxClassShift.
@@ -66,19 +67,30 @@ type chunkWork interface {
 	work(lo, hi int) error
 }
 
-// shardSet carries the results of one parallel batch; pooled per engine.
+// shardSet is the shared state of one parallel batch. It is not pooled: a
+// helper that starts after all work was claimed still reads the counter.
 type shardSet struct {
-	wg   sync.WaitGroup
-	errs []error
+	w        chunkWork
+	n        int          // chunk positions in the batch
+	step     int          // positions claimed at a time
+	next     atomic.Int64 // first unclaimed position
+	done     atomic.Int64 // positions finished
+	finished chan struct{}
+	mu       sync.Mutex // guards errLo and err
+	errLo    int        // start of the lowest failed claim
+	err      error
 }
 
 // forChunks runs w over n chunk positions. Small batches, or an engine with
 // the bulk path disabled, run on the caller's goroutine. Larger ones are
-// split into contiguous ranges, one per worker; helpers are taken from the
-// engine-wide semaphore without blocking, so the total number of crypto
-// goroutines stays bounded and a busy engine degrades to sequential work
-// instead of queueing. The returned error is the one of the lowest range
-// that failed, so callers see the first bad chunk.
+// worked on by the caller and helper goroutines that claim small runs of
+// positions from a shared counter, so a helper that the scheduler starts
+// late simply takes fewer, and the caller waits only for runs that were
+// claimed, never for a helper to wake up. Helpers are taken from the
+// engine-wide semaphore without blocking, so the number of crypto goroutines
+// stays bounded and a busy engine degrades to sequential work instead of
+// queueing. The returned error is the one of the lowest failing run, so
+// callers see the first bad chunk.
 func (e *Engine) forChunks(n int, w chunkWork) error {
 	if n <= 0 {
 		return nil
@@ -100,34 +112,42 @@ acquire:
 	if helpers == 0 {
 		return w.work(0, n)
 	}
-	shards := helpers + 1
-	set := e.shards.Get().(*shardSet)
-	if cap(set.errs) < shards {
-		set.errs = make([]error, shards)
+	set := &shardSet{w: w, n: n, errLo: n, finished: make(chan struct{})}
+	set.step = max(1, n/(4*(helpers+1)))
+	for range helpers {
+		go e.runHelper(set)
 	}
-	set.errs = set.errs[:shards]
-	clear(set.errs)
-	set.wg.Add(helpers)
-	for k := 1; k < shards; k++ {
-		go e.runShard(w, set, k, k*n/shards, (k+1)*n/shards)
-	}
-	set.errs[0] = w.work(0, n/shards)
-	set.wg.Wait()
-	var err error
-	for _, shardErr := range set.errs {
-		if shardErr != nil {
-			err = shardErr
-			break
-		}
-	}
-	clear(set.errs)
-	e.shards.Put(set)
-	return err
+	set.claim()
+	<-set.finished
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	return set.err
 }
 
-// runShard is one helper goroutine of forChunks.
-func (e *Engine) runShard(w chunkWork, set *shardSet, k, lo, hi int) {
-	set.errs[k] = w.work(lo, hi)
+// claim works on runs of positions until none are left to claim. Whoever
+// finishes the last position closes finished.
+func (s *shardSet) claim() {
+	for {
+		lo := int(s.next.Add(int64(s.step))) - s.step
+		if lo >= s.n {
+			return
+		}
+		hi := min(lo+s.step, s.n)
+		if err := s.w.work(lo, hi); err != nil {
+			s.mu.Lock()
+			if lo < s.errLo {
+				s.errLo, s.err = lo, err
+			}
+			s.mu.Unlock()
+		}
+		if int(s.done.Add(int64(hi-lo))) == s.n {
+			close(s.finished)
+		}
+	}
+}
+
+// runHelper is one helper goroutine of forChunks.
+func (e *Engine) runHelper(set *shardSet) {
+	set.claim()
 	<-e.helpers
-	set.wg.Done()
 }
