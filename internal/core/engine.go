@@ -84,11 +84,13 @@ func DefaultOptions() Options {
 }
 
 // minParallelBytes is the request size below which the crypto stays on the
-// caller's goroutine: splitting costs a goroutine start and a wake-up (a few
-// microseconds), sealing 64 KiB costs tens of microseconds. 128 KiB (the
-// smallest common FUSE request) splits into two 64 KiB halves. Not yet tuned
-// on an idle machine: BenchmarkWorkers and BenchmarkPaired are the tools.
-const minParallelBytes = 128 << 10
+// caller's goroutine: splitting costs a goroutine start and a wake-up, and
+// the FUSE layer already runs concurrent requests on both cores. On the
+// shared 2-core test machine, splitting 128 KiB requests (two 64 KiB chunks)
+// was slower than not splitting in every paired run (BenchmarkPaired
+// parwrite128k: 0.74-0.87); 1 MiB requests split. Re-tune on an idle machine
+// with BenchmarkPaired and BenchmarkWorkers.
+const minParallelBytes = 256 << 10
 
 // Errors of the engine besides the content package's sentinels.
 var (
