@@ -72,3 +72,31 @@ func TestUnescapeMountinfo(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseMasterKey: never panics; whatever parses is 32 bytes and
+// formats back to something that parses to the same key.
+func FuzzParseMasterKey(f *testing.F) {
+	f.Add([]byte(formatMasterKey(make([]byte, 32))))
+	f.Add([]byte("00-11 22"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		key, err := parseMasterKey(in)
+		if err != nil {
+			return
+		}
+		again, err := parseMasterKey([]byte(formatMasterKey(key)))
+		if len(key) != 32 || err != nil || !bytes.Equal(again, key) {
+			t.Fatalf("round trip of %x: %x, %v", key, again, err)
+		}
+	})
+}
+
+// FuzzMountOptions: -o parsing never panics and keeps every unknown
+// option for the kernel.
+func FuzzMountOptions(f *testing.F) {
+	f.Add("ro,allow_other,idle=5m,passfile=/k,nodev")
+	f.Add(",,=,x-a=b")
+	f.Fuzz(func(t *testing.T, s string) {
+		var m mountFlags
+		_ = m.parseOptions(s)
+	})
+}
