@@ -210,6 +210,13 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 	n, err := w.t.DecryptName(dirfd, dirID, bn)
 	if err == nil {
 		ent.name, ent.named, ent.shown = n, true, n.Plain
+		if n.Orig != "" {
+			// tree shows "<encname><suffix>" as "<plain><suffix>" when the
+			// encrypted part authenticates; fsck still reports it, since the
+			// user has a conflict to resolve.
+			w.add(Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
+				Detail: fmt.Sprintf("copy of %q with a suffix added by another program (sync conflict?)", n.Orig)})
+		}
 		return
 	}
 	if isLongConflict(bn) {
