@@ -57,6 +57,18 @@ func requireFUSE(t testing.TB) {
 	}
 }
 
+// requireRoot skips a test that needs root (to act as a second user),
+// except under CI=true, where it fails instead.
+func requireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but not root")
+		}
+		t.Skip("needs root")
+	}
+}
+
 // testVault is a mounted vault for a test.
 type testVault struct {
 	cipher, mnt string

@@ -58,9 +58,7 @@ func TestReadOnly(t *testing.T) {
 // TestOwnership: a file created by another user through an allow_other
 // mount belongs to that user, in the mount and in CIPHERDIR.
 func TestOwnership(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	requireRoot(t)
 	v := newVault(t, func(o *Options) {
 		o.AllowOther = true
 		o.MountPoint = searchableDir(t)

@@ -51,9 +51,7 @@ func TestPosixSuite(t *testing.T) {
 // TestPosixOtherUser checks permission enforcement for a second uid on an
 // allow_other mount (default_permissions is always on).
 func TestPosixOtherUser(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to act as a second user")
-	}
+	requireRoot(t)
 	v := newVault(t, func(o *Options) {
 		o.AllowOther = true
 		o.MountPoint = searchableDir(t)
