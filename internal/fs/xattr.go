@@ -2,10 +2,10 @@ package fs
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"syscall"
 
+	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 )
@@ -41,13 +41,26 @@ func (n *node) xattrObject(create bool) (fd int, id []byte, done func(), err err
 	return -1, nil, nil, syscall.EOPNOTSUPP
 }
 
+// checkXattrName refuses other namespaces (EOPNOTSUPP) and user.* names
+// whose encrypted backing name would exceed the 255-byte xattr name limit
+// (ERANGE, as the kernel answers for a name that is too long).
+func checkXattrName(attr string) syscall.Errno {
+	if !strings.HasPrefix(attr, "user.") {
+		return syscall.EOPNOTSUPP
+	}
+	if len(attr) > meta.MaxXattrName {
+		return syscall.ERANGE
+	}
+	return 0
+}
+
 // Getxattr returns a user.* attribute. Other namespaces are not supported
 // (EOPNOTSUPP; the mount uses HANDLE_KILLPRIV_V2 so the kernel does not ask
 // for security.capability on every write).
 func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	n.r.touch()
-	if !strings.HasPrefix(attr, "user.") {
-		return 0, syscall.EOPNOTSUPP
+	if errno := checkXattrName(attr); errno != 0 {
+		return 0, errno
 	}
 	fd, id, done, err := n.xattrObject(false)
 	if err != nil {
@@ -70,26 +83,22 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 // Setxattr stores an encrypted user.* attribute.
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	n.r.touch()
-	if !strings.HasPrefix(attr, "user.") {
-		return syscall.EOPNOTSUPP
+	if errno := checkXattrName(attr); errno != 0 {
+		return errno
 	}
 	fd, id, done, err := n.xattrObject(true)
 	if err != nil {
 		return n.errno(err, "setxattr")
 	}
 	defer done()
-	err = n.r.tree.SetXattr(fd, id, attr, data, int(flags))
-	if errors.Is(err, unix.E2BIG) || errors.Is(err, unix.ERANGE) {
-		return syscall.E2BIG
-	}
-	return n.errno(err, "setxattr")
+	return n.errno(n.r.tree.SetXattr(fd, id, attr, data, int(flags)), "setxattr")
 }
 
 // Removexattr removes a user.* attribute.
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	n.r.touch()
-	if !strings.HasPrefix(attr, "user.") {
-		return syscall.EOPNOTSUPP
+	if errno := checkXattrName(attr); errno != 0 {
+		return errno
 	}
 	fd, id, done, err := n.xattrObject(false)
 	if err != nil {

@@ -189,6 +189,8 @@ func TestErrnos(t *testing.T) {
 		{"4096-byte symlink target", unix.Symlink(strings.Repeat("t", 4096), p("sl")), unix.ENAMETOOLONG},
 		{"security xattr", unix.Setxattr(p(long), "security.foo", []byte("x"), 0), unix.EOPNOTSUPP},
 		{"missing xattr", func() error { _, err := unix.Getxattr(p(long), "user.none", nil); return err }(), unix.ENODATA},
+		{"176-byte xattr name", unix.Setxattr(p(long), "user."+strings.Repeat("x", 171), []byte("x"), 0), unix.ERANGE},
+		{"xattr value over the limit", unix.Setxattr(p(long), "user.big", make([]byte, 65536-39), 0), unix.E2BIG},
 		{"unlink dir", unix.Unlink(p("d")), unix.EISDIR},
 		{"rmdir file", unix.Rmdir(p("d", "f")), unix.ENOTDIR},
 		{"rename noreplace", unix.Renameat2(unix.AT_FDCWD, p(long), unix.AT_FDCWD, p("d", "f"), unix.RENAME_NOREPLACE), unix.EEXIST},
@@ -197,6 +199,14 @@ func TestErrnos(t *testing.T) {
 	} {
 		if !errors.Is(tc.err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.what, tc.err, tc.want)
+		}
+	}
+	// The longest xattr name that fits (175 bytes) works.
+	maxName := "user." + strings.Repeat("x", 170)
+	must(t, unix.Setxattr(p(long), maxName, []byte("v"), 0))
+	if buf := make([]byte, 8); true {
+		if n, err := unix.Getxattr(p(long), maxName, buf); err != nil || string(buf[:n]) != "v" {
+			t.Errorf("175-byte xattr name: %v", err)
 		}
 	}
 	// A 255-byte name works and is listed.
