@@ -204,10 +204,9 @@ func TestErrnos(t *testing.T) {
 	// The longest xattr name that fits (175 bytes) works.
 	maxName := "user." + strings.Repeat("x", 170)
 	must(t, unix.Setxattr(p(long), maxName, []byte("v"), 0))
-	if buf := make([]byte, 8); true {
-		if n, err := unix.Getxattr(p(long), maxName, buf); err != nil || string(buf[:n]) != "v" {
-			t.Errorf("175-byte xattr name: %v", err)
-		}
+	xbuf := make([]byte, 8)
+	if n, err := unix.Getxattr(p(long), maxName, xbuf); err != nil || string(xbuf[:n]) != "v" {
+		t.Errorf("175-byte xattr name: %v", err)
 	}
 	// A 255-byte name works and is listed.
 	ents, err := os.ReadDir(v.mnt)
