@@ -27,6 +27,11 @@ type App struct {
 	// stdinLines reads lines from Stdin when it is not a terminal; shared so
 	// that passwd can read an old and a new password from two lines.
 	stdinLines *bufio.Reader
+
+	// describe, when set, receives each command's flag set at parse time
+	// and the command stops there: completion and man pages are generated
+	// from the very flag sets the commands parse with.
+	describe func(*flagSet)
 }
 
 // Main runs the command line with the process's streams and returns the
@@ -58,6 +63,8 @@ func commands() []command {
 		{"encrypt-path", "print the backing path of a plaintext path", (*App).cmdEncryptPath},
 		{"decrypt-path", "print the plaintext path of a backing path", (*App).cmdDecryptPath},
 		{"version", "print the version", (*App).cmdVersion},
+		{"completion", "print a bash or zsh completion script", (*App).cmdCompletion},
+		{"man", "print the encryptfs(1) manual page (roff)", (*App).cmdMan},
 	}
 }
 
@@ -111,8 +118,8 @@ func (a *App) usage(w io.Writer) {
 }
 
 func (a *App) cmdVersion(args []string) error {
-	if len(args) > 0 {
-		return usageErrorf("version takes no arguments")
+	if _, err := a.newFlagSet("version", "").parse(args, 0, 0); err != nil {
+		return helpOK(err)
 	}
 	fmt.Fprintf(a.Stdout, "encryptfs %s\n", Version)
 	return nil

@@ -34,6 +34,10 @@ func (fs *flagSet) printHelp() {
 // parse parses flags that may come before, between or after the
 // positional arguments ("--" ends the flags) and checks their number.
 func (fs *flagSet) parse(args []string, minPos, maxPos int) ([]string, error) {
+	if fs.app.describe != nil {
+		fs.app.describe(fs)
+		return nil, errDescribed
+	}
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -63,6 +67,10 @@ func (fs *flagSet) parse(args []string, minPos, maxPos int) ([]string, error) {
 	}
 	return pos, nil
 }
+
+// errDescribed: the App only collects flag sets (see describeCommands); the
+// command stops before doing anything.
+var errDescribed = errors.New("flags described")
 
 // errHelp: -h was given and the help printed; the command ends with 0.
 var errHelp = errors.New("help shown")

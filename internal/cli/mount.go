@@ -11,6 +11,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/mount"
+	"golang.org/x/sys/unix"
 )
 
 func (a *App) cmdMount(args []string) error {
@@ -38,6 +39,15 @@ func (a *App) cmdMount(args []string) error {
 	}
 	if err := checkMountPoint(cipherDir, mountPoint); err != nil {
 		return err
+	}
+	if !m.readOnly && !m.rev.enabled && onReadOnlyFS(cipherDir) {
+		// Writes could not reach the backing files: mount read-only rather
+		// than fail on the first write. The daemon child repeats the check
+		// silently; the user sees the note once.
+		m.readOnly = true
+		if m.notifyFD < 0 {
+			fmt.Fprintf(a.Stderr, "encryptfs: note: %s is on a read-only file system; mounting read-only\n", cipherDir)
+		}
 	}
 	if m.notifyFD >= 0 {
 		return a.runDaemonChild(c, cipherDir, mountPoint, m)
@@ -121,6 +131,11 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	srv.Wait()
 	logger.Printf("unmounted %s", mountPoint)
 	return nil
+}
+
+// onReadOnlyFS reports whether dir lies on a file system mounted read-only.
+func onReadOnlyFS(dir string) bool {
+	return unix.Access(dir, unix.W_OK) == unix.EROFS
 }
 
 func absPaths(paths ...string) (string, string, error) {

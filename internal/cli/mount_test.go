@@ -79,13 +79,19 @@ func TestMountDaemon(t *testing.T) {
 		t.Fatalf("read back: %q, %v", got, err)
 	}
 	// The same mount point cannot be mounted twice (it is not empty now).
+	before := hashTree(t, dir)
 	run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, ExitMountPoint)
+	unchangedTree(t, dir, before)
 	// Nor an empty mounted vault (the mount point looks empty).
 	dir2, _ := newVault(t, "pw")
 	mnt2 := t.TempDir()
 	cleanupMount(t, mnt2)
 	run(t, "", "mount", "--passfile", pf, dir2, mnt2).want(t, 0)
+	before2 := hashTree(t, dir2)
 	run(t, "", "mount", "--passfile", pf, dir2, mnt2).want(t, ExitMountPoint)
+	run(t, "", "mount", "--passfile", pf, dir, mnt2).want(t, ExitMountPoint)
+	unchangedTree(t, dir2, before2)
+	unchangedTree(t, dir, before)
 	run(t, "", "unmount", mnt2).want(t, 0)
 	run(t, "", "unmount", mnt).want(t, 0)
 	if isMounted(t, mnt) {
