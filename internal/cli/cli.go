@@ -31,7 +31,7 @@ type App struct {
 	// describe, when set, receives each command's flag set at parse time
 	// and the command stops there: completion and man pages are generated
 	// from the very flag sets the commands parse with.
-	describe func(*flagSet)
+	describe func(fs *flagSet, minPos, maxPos int)
 }
 
 // Main runs the command line with the process's streams and returns the

@@ -12,6 +12,11 @@ import (
 type cmdSpec struct {
 	name, summary, argsUsage string
 	flags                    []flagSpec
+
+	// fs, minPos and maxPos are the command's parser, for checking
+	// command lines written elsewhere (contrib/systemd) against it.
+	fs             *flagSet
+	minPos, maxPos int
 }
 
 // flagSpec is one user-visible flag.
@@ -35,11 +40,14 @@ func (f flagSpec) dashed() string {
 func describeCommands() []cmdSpec {
 	var specs []cmdSpec
 	for _, c := range commands() {
-		var got *flagSet
-		a := &App{Stdout: io.Discard, Stderr: io.Discard, describe: func(fs *flagSet) { got = fs }}
-		c.run(a, nil) // returns errDescribed once got is set
 		spec := cmdSpec{name: c.name, summary: c.summary}
+		var got *flagSet
+		a := &App{Stdout: io.Discard, Stderr: io.Discard, describe: func(fs *flagSet, minPos, maxPos int) {
+			got, spec.minPos, spec.maxPos = fs, minPos, maxPos
+		}}
+		c.run(a, nil) // returns errDescribed once got is set
 		if got != nil {
+			spec.fs = got
 			spec.argsUsage = got.argsUsage
 			got.VisitAll(func(f *flag.Flag) {
 				if strings.HasPrefix(f.Usage, "internal:") {

@@ -35,7 +35,7 @@ func (fs *flagSet) printHelp() {
 // positional arguments ("--" ends the flags) and checks their number.
 func (fs *flagSet) parse(args []string, minPos, maxPos int) ([]string, error) {
 	if fs.app.describe != nil {
-		fs.app.describe(fs)
+		fs.app.describe(fs, minPos, maxPos)
 		return nil, errDescribed
 	}
 	var pos []string
