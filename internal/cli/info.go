@@ -24,24 +24,21 @@ type infoJSON struct {
 		Threads   uint8
 	}
 	FeatureFlags []string
-	Reverse      bool
+	// Reverse is true for a PLAINDIR's reverse-mode config. (The stored
+	// Params.Reverse stays false there, see initReverse; this field says
+	// which kind of directory was read.)
+	Reverse bool
 }
 
 func (a *App) cmdInfo(args []string) error {
 	fs := a.newFlagSet("info", "CIPHERDIR")
 	asJSON := fs.Bool("json", false, "print JSON")
+	reverse := fs.Bool("reverse", false, "read the reverse-mode config of a PLAINDIR set up with init --reverse (found without the flag too)")
 	pos, err := fs.parse(args, 1, 1)
 	if err != nil {
 		return helpOK(err)
 	}
-	c, err := loadConfig(pos[0])
-	if errors.Is(err, config.ErrNotFound) {
-		// A plaintext directory set up for reverse mounts.
-		if rc, rerr := loadReverseConfig(pos[0]); rerr == nil {
-			c, err = rc, nil
-			fmt.Fprintf(a.Stderr, "encryptfs: %s is set up for reverse mode (%s)\n", pos[0], revfs.ConfigName)
-		}
-	}
+	c, isReverse, err := a.loadAnyConfig(pos[0], *reverse)
 	if err != nil {
 		return err
 	}
@@ -50,7 +47,7 @@ func (a *App) cmdInfo(args []string) error {
 		var out infoJSON
 		out.FormatVersion, out.Creator, out.Cipher, out.ChunkSize = p.FormatVersion, c.Creator, p.Cipher, p.ChunkSize
 		out.KDF.Algorithm, out.KDF.Time, out.KDF.MemoryKiB, out.KDF.Threads = p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB, p.KDF.Threads
-		out.FeatureFlags, out.Reverse = p.FeatureFlags, p.Reverse
+		out.FeatureFlags, out.Reverse = p.FeatureFlags, p.Reverse || isReverse
 		b, err := json.MarshalIndent(out, "", "  ")
 		if err != nil {
 			return err
@@ -65,8 +62,26 @@ func (a *App) cmdInfo(args []string) error {
 	fmt.Fprintf(a.Stdout, "KDF:            %s, time %d, memory %d MiB, threads %d\n",
 		p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB/1024, p.KDF.Threads)
 	fmt.Fprintf(a.Stdout, "Feature flags:  %s\n", strings.Join(p.FeatureFlags, " "))
-	fmt.Fprintf(a.Stdout, "Reverse mode:   %t\n", p.Reverse)
+	fmt.Fprintf(a.Stdout, "Reverse mode:   %t\n", p.Reverse || isReverse)
 	return nil
+}
+
+// loadAnyConfig loads dir's config: the reverse-mode one with reverse,
+// else the forward one, or, when dir has none, a reverse-mode one after all
+// (with a note on stderr). isReverse tells which was read.
+func (a *App) loadAnyConfig(dir string, reverse bool) (c *config.Config, isReverse bool, err error) {
+	if reverse {
+		c, err = loadReverseConfig(dir)
+		return c, err == nil, err
+	}
+	c, err = loadConfig(dir)
+	if errors.Is(err, config.ErrNotFound) {
+		if rc, rerr := loadReverseConfig(dir); rerr == nil {
+			fmt.Fprintf(a.Stderr, "encryptfs: %s is set up for reverse mode (%s)\n", dir, revfs.ConfigName)
+			return rc, true, nil
+		}
+	}
+	return c, false, err
 }
 
 // loadConfig loads CIPHERDIR's config with the CIPHERDIR problems told

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/encryptfs/encryptfs/internal/config"
+	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
 )
 
 func (a *App) cmdPasswd(args []string) error {
@@ -14,6 +15,7 @@ func (a *App) cmdPasswd(args []string) error {
 	fs.StringVar(&newSrc.passfile, "new-passfile", "", "read the new password from the first line of this file")
 	fs.StringVar(&newSrc.extpass, "new-extpass", "", "run this program for the new password")
 	useMasterKey := fs.Bool("masterkey", false, "read the master key from stdin instead of the current password (forgotten password)")
+	reverse := fs.Bool("reverse", false, "change the password of a PLAINDIR's reverse-mode config (found without the flag too)")
 	var kf kdfFlags
 	kf.register(fs)
 	pos, err := fs.parse(args, 1, 1)
@@ -21,7 +23,7 @@ func (a *App) cmdPasswd(args []string) error {
 		return helpOK(err)
 	}
 	dir := pos[0]
-	c, err := loadConfig(dir)
+	c, isReverse, err := a.loadAnyConfig(dir, *reverse)
 	if err != nil {
 		return err
 	}
@@ -39,11 +41,11 @@ func (a *App) cmdPasswd(args []string) error {
 			return err
 		}
 		defer clear(masterKey)
-		checked, err := checkMasterKey(dir, c.Params, masterKey)
-		if err != nil {
+		if isReverse { // a PLAINDIR has no encrypted names to check against
+			fmt.Fprintln(a.Stderr, "encryptfs: warning: in reverse mode the master key cannot be checked; a wrong one makes new copies of the view unreadable with the old key")
+		} else if checked, err := checkMasterKey(dir, c.Params, masterKey); err != nil {
 			return err
-		}
-		if !checked {
+		} else if !checked {
 			fmt.Fprintln(a.Stderr, "encryptfs: warning: the vault has no entries, so the master key could not be checked against it")
 		}
 	} else {
@@ -67,6 +69,9 @@ func (a *App) cmdPasswd(args []string) error {
 	if err := c.Rewrap(masterKey, pw, k, a.Rand); err != nil {
 		return err
 	}
+	if isReverse {
+		return a.saveReverseConfig(dir, c)
+	}
 	if err := config.Backup(dir); err != nil {
 		return err
 	}
@@ -74,5 +79,21 @@ func (a *App) cmdPasswd(args []string) error {
 		return err
 	}
 	fmt.Fprintf(a.Stdout, "Password changed. The previous config is kept as %s.\n", config.BackupName)
+	return nil
+}
+
+// saveReverseConfig writes PLAINDIR's re-wrapped reverse config. There is
+// no backup: a ".bak" next to it would show up in the encrypted view, and
+// every copy of the view made before holds the previous config as its
+// encryptfs.conf anyway.
+func (a *App) saveReverseConfig(dir string, c *config.Config) error {
+	data, err := c.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := config.WriteFileAtomic(dir, revfs.ConfigName, data); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.Stdout, "Password changed. Views mounted from now on (and copies of them) use it; a mounted view keeps the old config until remounted.\n")
 	return nil
 }
