@@ -73,7 +73,8 @@ func writeZshCompletion(w io.Writer, specs []cmdSpec) {
 		fmt.Fprintf(w, "\t\t%s\n", zshQuote(s.name+":"+strings.ReplaceAll(s.summary, ":", `\:`)))
 	}
 	fmt.Fprintf(w, "\t)\n\tif (( CURRENT == 2 )); then\n\t\t_describe command cmds\n\t\treturn\n\tfi\n")
-	fmt.Fprintf(w, "\tcase $words[2] in\n")
+	// Drop the program name: _arguments sees "COMMAND ARGS" like a program.
+	fmt.Fprintf(w, "\tshift words\n\t(( CURRENT-- ))\n\tcase $words[1] in\n")
 	for _, s := range specs {
 		fmt.Fprintf(w, "\t%s)\n\t\t_arguments -S \\\n", s.name)
 		for _, f := range s.flags {
@@ -97,7 +98,7 @@ func zshQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// zshBracket escapes what _arguments treats specially in a description.
+// zshBracket escapes what ends an _arguments description.
 func zshBracket(s string) string {
-	return strings.NewReplacer("[", `\[`, "]", `\]`, ":", `\:`).Replace(s)
+	return strings.NewReplacer("[", `\[`, "]", `\]`).Replace(s)
 }
