@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,6 +58,19 @@ func TestMountOptions(t *testing.T) {
 	if !m.readOnly || !m.allowOther || m.idle != 5*time.Minute || m.src.passfile != "/k" || !m.sharedStorage ||
 		!reflect.DeepEqual(m.extra, []string{"nodev", "noexec"}) {
 		t.Fatalf("%+v", m)
+	}
+	// fstab/systemd-only options are dropped; what mount.fuse3 adds
+	// (dev,suid) and kernel options go to the FUSE mount.
+	for _, tc := range []struct{ opt, extra string }{
+		{"defaults", ""}, {"auto", ""}, {"noauto", ""}, {"user", ""}, {"users", ""}, {"nouser", ""},
+		{"owner", ""}, {"group", ""}, {"nofail", ""}, {"_netdev", ""}, {"comment=systemd.automount", ""},
+		{"x-systemd.requires=net.target", ""}, {"x-systemd.device-timeout=5s", ""},
+		{"dev", "dev"}, {"suid", "suid"}, {"nosuid", "nosuid"},
+	} {
+		var m mountFlags
+		if err := m.parseOptions(tc.opt); err != nil || strings.Join(m.extra, ",") != tc.extra {
+			t.Errorf("%s: extra %q, %v; want %q", tc.opt, m.extra, err, tc.extra)
+		}
 	}
 	for _, bad := range []string{"idle=soon", "passfile"} {
 		if err := (&mountFlags{}).parseOptions(bad); err == nil {
