@@ -45,6 +45,18 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 	return fd, id, func() { backing.Close(fd) }, nil
 }
 
+// cachedFD returns directory node n's cached backing fd, if it has one,
+// without opening anything; the caller calls release when done with it.
+func (n *node) cachedFD() (fd int, release func(), ok bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fd < 0 {
+		return -1, nil, false
+	}
+	n.fdUsers++
+	return n.fd, n.doneFD, true
+}
+
 // openUncached opens directory node n's backing directory: relative to
 // its parent's cached fd if there is one (one openat), else from the root
 // with openat2 (one call), or, when the backing path would not fit in

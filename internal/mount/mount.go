@@ -9,6 +9,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -111,6 +112,7 @@ func Mount(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("mount: %w", err)
 	}
 	s := &Server{srv: srv, root: root, opts: opts, stopIdle: make(chan struct{}), waited: make(chan struct{})}
+	stopProfile := s.startCPUProfile()
 	go srv.Serve()
 	if err := srv.WaitMount(); err != nil {
 		srv.Unmount()
@@ -119,6 +121,7 @@ func Mount(opts Options) (*Server, error) {
 	}
 	go func() {
 		srv.Wait()
+		stopProfile()
 		root.Close()
 		close(s.stopIdle)
 		close(s.waited)
@@ -217,6 +220,37 @@ func (s *Server) UnmountOnSignal() (stop func()) {
 			signal.Stop(ch)
 			close(done)
 		})
+	}
+}
+
+// cpuProfileEnv names an environment variable for profiling the daemon:
+// ENCRYPTFS_CPUPROFILE=/path/cpu.pprof writes a Go CPU profile of the whole
+// mount's lifetime to that file (read it with `go tool pprof`). It is a
+// developer tool, hence an environment variable rather than a CLI flag.
+const cpuProfileEnv = "ENCRYPTFS_CPUPROFILE"
+
+// startCPUProfile starts the profile asked for by cpuProfileEnv, if any,
+// and returns the function that writes it out.
+func (s *Server) startCPUProfile() (stop func()) {
+	path := os.Getenv(cpuProfileEnv)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		s.logf("%s: %v", cpuProfileEnv, err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		s.logf("%s: %v", cpuProfileEnv, err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			s.logf("%s: %v", cpuProfileEnv, err)
+		}
 	}
 }
 

@@ -126,8 +126,17 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 
 // Unlink removes the non-directory entry n from dirfd with its long-name
 // sidecar and, for a symlink with a long target, the target's sidecar.
-func (t *Tree) Unlink(dirfd int, n Name) error {
-	target, lerr := backing.Readlinkat(dirfd, n.Backing)
+func (t *Tree) Unlink(dirfd int, n Name) error { return t.UnlinkType(dirfd, n, 0) }
+
+// UnlinkType is Unlink for a caller that knows the entry's file type
+// (mode's unix.S_IFMT bits; 0 if unknown): a known non-symlink saves the
+// readlink that finds a symlink's long-target sidecar.
+func (t *Tree) UnlinkType(dirfd int, n Name, mode uint32) error {
+	var target string
+	var lerr error = unix.EINVAL
+	if mode == 0 || mode == unix.S_IFLNK {
+		target, lerr = backing.Readlinkat(dirfd, n.Backing)
+	}
 	if err := backing.Unlinkat(dirfd, n.Backing, 0); err != nil {
 		return err
 	}
