@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -26,7 +25,7 @@ type fileKey uint64
 // caches are never duplicated (core requires one File per inode).
 type openFile struct {
 	key      fileKey
-	osf      *os.File
+	bf       *backing.File
 	fd       int
 	file     *core.File
 	refs     int           // guarded by openFiles.mu
@@ -79,7 +78,7 @@ func (t *openFiles) put(of *openFile) error {
 		return nil
 	}
 	err := of.file.Close()
-	if cerr := of.osf.Close(); err == nil {
+	if cerr := of.bf.Close(); err == nil {
 		err = cerr
 	}
 	return err
@@ -93,18 +92,25 @@ func (r *Root) adopt(fd int) (*openFile, error) {
 		backing.Close(fd)
 		return nil, err
 	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		// The name was taken over by a rename that raced with this open
+		// (the node's name is resolved after the kernel's lookup): the
+		// file that was looked up is gone from it.
+		backing.Close(fd)
+		return nil, syscall.ENOENT
+	}
 	key := fileKey(st.Ino)
 	if of := r.files.get(key); of != nil {
 		backing.Close(fd)
 		return of, nil
 	}
-	osf := os.NewFile(uintptr(fd), "backing")
-	file, err := r.tree.Engine().Open(osf)
+	bf := backing.NewFile(fd, &st)
+	file, err := r.tree.Engine().Open(bf)
 	if err != nil {
-		osf.Close()
+		bf.Close()
 		return nil, err
 	}
-	of := &openFile{key: key, osf: osf, fd: fd, file: file, refs: 1}
+	of := &openFile{key: key, bf: bf, fd: fd, file: file, refs: 1}
 	of.mode.Store(st.Mode)
 	r.files.mu.Lock()
 	if other := r.files.m[key]; other != nil {
@@ -112,7 +118,7 @@ func (r *Root) adopt(fd int) (*openFile, error) {
 		other.refs++
 		r.files.mu.Unlock()
 		file.Close()
-		osf.Close()
+		bf.Close()
 		return other, nil
 	}
 	r.files.m[key] = of
@@ -136,6 +142,10 @@ func (n *node) acquire() (*openFile, error) {
 	fd, err := openBacking(e.pfd, e.name.Backing, unix.O_RDWR)
 	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS) {
 		fd, err = openBacking(e.pfd, e.name.Backing, unix.O_RDONLY)
+	}
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EISDIR) {
+		// A symlink or directory took the name over (see adopt).
+		return nil, syscall.ENOENT
 	}
 	if err != nil {
 		return nil, err
