@@ -105,9 +105,15 @@ wait_daemon() {
 	unset "PID_OF[$1]"
 }
 
+SUITE_PID="" # the running suite job, a process group of its own
+
 cleanup() {
 	local rc=$? i pid
 	trap - EXIT INT TERM
+	if [ -n "$SUITE_PID" ]; then
+		kill -TERM -- "-$SUITE_PID" 2>/dev/null || true
+		wait "$SUITE_PID" 2>/dev/null || true
+	fi
 	for ((i = ${#MOUNTS[@]} - 1; i >= 1; i--)); do
 		unmount_one "${MOUNTS[$i]}"
 	done
@@ -369,14 +375,20 @@ for round in $(seq "$ROUNDS"); do
 			continue
 		fi
 		# A subshell with its own set -e, outside any condition, so that
-		# the first failing step stops this filesystem's suite.
-		set +e
+		# the first failing step stops this filesystem's suite. It runs as
+		# a background job in its own process group (set -m) and we wait
+		# for it: a signal then interrupts the wait at once, and the
+		# cleanup stops the whole job (dd, tar...) before unmounting.
+		set -m
 		(
 			set -e
 			run_suite "$round" "$fs" "$cipher" "$mnt"
-		)
-		rc=$?
-		set -e
+		) &
+		SUITE_PID=$!
+		set +m
+		rc=0
+		wait "$SUITE_PID" || rc=$?
+		SUITE_PID=""
 		if [ "$rc" != 0 ]; then
 			FAILED+=("$fs round $round: suite failed with status $rc (see messages above)")
 			note "${FAILED[-1]}"
