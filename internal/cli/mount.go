@@ -111,6 +111,11 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	if fsName == "" {
 		fsName = cipherDir
 	}
+	// The kernel has already applied the calling process's umask to the mode
+	// of every CREATE/MKDIR/MKNOD it sends; the daemon's own umask must not
+	// be applied a second time to the backing entries (0666 would become
+	// 0644). This process is the daemon, so it owns its umask.
+	unix.Umask(0)
 	srv, err := mount.Mount(mount.Options{
 		CipherDir: cipherDir, MountPoint: mountPoint, Tree: t,
 		ReadOnly: m.readOnly, AllowOther: m.allowOther, SharedStorage: m.sharedStorage, Debug: m.debug,

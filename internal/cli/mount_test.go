@@ -233,3 +233,31 @@ func TestMountPasswordSources(t *testing.T) {
 		})
 	}
 }
+
+// TestMountKeepsCallerModes: the daemon runs as its own process with its own
+// umask (022 here); entries created through the mount must get exactly the
+// mode the caller asked for after the caller's umask, not the daemon's on top.
+func TestMountKeepsCallerModes(t *testing.T) {
+	needFUSE(t)
+	dir, _ := newVault(t, "pw")
+	mnt := t.TempDir()
+	cleanupMount(t, mnt)
+	pf := writePassfile(t, "pw")
+	old := syscall.Umask(0o022) // the daemon inherits this
+	run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, 0)
+	syscall.Umask(old)
+	script := "umask 000 && : > " + mnt + "/f && mkdir " + mnt + "/d && mkfifo " + mnt + "/p"
+	if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	for name, want := range map[string]os.FileMode{"f": 0o666, "d": os.ModeDir | 0o777, "p": os.ModeNamedPipe | 0o666} {
+		fi, err := os.Lstat(filepath.Join(mnt, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", name, fi.Mode(), want)
+		}
+	}
+	run(t, "", "unmount", mnt).want(t, 0)
+}
