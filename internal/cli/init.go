@@ -77,37 +77,18 @@ func (a *App) cmdInit(args []string) error {
 	if !ok {
 		return usageErrorf("init: unknown cipher %q (use aes-gcm or xchacha)", *cipherName)
 	}
-	chunkSize, err := parseSize(*chunk)
-	if err != nil {
-		return usageErrorf("init: --chunk-size: %v", err)
-	}
-	base, err := kdf.Default(a.Rand)
+	p, err := a.vaultParams(alg, *chunk, kf)
 	if err != nil {
 		return err
-	}
-	k, err := kf.params(a.Rand, base)
-	if err != nil {
-		return err
-	}
-	p := config.NewParams(string(alg), chunkSize, k)
-	if err := p.Validate(); err != nil {
-		return withCode(ExitUsage, fmt.Errorf("init: %w", err))
 	}
 	if err := prepareEmptyDir(dir); err != nil {
 		return err
 	}
-
-	pw, err := a.readPassword(src, "New password", true)
-	if err != nil {
-		return err
-	}
-	defer clear(pw)
-	c, masterKey, err := config.Create(p, pw, a.Rand)
+	c, masterKey, err := a.newConfig(p, src)
 	if err != nil {
 		return err
 	}
 	defer clear(masterKey)
-	c.Creator = "encryptfs " + Version
 	if err := initRoot(dir, p, masterKey, a.Rand); err != nil {
 		return err
 	}
@@ -115,8 +96,7 @@ func (a *App) cmdInit(args []string) error {
 		removeRootDirID(dir)
 		return err
 	}
-	fmt.Fprintf(a.Stdout, "Created vault %s (%s, %d-byte chunks, Argon2id t=%d m=%d MiB p=%d).\n",
-		dir, alg, chunkSize, k.Time, k.MemoryKiB/1024, k.Threads)
+	fmt.Fprintf(a.Stdout, "Created vault %s (%s).\n", dir, describeParams(p))
 	a.printMasterKey(a.Stdout, masterKey)
 	fmt.Fprintf(a.Stdout, "Mount it with: encryptfs mount %s MOUNTPOINT\n", dir)
 	return nil
@@ -174,17 +154,56 @@ func (a *App) cmdInitReverse(fs *flagSet, dir, cipherName, chunk string, kf kdfF
 	if err := reverseCipher(cipherName, flagWasSet(fs, "cipher")); err != nil {
 		return err
 	}
+	// Params.Reverse stays false: the view shows this config's exact bytes
+	// as the copy's encryptfs.conf (they are the key wrap's associated
+	// data, so they cannot be edited), and forward mode refuses
+	// Reverse=true. The file name marks the directory as reverse.
+	p, err := a.vaultParams(content.AES256SIV, chunk, kf)
+	if err != nil {
+		return err
+	}
+	return a.initReverse(dir, p, src)
+}
+
+// describeParams is the one-line summary init prints of a new vault.
+func describeParams(p config.Params) string {
+	return fmt.Sprintf("%s, %d-byte chunks, Argon2id t=%d m=%d MiB p=%d",
+		p.Cipher, p.ChunkSize, p.KDF.Time, p.KDF.MemoryKiB/1024, p.KDF.Threads)
+}
+
+// vaultParams builds and checks a new vault's parameters from init's flags.
+func (a *App) vaultParams(alg content.Algorithm, chunk string, kf kdfFlags) (config.Params, error) {
 	chunkSize, err := parseSize(chunk)
 	if err != nil {
-		return usageErrorf("init: --chunk-size: %v", err)
+		return config.Params{}, usageErrorf("init: --chunk-size: %v", err)
 	}
 	base, err := kdf.Default(a.Rand)
 	if err != nil {
-		return err
+		return config.Params{}, err
 	}
 	k, err := kf.params(a.Rand, base)
 	if err != nil {
-		return err
+		return config.Params{}, err
 	}
-	return a.initReverse(dir, chunkSize, k, src)
+	p := config.NewParams(string(alg), chunkSize, k)
+	if err := p.Validate(); err != nil {
+		return config.Params{}, withCode(ExitUsage, fmt.Errorf("init: %w", err))
+	}
+	return p, nil
+}
+
+// newConfig asks for the new password (twice on a terminal) and wraps a
+// fresh master key under it. The caller clears the returned master key.
+func (a *App) newConfig(p config.Params, src passSource) (*config.Config, []byte, error) {
+	pw, err := a.readPassword(src, "New password", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer clear(pw)
+	c, masterKey, err := config.Create(p, pw, a.Rand)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.Creator = "encryptfs " + Version
+	return c, masterKey, nil
 }

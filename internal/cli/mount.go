@@ -91,13 +91,7 @@ func (a *App) serveMode(c *config.Config, dir, mountPoint string, m mountFlags, 
 // serve unlocks the vault with secret, mounts it, reports readiness through
 // ready (if not nil) and serves until unmounted or signalled.
 func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags, secret []byte, logger *log.Logger, ready func() error) error {
-	var masterKey []byte
-	var err error
-	if m.masterKey {
-		masterKey = append([]byte(nil), secret...)
-	} else {
-		masterKey, err = c.Unlock(secret)
-	}
+	masterKey, err := unlockSecret(c, m, secret)
 	if err != nil {
 		return err
 	}
@@ -124,6 +118,28 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}
+	return runServer(srv, ready, logger, fmt.Sprintf("mounted %s on %s", cipherDir, mountPoint), mountPoint)
+}
+
+// unlockSecret turns the secret the user gave into the master key: the key
+// itself with --masterkey, else the password that unwraps it.
+func unlockSecret(c *config.Config, m mountFlags, secret []byte) ([]byte, error) {
+	if m.masterKey {
+		return append([]byte(nil), secret...), nil
+	}
+	return c.Unlock(secret)
+}
+
+// server is what forward and reverse mounts have in common once mounted.
+type server interface {
+	UnmountOnSignal() (stop func())
+	Unmount() error
+	Wait()
+}
+
+// runServer reports readiness (unmounting again if that fails), then serves
+// until the file system is unmounted or the process is signalled.
+func runServer(srv server, ready func() error, logger *log.Logger, mounted, mountPoint string) error {
 	stop := srv.UnmountOnSignal()
 	defer stop()
 	if ready != nil {
@@ -132,7 +148,7 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 			return err
 		}
 	}
-	logger.Printf("mounted %s on %s", cipherDir, mountPoint)
+	logger.Print(mounted)
 	srv.Wait()
 	logger.Printf("unmounted %s", mountPoint)
 	return nil

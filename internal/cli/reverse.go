@@ -12,7 +12,6 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
 )
@@ -69,10 +68,10 @@ func reverseCipher(cipherName string, cipherSet bool) error {
 }
 
 // initReverse prepares the existing plaintext directory dir for reverse
-// mounts: it writes dir/.encryptfs.reverse.conf (aes-256-siv, chunkSize,
-// KDF k) wrapping a new master key under a new password, and shows the
-// master key once. Nothing else in dir is touched.
-func (a *App) initReverse(dir string, chunkSize int, k kdf.Params, src passSource) error {
+// mounts: it writes dir/.encryptfs.reverse.conf (parameters p, aes-256-siv)
+// wrapping a new master key under a new password, and shows the master key
+// once. Nothing else in dir is touched.
+func (a *App) initReverse(dir string, p config.Params, src passSource) error {
 	if err := checkDir(dir, ExitCipherDir, "PLAINDIR"); err != nil {
 		return err
 	}
@@ -83,25 +82,11 @@ func (a *App) initReverse(dir string, chunkSize int, k kdf.Params, src passSourc
 			return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
 		}
 	}
-	// Params.Reverse stays false: the view shows this config's exact bytes
-	// as the copy's encryptfs.conf (they are the key wrap's associated
-	// data, so they cannot be edited), and forward mode refuses
-	// Reverse=true. The file name marks the directory as reverse.
-	p := config.NewParams(string(content.AES256SIV), chunkSize, k)
-	if err := p.Validate(); err != nil {
-		return withCode(ExitUsage, fmt.Errorf("init: %w", err))
-	}
-	pw, err := a.readPassword(src, "New password", true)
-	if err != nil {
-		return err
-	}
-	defer clear(pw)
-	c, masterKey, err := config.Create(p, pw, a.Rand)
+	c, masterKey, err := a.newConfig(p, src)
 	if err != nil {
 		return err
 	}
 	defer clear(masterKey)
-	c.Creator = "encryptfs " + Version
 	data, err := c.Marshal()
 	if err != nil {
 		return err
@@ -109,8 +94,7 @@ func (a *App) initReverse(dir string, chunkSize int, k kdf.Params, src passSourc
 	if err := config.WriteFileAtomic(dir, revfs.ConfigName, data); err != nil {
 		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
 	}
-	fmt.Fprintf(a.Stdout, "Created reverse config %s (%s, %d-byte chunks, Argon2id t=%d m=%d MiB p=%d).\n",
-		filepath.Join(dir, revfs.ConfigName), content.AES256SIV, chunkSize, k.Time, k.MemoryKiB/1024, k.Threads)
+	fmt.Fprintf(a.Stdout, "Created reverse config %s (%s).\n", filepath.Join(dir, revfs.ConfigName), describeParams(p))
 	a.printMasterKey(a.Stdout, masterKey)
 	fmt.Fprintf(a.Stdout, "Mount the encrypted view with: encryptfs mount --reverse %s MOUNTPOINT\n", dir)
 	return nil
@@ -152,11 +136,8 @@ func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m moun
 	if m.idle > 0 {
 		return usageErrorf("mount: --idle is not supported with --reverse")
 	}
-	var masterKey []byte
-	var err error
-	if m.masterKey {
-		masterKey = append([]byte(nil), secret...)
-	} else if masterKey, err = c.Unlock(secret); err != nil {
+	masterKey, err := unlockSecret(c, m, secret)
+	if err != nil {
 		return err
 	}
 	root, err := revfs.NewRoot(plainDir, c.Params, masterKey, revfs.Options{Excludes: rev.excludes, Logger: logger})
@@ -181,16 +162,5 @@ func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m moun
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}
-	stop := srv.UnmountOnSignal()
-	defer stop()
-	if ready != nil {
-		if err := ready(); err != nil {
-			srv.Unmount()
-			return err
-		}
-	}
-	logger.Printf("mounted the encrypted view of %s on %s (read-only)", plainDir, mountPoint)
-	srv.Wait()
-	logger.Printf("unmounted %s", mountPoint)
-	return nil
+	return runServer(srv, ready, logger, fmt.Sprintf("mounted the encrypted view of %s on %s (read-only)", plainDir, mountPoint), mountPoint)
 }
