@@ -8,7 +8,7 @@ package core
 //	SeqWrite/<file size>/<request size>/<seq|par>   write a new file from 0
 //	SeqRead/<file size>/<request size>/<seq|par>    read a whole file
 //	ChunkSize/<chunk>/<op>                          10 MiB file, 128 KiB requests (write1m: 1 MiB), bulk path off
-//	Workers/<seq|wN>/<request>/<write|read>         10 MiB file, 64 KiB chunks, MinChunks 2
+//	Workers/<seq|wN>/<request>/<write|read>         10 MiB file, default chunks, MinChunks 2
 //	RawGCMSeal|RawGCMOpen/<size>                    AES-256-GCM alone, one core, 64 KiB pieces
 //
 // "req" is the request size: "all" means the whole file in one request.
@@ -25,8 +25,13 @@ import (
 )
 
 const (
-	benchChunk = 64 << 10
-	benchFile  = 10 << 20
+	// benchChunk is the vault default, so the targets are judged on what
+	// users get.
+	benchChunk = content.DefaultChunkSize
+	// rawPiece is the piece size of the raw AES-256-GCM ceiling: 64 KiB,
+	// where raw GCM is at its fastest, so the ceiling is not flattered.
+	rawPiece  = 64 << 10
+	benchFile = 10 << 20
 )
 
 var benchSizes = []struct {
@@ -259,13 +264,13 @@ func BenchmarkRawGCMSeal(b *testing.B) {
 		b.Run(sz.name, func(b *testing.B) {
 			aead := rawGCM(b)
 			plain := make([]byte, sz.size)
-			out := make([]byte, benchChunk+16)
+			out := make([]byte, rawPiece+16)
 			nonce, ad := make([]byte, 16), make([]byte, 25)
 			b.SetBytes(int64(sz.size))
 			b.ReportAllocs()
 			for b.Loop() {
-				for off := 0; off < len(plain); off += benchChunk {
-					aead.Seal(out[:0], nonce, plain[off:min(off+benchChunk, len(plain))], ad)
+				for off := 0; off < len(plain); off += rawPiece {
+					aead.Seal(out[:0], nonce, plain[off:min(off+rawPiece, len(plain))], ad)
 				}
 			}
 		})
@@ -278,10 +283,10 @@ func BenchmarkRawGCMOpen(b *testing.B) {
 			aead := rawGCM(b)
 			nonce, ad := make([]byte, 16), make([]byte, 25)
 			var sealed [][]byte
-			for off := 0; off < sz.size; off += benchChunk {
-				sealed = append(sealed, aead.Seal(nil, nonce, make([]byte, min(benchChunk, sz.size-off)), ad))
+			for off := 0; off < sz.size; off += rawPiece {
+				sealed = append(sealed, aead.Seal(nil, nonce, make([]byte, min(rawPiece, sz.size-off)), ad))
 			}
-			out := make([]byte, benchChunk)
+			out := make([]byte, rawPiece)
 			b.SetBytes(int64(sz.size))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -320,7 +325,7 @@ func BenchmarkOverwrite1MiB(b *testing.B) {
 func BenchmarkRawGCMSealPar2(b *testing.B) {
 	aead := rawGCM(b)
 	plain := make([]byte, benchFile)
-	out := make([]byte, benchFile+benchFile/benchChunk*16)
+	out := make([]byte, benchFile+benchFile/rawPiece*16)
 	b.SetBytes(benchFile)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -330,9 +335,9 @@ func BenchmarkRawGCMSealPar2(b *testing.B) {
 			go func() {
 				defer wg.Done()
 				nonce, ad := make([]byte, 16), make([]byte, 25)
-				for off := half * benchFile / 2; off < (half+1)*benchFile/2; off += benchChunk {
-					o := off / benchChunk * (benchChunk + 16)
-					aead.Seal(out[o:o], nonce, plain[off:off+benchChunk], ad)
+				for off := half * benchFile / 2; off < (half+1)*benchFile/2; off += rawPiece {
+					o := off / rawPiece * (rawPiece + 16)
+					aead.Seal(out[o:o], nonce, plain[off:off+rawPiece], ad)
 				}
 			}()
 		}

@@ -18,14 +18,14 @@ func BenchmarkPaired(b *testing.B) {
 	parEng := benchEngine(b, benchChunk, ParallelOptions{Enabled: true})
 	aead := rawGCM(b)
 	nonce, ad := make([]byte, 16), make([]byte, 25)
-	sealed := make([]byte, benchChunk+16)
+	sealed := make([]byte, rawPiece+16)
 	var chunks [][]byte
-	for off := 0; off < benchFile; off += benchChunk {
-		chunks = append(chunks, aead.Seal(nil, nonce, data[off:off+benchChunk], ad))
+	for off := 0; off < benchFile; off += rawPiece {
+		chunks = append(chunks, aead.Seal(nil, nonce, data[off:off+rawPiece], ad))
 	}
 	rawSeal := func(b *testing.B) {
-		for off := 0; off < benchFile; off += benchChunk {
-			aead.Seal(sealed[:0], nonce, data[off:off+benchChunk], ad)
+		for off := 0; off < benchFile; off += rawPiece {
+			aead.Seal(sealed[:0], nonce, data[off:off+rawPiece], ad)
 		}
 	}
 	rawOpen := func(b *testing.B) {
@@ -41,9 +41,9 @@ func BenchmarkPaired(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out := make([]byte, benchChunk+16)
-				for off := half * benchFile / 2; off < (half+1)*benchFile/2; off += benchChunk {
-					aead.Seal(out[:0], nonce, data[off:off+benchChunk], ad)
+				out := make([]byte, rawPiece+16)
+				for off := half * benchFile / 2; off < (half+1)*benchFile/2; off += rawPiece {
+					aead.Seal(out[:0], nonce, data[off:off+rawPiece], ad)
 				}
 			}()
 		}
