@@ -71,23 +71,59 @@ func (f *File) readLocked(p []byte, off int64) error {
 
 	// One backing read per window of chunks (a whole request up to 1 MiB,
 	// so one per FUSE request); larger requests go window by window so the
-	// stored bytes are still in cache when they are opened.
+	// stored bytes are still in cache when they are opened. With the bulk
+	// path on, the read of window k+1 runs while window k is opened, into
+	// the other of two buffers, so the serial copy out of the backing file
+	// does not cap the parallel speed-up.
 	win := uint64(e.windowChunks)
-	stored := e.bufs.get(int(min(readLast-first+1, win)) * e.cipherChunk)
-	defer e.bufs.put(stored)
+	window := func(wFirst uint64) (wLast uint64, start, end int64) {
+		wLast = min(wFirst+win-1, readLast)
+		start = e.cipherOffset(wFirst)
+		end = e.cipherOffset(wLast) + int64(e.plainLen(wLast, f.size)+e.overhead)
+		return wLast, start, end
+	}
+	windowBytes := int(min(readLast-first+1, win)) * e.cipherChunk
+	bufs := [2]*[]byte{e.bufs.get(windowBytes)}
+	defer e.bufs.put(bufs[0])
+	pipelined := e.parallel && readLast-first+1 > win
+	if pipelined {
+		bufs[1] = e.bufs.get(windowBytes)
+		defer e.bufs.put(bufs[1])
+	}
+	var prefetch chan error // the read of the next window, if started
+	defer func() {
+		if prefetch != nil {
+			<-prefetch // the buffers go back to the pool only when no read uses them
+		}
+	}()
 	job := e.openJobs.Get().(*openJob)
 	defer e.openJobs.Put(job)
-	for wFirst := first; wFirst <= readLast; wFirst += win {
-		wLast := min(wFirst+win-1, readLast)
-		start := e.cipherOffset(wFirst)
-		end := e.cipherOffset(wLast) + int64(e.plainLen(wLast, f.size)+e.overhead)
-		buf := (*stored)[:end-start]
-		if err := readFullAt(f.b, buf, start); err != nil {
+	for w, wFirst := 0, first; wFirst <= readLast; w, wFirst = w+1, wFirst+win {
+		wLast, start, end := window(wFirst)
+		slot := 0
+		if pipelined {
+			slot = w % 2
+		}
+		buf := (*bufs[slot])[:end-start]
+		var err error
+		if prefetch != nil {
+			err = <-prefetch
+			prefetch = nil
+		} else {
+			err = readFullAt(f.b, buf, start)
+		}
+		if err != nil {
 			*job = openJob{}
 			return &ChunkError{Index: wFirst, Offset: int64(wFirst) * cs, Err: err}
 		}
+		if next := wFirst + win; pipelined && next <= readLast {
+			_, nStart, nEnd := window(next)
+			nbuf := (*bufs[1-slot])[:nEnd-nStart]
+			prefetch = make(chan error, 1)
+			go func(done chan<- error) { done <- readFullAt(f.b, nbuf, nStart) }(prefetch)
+		}
 		*job = openJob{f: f, first: wFirst, fileLast: fileLast, sparse: f.sparse(), stored: buf, p: p, off: off}
-		err := e.forChunks(int(wLast-wFirst+1), job)
+		err = e.forChunks(int(wLast-wFirst+1), job)
 		*job = openJob{}
 		if err != nil {
 			return err

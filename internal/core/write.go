@@ -192,25 +192,61 @@ func (j *sealJob) plain(i uint64) []byte {
 // backing write per window (one for any request up to 1 MiB); windows go in
 // increasing offset order, so an interrupted multi-window append still ends
 // in a chunk sealed with final=0.
+//
+// With the bulk path on, a multi-window request is pipelined: the backing
+// write of window k runs while window k+1 is sealed, into the other of two
+// buffers. At most one write is in flight and each starts only after the
+// previous one finished, so the offset order (and the crash argument above)
+// is unchanged; the serial copy into the backing file no longer caps the
+// parallel speed-up.
 func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 	e := j.f.e
-	stored := e.bufs.get(min(count, e.windowChunks) * e.cipherChunk)
-	defer e.bufs.put(stored)
-	for done := 0; done < count; done += e.windowChunks {
+	windowBytes := min(count, e.windowChunks) * e.cipherChunk
+	bufs := [2]*[]byte{e.bufs.get(windowBytes)}
+	defer e.bufs.put(bufs[0])
+	pipelined := e.parallel && count > e.windowChunks
+	if pipelined {
+		bufs[1] = e.bufs.get(windowBytes)
+		defer e.bufs.put(bufs[1])
+	}
+	var inflight chan error
+	wait := func() error {
+		if inflight == nil {
+			return nil
+		}
+		err := <-inflight
+		inflight = nil
+		return err
+	}
+	for w, done := 0, 0; done < count; w, done = w+1, done+e.windowChunks {
 		n := min(e.windowChunks, count-done)
 		wFirst := first + uint64(done)
 		wLast := wFirst + uint64(n-1)
 		size := (n-1)*e.cipherChunk + e.plainLen(wLast, j.newSize) + e.overhead
-		j.runFirst, j.stored = wFirst, (*stored)[:size]
+		buf := bufs[0]
+		if pipelined {
+			buf = bufs[w%2]
+		}
+		j.runFirst, j.stored = wFirst, (*buf)[:size]
 		j.nonces = nonces[done*e.nonceSize : (done+n)*e.nonceSize]
 		if err := e.forChunks(n, j); err != nil {
+			wait() // the buffers go back to the pool only when no write uses them
 			return err
 		}
-		if err := writeFullAt(j.f.b, j.stored, e.cipherOffset(wFirst)); err != nil {
+		if err := wait(); err != nil {
 			return err
 		}
+		stored, at := j.stored, e.cipherOffset(wFirst)
+		if !pipelined {
+			if err := writeFullAt(j.f.b, stored, at); err != nil {
+				return err
+			}
+			continue
+		}
+		inflight = make(chan error, 1)
+		go func(done chan<- error) { done <- writeFullAt(j.f.b, stored, at) }(inflight)
 	}
-	return nil
+	return wait()
 }
 
 // work seals run positions [lo, hi) into j.stored.
