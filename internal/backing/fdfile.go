@@ -102,9 +102,13 @@ func (s statInfo) IsDir() bool        { return s.st.Mode&unix.S_IFMT == unix.S_I
 func (s statInfo) Sys() any           { return &s.st }
 
 // Mode returns the permission and type bits in fs.FileMode form.
-func (s statInfo) Mode() fs.FileMode {
-	m := fs.FileMode(s.st.Mode & 0o777)
-	switch s.st.Mode & unix.S_IFMT {
+func (s statInfo) Mode() fs.FileMode { return FileMode(s.st.Mode) }
+
+// FileMode converts a stat st_mode to fs.FileMode (type, permission, setuid,
+// setgid and sticky bits).
+func FileMode(mode uint32) fs.FileMode {
+	m := fs.FileMode(mode & 0o777)
+	switch mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		m |= fs.ModeDir
 	case unix.S_IFLNK:
@@ -118,13 +122,13 @@ func (s statInfo) Mode() fs.FileMode {
 	case unix.S_IFBLK:
 		m |= fs.ModeDevice
 	}
-	if s.st.Mode&unix.S_ISUID != 0 {
+	if mode&unix.S_ISUID != 0 {
 		m |= fs.ModeSetuid
 	}
-	if s.st.Mode&unix.S_ISGID != 0 {
+	if mode&unix.S_ISGID != 0 {
 		m |= fs.ModeSetgid
 	}
-	if s.st.Mode&unix.S_ISVTX != 0 {
+	if mode&unix.S_ISVTX != 0 {
 		m |= fs.ModeSticky
 	}
 	return m
