@@ -158,7 +158,7 @@ func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fus
 	}
 	child := n.newChild(ctx, &st, nil, out, e.name.Plain)
 	h := &handle{n: child.Operations().(nodeOps).self(), of: of, append: flags&unix.O_APPEND != 0}
-	return child, h, n.r.openFuseFlags(), 0
+	return child, h, n.r.keepCache(of), 0
 }
 
 // Mknod creates a fifo, socket, device node or empty regular file.

@@ -65,6 +65,7 @@ func NewRoot(cipherDir string, t *tree.Tree, opts Options) (*Root, error) {
 	r.node.dirID = id
 	r.node.fd = fd // never closed by OnForget: the root is never forgotten
 	r.files.m = map[fileKey]*openFile{}
+	r.files.written = map[fileKey]struct{}{}
 	return r, nil
 }
 

@@ -84,3 +84,47 @@ func TestRequestCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestReadRequestsAfterWrites counts the READ requests for reading a file
+// back: after what tar x does (10 KiB writes, which do not cover whole
+// pages, then chmod and utimes), the open drops the page cache so that one
+// READ fetches the file (2 measured when the cache is kept); a second open
+// of the unchanged file keeps the cache and needs no READ at all.
+func TestReadRequestsAfterWrites(t *testing.T) {
+	v := newVault(t, func(o *Options) { o.Debug = true })
+	logw := v.log
+	p := filepath.Join(v.mnt, "records")
+	want := make([]byte, 0, 40<<10)
+	f, err := os.Create(p)
+	must(t, err)
+	for i := range 4 {
+		rec := []byte(strings.Repeat(string(rune('a'+i)), 10<<10))
+		want = append(want, rec...)
+		if _, err := f.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, f.Chmod(0o640))
+	must(t, f.Close())
+	must(t, os.Chtimes(p, time.Unix(1e9, 0), time.Unix(1e9, 0)))
+	for _, step := range []struct {
+		what string
+		max  int
+	}{
+		{"first read after the writes", 1},
+		{"second read, file unchanged", 0},
+	} {
+		time.Sleep(100 * time.Millisecond) // settle: not a timing assertion
+		mark := len(logw.String())
+		got, err := os.ReadFile(p)
+		must(t, err)
+		if string(got) != string(want) {
+			t.Fatalf("%s: read back %d bytes, not what was written", step.what, len(got))
+		}
+		_, by := requests(logw.String(), mark)
+		t.Logf("%s: %s", step.what, summary(by))
+		if by["READ"] > step.max {
+			t.Errorf("%s: %d READ requests (%s), bound %d", step.what, by["READ"], summary(by), step.max)
+		}
+	}
+}
