@@ -76,11 +76,54 @@ func (a *App) printEntry(v *vault.Vault, shown, full string, fi fs.FileInfo, lon
 		fmt.Fprintln(a.Stdout, shown)
 		return
 	}
-	line := fmt.Sprintf("%s %12d %s %s", fi.Mode(), fi.Size(), fi.ModTime().Format("2006-01-02 15:04"), shown)
+	line := fmt.Sprintf("%s %12d %s %s", unixMode(fi.Mode()), fi.Size(), fi.ModTime().Format("2006-01-02 15:04"), shown)
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		if target, err := v.Readlink(full); err == nil {
 			line += " -> " + target
 		}
 	}
 	fmt.Fprintln(a.Stdout, line)
+}
+
+// unixMode renders a mode the way ls(1) does (lrwxrwxrwx, crw-..., drwsr-sr-t),
+// not Go's FileMode.String (Lrwxrwxrwx, Dcrw-...).
+func unixMode(m fs.FileMode) string {
+	typ := byte('-')
+	switch {
+	case m.IsDir():
+		typ = 'd'
+	case m&fs.ModeSymlink != 0:
+		typ = 'l'
+	case m&fs.ModeNamedPipe != 0:
+		typ = 'p'
+	case m&fs.ModeSocket != 0:
+		typ = 's'
+	case m&fs.ModeCharDevice != 0:
+		typ = 'c'
+	case m&fs.ModeDevice != 0:
+		typ = 'b'
+	}
+	b := []byte{typ}
+	const rwx = "rwxrwxrwx"
+	for i := range 9 {
+		if m&(1<<(8-i)) != 0 {
+			b = append(b, rwx[i])
+		} else {
+			b = append(b, '-')
+		}
+	}
+	special := func(set bool, pos int, lower, upper byte) {
+		if !set {
+			return
+		}
+		if b[pos] == '-' {
+			b[pos] = upper
+		} else {
+			b[pos] = lower
+		}
+	}
+	special(m&fs.ModeSetuid != 0, 3, 's', 'S')
+	special(m&fs.ModeSetgid != 0, 6, 's', 'S')
+	special(m&fs.ModeSticky != 0, 9, 't', 'T')
+	return string(b)
 }

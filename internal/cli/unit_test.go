@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io/fs"
 	"reflect"
 	"strings"
 	"testing"
@@ -113,4 +114,26 @@ func FuzzMountOptions(f *testing.F) {
 		var m mountFlags
 		_ = m.parseOptions(s)
 	})
+}
+
+func TestUnixMode(t *testing.T) {
+	for _, tc := range []struct {
+		m    fs.FileMode
+		want string
+	}{
+		{0o644, "-rw-r--r--"},
+		{fs.ModeSymlink | 0o777, "lrwxrwxrwx"},
+		{fs.ModeDir | fs.ModeSticky | 0o1777&0o777, "drwxrwxrwt"},
+		{fs.ModeDir | fs.ModeSticky | 0o776, "drwxrwxrwT"},
+		{fs.ModeSetuid | fs.ModeSetgid | 0o755, "-rwsr-sr-x"},
+		{fs.ModeSetuid | 0o644, "-rwSr--r--"},
+		{fs.ModeNamedPipe | 0o600, "prw-------"},
+		{fs.ModeDevice | fs.ModeCharDevice | 0o666, "crw-rw-rw-"},
+		{fs.ModeDevice | 0o660, "brw-rw----"},
+		{fs.ModeSocket | 0o755, "srwxr-xr-x"},
+	} {
+		if got := unixMode(tc.m); got != tc.want {
+			t.Errorf("unixMode(%v) = %q, want %q", tc.m, got, tc.want)
+		}
+	}
 }
