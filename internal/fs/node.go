@@ -276,9 +276,9 @@ func (n *node) stat() (unix.Stat_t, error) {
 	}
 	if fd, release, ok := n.cachedFD(); ok {
 		// A directory with a cached fd: one fstat, no name encryption.
-		// The kernel asks for a directory's attributes after each change
-		// in it (default_permissions needs them), so this is one GETATTR
-		// per create or unlink in `tar x` and `rm -rf`.
+		// With default_permissions (--allow-other) the kernel asks for a
+		// directory's attributes after each change in it, so this is one
+		// GETATTR per create or unlink in `tar x` and `rm -rf`.
 		defer release()
 		return backing.Fstat(fd)
 	}

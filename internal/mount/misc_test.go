@@ -14,7 +14,9 @@ import (
 )
 
 // TestMountEntry: /proc/mounts shows type fuse.encryptfs with CIPHERDIR as
-// the source; statfs reports the plaintext name limit.
+// the source, and no default_permissions without allow_other (only the
+// mounting user can reach the mount; TestOwnership checks the allow_other
+// case); statfs reports the plaintext name limit.
 func TestMountEntry(t *testing.T) {
 	v := newVault(t, nil)
 	b, err := os.ReadFile("/proc/mounts")
@@ -24,7 +26,7 @@ func TestMountEntry(t *testing.T) {
 		f := strings.Fields(l)
 		if len(f) > 2 && f[1] == v.mnt {
 			found = true
-			if f[0] != v.cipher || f[2] != "fuse.encryptfs" || !strings.Contains(l, "default_permissions") {
+			if f[0] != v.cipher || f[2] != "fuse.encryptfs" || strings.Contains(l, "default_permissions") {
 				t.Errorf("mount entry %q", l)
 			}
 		}
@@ -64,6 +66,13 @@ func TestOwnership(t *testing.T) {
 		o.MountPoint = searchableDir(t)
 	})
 	must(t, os.Chmod(v.mnt, 0o777))
+	mounts, err := os.ReadFile("/proc/mounts")
+	must(t, err)
+	for _, l := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(l); len(f) > 3 && f[1] == v.mnt && !strings.Contains(f[3], "default_permissions") {
+			t.Fatalf("allow_other mount without default_permissions: %q", l)
+		}
+	}
 	cmd := exec.Command("/bin/sh", "-c", "echo hi > "+v.mnt+"/mine && mkdir "+v.mnt+"/mydir")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	if out, err := cmd.CombinedOutput(); err != nil {
