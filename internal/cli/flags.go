@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // flagSet is a command's flags with its usage line.
@@ -40,6 +41,11 @@ func (fs *flagSet) parse(args []string, minPos, maxPos int) ([]string, error) {
 	}
 	var pos []string
 	for {
+		if len(args) > 0 && cannotBeFlag(fs, args[0]) {
+			pos = append(pos, args[0])
+			args = args[1:]
+			continue
+		}
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				fs.printHelp()
@@ -66,6 +72,28 @@ func (fs *flagSet) parse(args []string, minPos, maxPos int) ([]string, error) {
 		return nil, usageErrorf("%s: expected %s argument(s) (%s), got %d", fs.Name(), want, fs.argsUsage, len(pos))
 	}
 	return pos, nil
+}
+
+// cannotBeFlag reports whether arg starts with '-' but is an operand: a
+// backing name (base64url starts with '-' one time in 64) or a path such as
+// "-VYV.../2m2i...". Flag names are lower-case letters, digits and '-', so a
+// dash-word with any other character before '=' that is not a defined flag
+// is taken as an operand; a mistyped flag ("--passfle") is still an error.
+func cannotBeFlag(fs *flagSet, arg string) bool {
+	if len(arg) < 2 || arg[0] != '-' || arg == "--" {
+		return false
+	}
+	name := strings.TrimLeft(arg, "-")
+	name, _, _ = strings.Cut(name, "=")
+	if name == "" || fs.Lookup(name) != nil || name == "h" || name == "help" {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return true
+		}
+	}
+	return false
 }
 
 // errDescribed: the App only collects flag sets (see describeCommands); the
