@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/signal"
 	"runtime/pprof"
-	"sync"
-	"syscall"
 	"time"
 
 	encfs "github.com/encryptfs/encryptfs/internal/fs"
+	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -54,15 +52,13 @@ const cacheTimeout = 30 * time.Second
 // (max_pages 256), which keeps the engine's bulk path busy.
 const maxWrite = 1 << 20
 
-// Server is a running mount.
+// Server is a running mount: Wait, Unmount and UnmountOnSignal come from
+// the shared fuseserver lifecycle.
 type Server struct {
-	srv      *fuse.Server
+	*fuseserver.Server
 	root     *encfs.Root
 	opts     Options
 	stopIdle chan struct{}
-	once     sync.Once
-	umount   sync.Mutex // fuse.Server.Unmount is not safe for concurrent use
-	waited   chan struct{}
 }
 
 // Mount mounts the vault and returns once the kernel has the mount ready.
@@ -126,57 +122,20 @@ func Mount(opts Options) (*Server, error) {
 		root.Close()
 		return nil, fmt.Errorf("mount: %w", err)
 	}
-	s := &Server{srv: srv, root: root, opts: opts, stopIdle: make(chan struct{}), waited: make(chan struct{})}
+	s := &Server{root: root, opts: opts, stopIdle: make(chan struct{})}
 	stopProfile := s.startCPUProfile()
-	go srv.Serve()
-	if err := srv.WaitMount(); err != nil {
-		srv.Unmount()
-		root.Close()
-		return nil, fmt.Errorf("mount: %w", err)
-	}
-	go func() {
-		srv.Wait()
+	s.Server, err = fuseserver.Start(srv, opts.MountPoint, s.logf, func() {
 		stopProfile()
 		root.Close()
 		close(s.stopIdle)
-		close(s.waited)
-	}()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mount: %w", err)
+	}
 	if opts.Idle > 0 {
 		go s.idleLoop(opts.Idle)
 	}
 	return s, nil
-}
-
-// Wait blocks until the filesystem is unmounted (by Unmount, idle timeout,
-// a signal, or `fusermount -u` from outside).
-func (s *Server) Wait() { <-s.waited }
-
-// Unmount unmounts and waits for the server to exit. It fails (EBUSY) while
-// the mount is in use.
-func (s *Server) Unmount() error {
-	if err := s.unmount(); err != nil {
-		select {
-		case <-s.waited:
-			return nil // already unmounted
-		default:
-		}
-		return fmt.Errorf("mount: unmount %s: %w", s.opts.MountPoint, err)
-	}
-	s.Wait()
-	return nil
-}
-
-// unmount asks the kernel to unmount, once at a time; nil if the server
-// has already exited.
-func (s *Server) unmount() error {
-	s.umount.Lock()
-	defer s.umount.Unlock()
-	select {
-	case <-s.waited:
-		return nil
-	default:
-	}
-	return s.srv.Unmount()
 }
 
 // idleLoop unmounts after d without requests while no file is open.
@@ -198,7 +157,7 @@ func (s *Server) idleLoop(d time.Duration) {
 			continue
 		}
 		if time.Since(since) >= d {
-			if err := s.unmount(); err != nil {
+			if err := s.TryUnmount(); err != nil {
 				s.logf("idle unmount of %s failed (will retry): %v", s.opts.MountPoint, err)
 				since = time.Now()
 				continue
@@ -206,35 +165,6 @@ func (s *Server) idleLoop(d time.Duration) {
 			s.logf("unmounted %s after %v idle", s.opts.MountPoint, d)
 			return
 		}
-	}
-}
-
-// UnmountOnSignal unmounts cleanly on SIGINT or SIGTERM (retrying while the
-// mount is busy, on the next signal). stop undoes it.
-func (s *Server) UnmountOnSignal() (stop func()) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-s.waited:
-				return
-			case sig := <-ch:
-				s.logf("%v: unmounting %s", sig, s.opts.MountPoint)
-				if err := s.unmount(); err != nil {
-					s.logf("%v: unmount %s failed: %v", sig, s.opts.MountPoint, err)
-				}
-			}
-		}
-	}()
-	return func() {
-		s.once.Do(func() {
-			signal.Stop(ch)
-			close(done)
-		})
 	}
 }
 

@@ -136,7 +136,7 @@ func mountView(t *testing.T, plain string, c *config.Config, master []byte, o Op
 		once.Do(func() {
 			if err := srv.Unmount(); err != nil {
 				t.Errorf("unmount: %v", err)
-				srv.srv.Unmount() // last resort: leave no mount behind
+				srv.TryUnmount() // last resort: leave no mount behind
 			}
 			if l := logs.String(); l != "" {
 				t.Logf("server log:\n%s", l)

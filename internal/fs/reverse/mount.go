@@ -4,12 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"os"
-	"os/signal"
-	"sync"
-	"syscall"
 	"time"
 
+	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -37,12 +34,11 @@ const maxRead = 1 << 20
 // ErrNoRoot is returned when MountOptions.Root is nil.
 var ErrNoRoot = errors.New("reverse: no root")
 
-// Server is a running reverse mount.
+// Server is a running reverse mount: Wait, Unmount and UnmountOnSignal come
+// from the lifecycle it shares with the forward mount.
 type Server struct {
-	srv    *fuse.Server
-	opts   MountOptions
-	once   sync.Once
-	waited chan struct{}
+	*fuseserver.Server
+	opts MountOptions
 }
 
 // Mount mounts the read-only view and returns once the kernel has it ready.
@@ -91,64 +87,15 @@ func Mount(opts MountOptions) (*Server, error) {
 		root.Close()
 		return nil, fmt.Errorf("reverse: mount: %w", err)
 	}
-	s := &Server{srv: srv, opts: opts, waited: make(chan struct{})}
-	go srv.Serve()
-	if err := srv.WaitMount(); err != nil {
-		srv.Unmount()
-		root.Close()
+	s := &Server{opts: opts}
+	logf := func(format string, args ...any) {
+		if opts.Logger != nil {
+			opts.Logger.Printf(format, args...)
+		}
+	}
+	s.Server, err = fuseserver.Start(srv, opts.MountPoint, logf, func() { root.Close() })
+	if err != nil {
 		return nil, fmt.Errorf("reverse: mount: %w", err)
 	}
-	go func() {
-		srv.Wait()
-		root.Close()
-		close(s.waited)
-	}()
 	return s, nil
-}
-
-// Wait blocks until the view is unmounted (by Unmount, a signal, or
-// `fusermount3 -u` from outside).
-func (s *Server) Wait() { <-s.waited }
-
-// Unmount unmounts and waits for the server to exit. It fails (EBUSY)
-// while the mount is in use.
-func (s *Server) Unmount() error {
-	if err := s.srv.Unmount(); err != nil {
-		select {
-		case <-s.waited:
-			return nil // already unmounted
-		default:
-		}
-		return fmt.Errorf("reverse: unmount %s: %w", s.opts.MountPoint, err)
-	}
-	s.Wait()
-	return nil
-}
-
-// UnmountOnSignal unmounts on SIGINT or SIGTERM (retrying on the next
-// signal while the mount is busy). stop undoes it.
-func (s *Server) UnmountOnSignal() (stop func()) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-s.waited:
-				return
-			case sig := <-ch:
-				if err := s.srv.Unmount(); err != nil && s.opts.Logger != nil {
-					s.opts.Logger.Printf("%v: unmount %s failed: %v", sig, s.opts.MountPoint, err)
-				}
-			}
-		}
-	}()
-	return func() {
-		s.once.Do(func() {
-			signal.Stop(ch)
-			close(done)
-		})
-	}
 }
