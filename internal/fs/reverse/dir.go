@@ -4,9 +4,9 @@ import (
 	"context"
 	"syscall"
 
+	"github.com/encryptfs/encryptfs/internal/fs/dircursor"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
-	"golang.org/x/sys/unix"
 )
 
 // dirHandle is an open view directory: the whole listing, computed at
@@ -15,7 +15,7 @@ import (
 type dirHandle struct {
 	n       *node
 	entries []viewEntry
-	pos     int // next entry; 0 and 1 are "." and ".."
+	cur     dircursor.Cursor
 }
 
 // OpendirHandle lists a directory.
@@ -39,39 +39,32 @@ func (d *dirHandle) load() syscall.Errno {
 	return 0
 }
 
+// Len and Entry make the listing a dircursor.Listing.
+func (d *dirHandle) Len() int { return len(d.entries) }
+
+// Entry describes listing entry i.
+func (d *dirHandle) Entry(i int) (string, uint32, uint64) {
+	sa := stableAttr(d.entries[i])
+	return d.entries[i].name, sa.Mode, sa.Ino
+}
+
 // Readdirent returns the next entry.
 func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
-	i := d.pos
-	switch {
-	case i == 0:
-		d.pos++
-		return &fuse.DirEntry{Name: ".", Mode: unix.S_IFDIR, Ino: d.n.StableAttr().Ino, Off: 1}, 0
-	case i == 1:
-		d.pos++
-		return &fuse.DirEntry{Name: "..", Mode: unix.S_IFDIR, Ino: 1, Off: 2}, 0
-	case i-2 >= len(d.entries):
-		return nil, 0
-	}
-	e := d.entries[i-2]
-	d.pos++
-	sa := stableAttr(e)
-	return &fuse.DirEntry{Name: e.name, Mode: sa.Mode, Ino: sa.Ino, Off: uint64(d.pos)}, 0
+	return d.cur.Next(d.n.StableAttr().Ino, d), 0
 }
 
 // Seekdir moves to an offset from an earlier entry (0 rewinds and lists
 // the directory again).
 func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
-	if off == 0 {
-		d.pos = 0
+	if d.cur.Seek(off) {
 		return d.load()
 	}
-	d.pos = int(off)
 	return 0
 }
 
 // Lookup answers the READDIRPLUS lookup of the entry just returned.
 func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
-	i := d.pos - 3
+	i := d.cur.Last()
 	if i < 0 || i >= len(d.entries) || d.entries[i].name != name {
 		return d.n.Lookup(ctx, name, out)
 	}
