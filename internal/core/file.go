@@ -128,7 +128,7 @@ func (f *File) prepareHeader(withHoles bool) error {
 }
 
 // clearSparse drops the SPARSE flag of an empty file (after truncate to 0),
-// narrowing the residual hole risk described in the design brief.
+// narrowing the residual hole risk described in docs/format.md §5.4.
 func (f *File) clearSparse() error {
 	if !f.sparse() {
 		return nil
