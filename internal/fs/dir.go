@@ -119,7 +119,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", name)
 	}
-	of, err := n.r.adopt(fd)
+	of, err := n.r.adopt(fd, 0)
 	if err != nil {
 		n.r.tree.Unlink(e.pfd, e.name)
 		return nil, nil, 0, n.r.errno(err, "create", name)
@@ -129,7 +129,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		n.r.files.put(of)
 		return nil, nil, 0, errno
 	}
-	h := &handle{n: child.Operations().(nodeOps).self(), of: of, append: flags&unix.O_APPEND != 0}
+	cn := child.Operations().(nodeOps).self()
+	n.r.files.bind(of, cn)
+	h := &handle{n: cn, of: of, append: flags&unix.O_APPEND != 0}
 	return child, h, n.r.openFuseFlags(), 0
 }
 
@@ -146,7 +148,7 @@ func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fus
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
 	}
-	of, err := n.r.adopt(fd)
+	of, err := n.r.adopt(fd, st.Ino)
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
 	}
@@ -157,7 +159,9 @@ func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fus
 		}
 	}
 	child := n.newChild(ctx, &st, nil, out, e.name.Plain)
-	h := &handle{n: child.Operations().(nodeOps).self(), of: of, append: flags&unix.O_APPEND != 0}
+	cn := child.Operations().(nodeOps).self()
+	n.r.files.bind(of, cn)
+	h := &handle{n: cn, of: of, append: flags&unix.O_APPEND != 0}
 	return child, h, n.r.keepCache(of), 0
 }
 
@@ -202,6 +206,11 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	}
 	defer e.close()
 	target, err := n.r.tree.Readlink(e.pfd, e.pid, e.name)
+	if errors.Is(err, unix.EINVAL) {
+		// A rename put a non-symlink under the name after the kernel's
+		// lookup: the symlink that was looked up is gone (see adopt).
+		return nil, syscall.ENOENT
+	}
 	if err != nil {
 		return nil, n.errno(err, "readlink")
 	}

@@ -29,6 +29,7 @@ type openFile struct {
 	fd       int
 	file     *core.File
 	refs     int           // guarded by openFiles.mu
+	node     *node         // the node it serves, guarded by openFiles.mu (see forNode)
 	mode     atomic.Uint32 // backing st_mode, for suid/sgid clearing on write
 	appendMu sync.Mutex    // makes size lookup + write of O_APPEND writes atomic
 	wrote    atomic.Bool   // written through since opened (see keepCache)
@@ -59,11 +60,35 @@ func (t *openFiles) get(key fileKey) *openFile {
 }
 
 // forNode returns the open file of a regular-file node, or nil.
+//
+// The inode number alone does not identify the file: once a file is
+// unlinked and closed, the backing filesystem may give its number to a new
+// file while the kernel still holds the old node (a path walk that raced
+// with a rename over it). Such a stale node must not be served the new
+// file's contents or size, so an open file serves only the node it was
+// opened through (bind).
 func (t *openFiles) forNode(n *node) *openFile {
 	if n.StableAttr().Mode != unix.S_IFREG {
 		return nil
 	}
-	return t.get(fileKey(n.StableAttr().Ino))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	of := t.m[fileKey(n.StableAttr().Ino)]
+	if of == nil || of.node != n {
+		return nil
+	}
+	of.refs++
+	return of
+}
+
+// bind makes of serve node n (see forNode). Two live nodes for one backing
+// inode are rare (go-fuse keeps one node per inode number); if it happens,
+// the later open wins and the other node reopens by name, which adopt
+// shares again.
+func (t *openFiles) bind(of *openFile, n *node) {
+	t.mu.Lock()
+	of.node = n
+	t.mu.Unlock()
 }
 
 // hold takes another reference on an open file the caller already holds.
@@ -99,17 +124,24 @@ func (t *openFiles) put(of *openFile) error {
 }
 
 // adopt registers a freshly opened backing fd, or, if another handle
-// already opened the same inode, closes fd and shares that one.
-func (r *Root) adopt(fd int) (*openFile, error) {
+// already opened the same inode, closes fd and shares that one. If want is
+// not 0, fd must be that backing inode.
+//
+// A node's name is resolved again for each open (after the kernel's
+// lookup), so a rename racing with the open can put another object under
+// the name. The object the kernel looked up is then gone from the
+// directory, and adopt fails with ENOENT, as open does for a name removed
+// during the call; opening the newcomer instead would hand one kernel inode
+// another file's contents. (ESTALE would make the kernel walk the path
+// again, but a second race in a row then leaks ESTALE, which callers such
+// as go-fuse's posixtest do not expect from a local file system.)
+func (r *Root) adopt(fd int, want uint64) (*openFile, error) {
 	st, err := backing.Fstat(fd)
 	if err != nil {
 		backing.Close(fd)
 		return nil, err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		// The name was taken over by a rename that raced with this open
-		// (the node's name is resolved after the kernel's lookup): the
-		// file that was looked up is gone from it.
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || (want != 0 && st.Ino != want) {
 		backing.Close(fd)
 		return nil, syscall.ENOENT
 	}
@@ -164,7 +196,12 @@ func (n *node) acquire() (*openFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return n.r.adopt(fd)
+	of, err := n.r.adopt(fd, n.StableAttr().Ino)
+	if err != nil {
+		return nil, err
+	}
+	n.r.files.bind(of, n)
+	return of, nil
 }
 
 // openBacking opens a backing file with O_NOATIME where allowed: the

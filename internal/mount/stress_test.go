@@ -2,11 +2,13 @@ package mount
 
 import (
 	"errors"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -16,7 +18,8 @@ import (
 // symlink, list and remove entries in a few shared directories at once
 // (for the race detector and the directory-fd cache). Races between them
 // may fail individual calls with ENOENT, EEXIST, ENOTEMPTY; anything else
-// (EIO above all) fails the test. Finally the tree must read back cleanly.
+// (EIO above all, or EINVAL from reading a symlink that a rename has just
+// replaced) fails the test. Finally the tree must read back cleanly.
 func TestConcurrentTreeOps(t *testing.T) {
 	v := newVault(t, nil)
 	dirs := []string{"d0", "d1", "d1/d2", "d3"}
@@ -39,7 +42,8 @@ func TestConcurrentTreeOps(t *testing.T) {
 			}
 			for range 300 {
 				var err error
-				switch rng.Intn(8) {
+				op := rng.Intn(8)
+				switch op {
 				case 0:
 					err = os.WriteFile(pick(), make([]byte, rng.Intn(70000)), 0o644)
 				case 1:
@@ -64,7 +68,7 @@ func TestConcurrentTreeOps(t *testing.T) {
 					}
 				}
 				if !expected(err) {
-					errc <- err
+					errc <- fmt.Errorf("op %d: %w", op, err)
 					return
 				}
 			}
@@ -118,5 +122,66 @@ func TestSymlinkRenameInodeReuse(t *testing.T) {
 		if err != nil || string(got) != strconv.Itoa(k) {
 			t.Errorf("file %d: %q %v", k, got, err)
 		}
+	}
+}
+
+// TestOpenRacingRenameOver: a name flips between a symlink, a regular file
+// and another regular file while other goroutines open and read through
+// it. Every open must read one of the files whole, or fail with ENOENT
+// (the symlink's missing target, or an object replaced between the
+// kernel's lookup and the open); never EINVAL from reading a symlink that
+// is no longer one, and never the contents of a newer file that reused a
+// replaced file's inode number (seen as an empty read).
+func TestOpenRacingRenameOver(t *testing.T) {
+	v := newVault(t, nil)
+	name := filepath.Join(v.mnt, "x")
+	srcs := []string{filepath.Join(v.mnt, "s"), filepath.Join(v.mnt, "f1"), filepath.Join(v.mnt, "f2")}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer stop.Store(true)
+		for i := range 1500 {
+			var err error
+			switch src := srcs[i%3]; i % 3 {
+			case 0:
+				err = os.Symlink("missing", src)
+			default:
+				err = os.WriteFile(src, []byte(src), 0o644)
+			}
+			if err == nil {
+				err = os.Rename(srcs[i%3], name)
+			}
+			if err != nil {
+				errc <- fmt.Errorf("renamer: %w", err)
+				return
+			}
+		}
+	}()
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				b, err := os.ReadFile(name)
+				if err == nil && string(b) != srcs[1] && string(b) != srcs[2] {
+					err = fmt.Errorf("read %q", b)
+				}
+				if err != nil && !errors.Is(err, unix.ENOENT) {
+					errc <- fmt.Errorf("reader: %w", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	if s := v.log.String(); s != "" {
+		t.Errorf("daemon log:\n%s", s)
 	}
 }
