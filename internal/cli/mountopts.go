@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
 // mountFlags are the mount command's options, from flags or from -o.
@@ -12,6 +14,7 @@ type mountFlags struct {
 	readOnly      bool
 	allowOther    bool
 	sharedStorage bool
+	showBad       bool
 	masterKey     bool
 	debug         bool
 	idle          time.Duration
@@ -30,6 +33,7 @@ func (m *mountFlags) register(fs *flagSet) {
 	fs.BoolVar(&m.readOnly, "ro", false, "mount read-only")
 	fs.BoolVar(&m.allowOther, "allow-other", false, "let other users access the mount (needs user_allow_other in /etc/fuse.conf unless root)")
 	fs.BoolVar(&m.sharedStorage, "shared-storage", false, "the CIPHERDIR is changed by others too (network or sync folder): no caching of attributes or entries")
+	fs.BoolVar(&m.showBad, "show-undecryptable", false, "list entries whose names do not decrypt as NAME"+tree.BadNameSuffix+", to read, rename or remove them")
 	fs.BoolVar(&m.masterKey, "masterkey", false, "read the master key from stdin instead of a password")
 	fs.BoolVar(&m.debug, "debug", false, "log every FUSE request (debugging only: the log shows plaintext names and data)")
 	fs.DurationVar(&m.idle, "idle", 0, "unmount after this long without use (e.g. 30m; 0: never)")
@@ -64,6 +68,8 @@ func (m *mountFlags) parseOptions(s string) error {
 			m.allowOther = true
 		case key == "shared_storage":
 			m.sharedStorage = true
+		case key == "show_undecryptable":
+			m.showBad = true
 		case key == "debug":
 			m.debug = true
 		case key == "foreground":

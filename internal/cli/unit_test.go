@@ -69,10 +69,10 @@ func TestParseArgsUnknownFlag(t *testing.T) {
 func TestMountOptions(t *testing.T) {
 	var m mountFlags
 
-	if err := m.parseOptions("rw,ro,allow_other,idle=5m,passfile=/k,nofail,x-systemd.automount,nodev,noexec,shared_storage"); err != nil {
+	if err := m.parseOptions("rw,ro,allow_other,idle=5m,passfile=/k,nofail,x-systemd.automount,nodev,noexec,shared_storage,show_undecryptable"); err != nil {
 		t.Fatal(err)
 	}
-	if !m.readOnly || !m.allowOther || m.idle != 5*time.Minute || m.src.passfile != "/k" || !m.sharedStorage ||
+	if !m.readOnly || !m.allowOther || m.idle != 5*time.Minute || m.src.passfile != "/k" || !m.sharedStorage || !m.showBad ||
 		!reflect.DeepEqual(m.extra, []string{"nodev", "noexec"}) {
 		t.Fatalf("%+v", m)
 	}

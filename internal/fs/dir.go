@@ -6,7 +6,6 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/tree"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -84,8 +83,8 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 // remove runs op (unlink or rmdir) on child name: under its ordinary
 // backing name first, without checking beforehand that it exists (that
 // fstatat measured 9% of the daemon's CPU in `rm -rf`), and only if that
-// is absent and name could be a sync-conflict copy's displayed name, under
-// the copy's backing name (as existing does).
+// is absent and name may be an alias, under the alias's backing name (as
+// existing does).
 func (n *node) remove(name, what string, op func(e entry) error) syscall.Errno {
 	e, err := n.child(name)
 	if err != nil {
@@ -93,9 +92,9 @@ func (n *node) remove(name, what string, op func(e entry) error) syscall.Errno {
 	}
 	defer e.close()
 	err = op(e)
-	if errors.Is(err, unix.ENOENT) && tree.MayBeForeign(name) {
-		if fn, ferr := n.r.tree.FindForeign(e.pfd, e.pid, name); ferr == nil {
-			e.name = fn
+	if errors.Is(err, unix.ENOENT) && n.mayBeAlias(name) {
+		if an, ok := n.findAlias(e, name); ok {
+			e.name = an
 			err = op(e)
 		}
 	}
@@ -268,13 +267,13 @@ func (n *node) Rename(ctx context.Context, name string, newParent fusefs.InodeEm
 	if err != nil {
 		return n.r.errno(err, "rename", name)
 	}
-	// Whether a node's backing name is a sync-conflict name follows the
-	// name it moves to.
+	// Whether a node's backing name is an alias follows the name it moves
+	// to.
 	if moved != nil {
-		moved.Operations().(nodeOps).self().foreign.Store(ne.name.Orig != "")
+		moved.Operations().(nodeOps).self().alias.Store(ne.name.Alias())
 	}
 	if replaced != nil && flags&unix.RENAME_EXCHANGE != 0 {
-		replaced.Operations().(nodeOps).self().foreign.Store(oe.name.Orig != "")
+		replaced.Operations().(nodeOps).self().alias.Store(oe.name.Alias())
 	}
 	return 0
 }

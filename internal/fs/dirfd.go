@@ -60,25 +60,21 @@ func (n *node) cachedFD() (fd int, release func(), ok bool) {
 // openUncached opens directory node n's backing directory: relative to
 // its parent's cached fd if there is one (one openat), else from the root
 // with openat2 (one call), or, when the backing path would not fit in
-// PATH_MAX (deep trees of short names: encrypted names are longer), through
-// the parent, recursively.
+// PATH_MAX (deep trees of short names: encrypted names are longer) or
+// passes through an alias, through the parent, recursively.
 func (n *node) openUncached() (int, error) {
-	name, parent := n.Parent()
+	_, parent := n.Parent()
 	if parent == nil {
 		return -1, syscall.ENOENT
 	}
 	pn := parent.Operations().(nodeOps).self()
 	viaParent := func() (int, error) {
-		pfd, pid, release, err := pn.openDir()
+		e, err := n.entry()
 		if err != nil {
 			return -1, err
 		}
-		defer release()
-		nm, err := n.r.tree.Name(pid, name)
-		if err != nil {
-			return -1, err
-		}
-		return backing.OpenSubdir(pfd, nm.Backing)
+		defer e.close()
+		return backing.OpenSubdir(e.pfd, e.name.Backing)
 	}
 	pn.mu.Lock()
 	parentCached := pn.fd >= 0
@@ -86,11 +82,11 @@ func (n *node) openUncached() (int, error) {
 	if parentCached {
 		return viaParent()
 	}
-	rel, err := n.backingRel()
+	rel, ok, err := n.backingRel()
 	if err != nil {
 		return -1, err
 	}
-	if len(rel) >= unix.PathMax {
+	if !ok || len(rel) >= unix.PathMax {
 		return viaParent()
 	}
 	return backing.OpenDir(n.r.rootfd, rel)

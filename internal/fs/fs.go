@@ -29,6 +29,11 @@ type Options struct {
 	// a sync tool), so the kernel must not keep page-cache contents across
 	// opens (no FOPEN_KEEP_CACHE). The mount also sets zero timeouts.
 	SharedStorage bool
+	// ShowUndecryptable lists entries whose names do not decrypt (foreign
+	// files, tampered or truncated names) as "<backing name>" +
+	// tree.BadNameSuffix instead of leaving them out, so that they can be
+	// read, renamed to a proper name, or removed (gocryptfs's -badname).
+	ShowUndecryptable bool
 	// Logger receives one line per corrupt object (path and error) and
 	// other diagnostics; nil discards them.
 	Logger *log.Logger

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,9 +29,10 @@ type node struct {
 	fdUsers   int    // operations using fd right now
 	forgotten bool   // the kernel forgot the node: close fd when unused
 
-	// foreign: the node was found as a sync-conflict copy, whose backing
-	// name is not the encryption of its name (see existing).
-	foreign atomic.Bool
+	// alias: the node was found as a sync-conflict copy or an undecryptable
+	// entry, whose backing name is not the encryption of its name (see
+	// existing).
+	alias atomic.Bool
 }
 
 // newNode returns a node for a backing entry (dirID may be nil).
@@ -65,23 +67,28 @@ func (n *node) plainPath() string {
 }
 
 // backingRel computes the backing path of directory node n relative to
-// CIPHERDIR by encrypting each component with its parent's ID.
-func (n *node) backingRel() (string, error) {
+// CIPHERDIR by encrypting each component with its parent's ID. ok is false
+// if a component is an alias (see alias), whose backing name is found only
+// by searching its directory.
+func (n *node) backingRel() (rel string, ok bool, err error) {
 	var parts []string
 	cur := n
 	for cur != &n.r.node {
+		if cur.alias.Load() {
+			return "", false, nil
+		}
 		name, parent := cur.Parent()
 		if parent == nil {
-			return "", syscall.ENOENT // unlinked
+			return "", false, syscall.ENOENT // unlinked
 		}
 		pn := parent.Operations().(nodeOps).self()
 		pid, err := pn.dirIDOf()
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		nm, err := n.r.tree.Name(pid, name)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		parts = append(parts, nm.Backing)
 		cur = pn
@@ -89,7 +96,7 @@ func (n *node) backingRel() (string, error) {
 	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
 		parts[i], parts[j] = parts[j], parts[i]
 	}
-	return path.Join(parts...), nil
+	return path.Join(parts...), true, nil
 }
 
 // nodeOps lets Root and node be told apart from the embedder interface.
@@ -124,27 +131,51 @@ func (n *node) entry() (entry, error) {
 	if parent == nil {
 		return entry{}, syscall.ENOENT
 	}
-	if n.foreign.Load() {
+	if n.alias.Load() {
 		return parent.Operations().(nodeOps).self().existing(name)
 	}
 	return parent.Operations().(nodeOps).self().child(name)
 }
 
 // existing is child for a name that should exist: if the ordinary backing
-// name is absent and name could be a sync-conflict copy's displayed name
-// ("<plain><suffix>"), the copy is looked for.
+// name is absent, name may be an alias (see findAlias).
 func (n *node) existing(name string) (entry, error) {
 	e, err := n.child(name)
-	if err != nil || !tree.MayBeForeign(name) {
+	if err != nil || !n.mayBeAlias(name) {
 		return e, err
 	}
 	if _, err := backing.Fstatat(e.pfd, e.name.Backing); !errors.Is(err, unix.ENOENT) {
 		return e, nil
 	}
-	if fn, err := n.r.tree.FindForeign(e.pfd, e.pid, name); err == nil {
-		e.name = fn
+	if an, ok := n.findAlias(e, name); ok {
+		e.name = an
 	}
 	return e, nil
+}
+
+// mayBeAlias reports whether name could be shown for a backing entry
+// other than its plain encryption (cheap; findAlias does the real search).
+func (n *node) mayBeAlias(name string) bool {
+	return tree.MayBeForeign(name) || n.r.opts.ShowUndecryptable && strings.HasSuffix(name, tree.BadNameSuffix)
+}
+
+// findAlias finds the backing entry of e's directory displayed as name when
+// that is not name's plain encryption: a sync-conflict copy
+// "<plain><suffix>" (tree.FindForeign) or, when the mount shows them, an
+// undecryptable entry (tree.FindBad). Callers try the ordinary backing
+// name first.
+func (n *node) findAlias(e entry, name string) (tree.Name, bool) {
+	if tree.MayBeForeign(name) {
+		if fn, err := n.r.tree.FindForeign(e.pfd, e.pid, name); err == nil {
+			return fn, true
+		}
+	}
+	if n.r.opts.ShowUndecryptable {
+		if bn, err := n.r.tree.FindBad(e.pfd, e.pid, name); err == nil {
+			return bn, true
+		}
+	}
+	return tree.Name{}, false
 }
 
 // child opens directory n and encrypts name for it.
@@ -244,9 +275,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fu
 	}
 	defer e.close()
 	st, err := n.r.statEntry(e)
-	if errors.Is(err, unix.ENOENT) && tree.MayBeForeign(name) {
-		if fn, ferr := n.r.tree.FindForeign(e.pfd, e.pid, name); ferr == nil {
-			e.name = fn
+	if errors.Is(err, unix.ENOENT) && n.mayBeAlias(name) {
+		if an, ok := n.findAlias(e, name); ok {
+			e.name = an
 			st, err = n.r.statEntry(e)
 		}
 	}
@@ -256,11 +287,10 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fu
 	return n.newEntryChild(ctx, &st, e.name, out), 0
 }
 
-// newEntryChild is newChild for a looked-up entry, marking sync-conflict
-// copies.
+// newEntryChild is newChild for a looked-up entry, marking aliases.
 func (n *node) newEntryChild(ctx context.Context, st *unix.Stat_t, nm tree.Name, out *fuse.EntryOut) *fusefs.Inode {
 	child := n.newChild(ctx, st, nil, out, nm.Plain)
-	child.Operations().(nodeOps).self().foreign.Store(nm.Orig != "")
+	child.Operations().(nodeOps).self().alias.Store(nm.Alias())
 	return child
 }
 

@@ -45,17 +45,33 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHand
 	return d, 0, 0
 }
 
-// load reads the listing. Entries whose names do not decrypt are left out
-// of the listing and logged (once per directory and name).
+// load reads the listing. Entries whose names do not decrypt are logged
+// (once per directory and name) and left out of the listing, or, with
+// ShowUndecryptable, listed under tree.BadName (unless a good entry has
+// that name, or it would be too long).
 func (d *dirHandle) load() syscall.Errno {
 	ents, bad, err := d.n.r.tree.List(d.fd, d.id)
 	if err != nil {
 		return d.n.errno(err, "readdir")
 	}
+	var shown map[string]bool
 	for _, b := range bad {
 		what := d.n.plainPath() + " (backing name " + b.Backing + ")"
 		if d.n.r.logged.first(what) {
 			d.n.r.logf("readdir %s: undecryptable entry %q: %v", d.n.plainPath(), b.Backing, b.Err)
+		}
+		if !d.n.r.opts.ShowUndecryptable {
+			continue
+		}
+		bn, ok := tree.BadName(b.Backing)
+		if shown == nil {
+			shown = make(map[string]bool, len(ents))
+			for _, e := range ents {
+				shown[e.Name.Plain] = true
+			}
+		}
+		if ok && !shown[bn.Plain] {
+			ents = append(ents, tree.Entry{Name: bn, Ino: b.Ino, Type: b.Type})
 		}
 	}
 	d.entries = ents

@@ -154,3 +154,30 @@ func TestSyncConflictCopy(t *testing.T) {
 		t.Fatalf("backing left %v", left)
 	}
 }
+
+// TestSyncConflictDir: a conflict copy of a directory "<encname> (1)"
+// (with its dirid inside) shows up as "<name> (1)", and its entries are
+// reachable on a cold mount, where the directory is opened from the root
+// by path: a conflict copy's backing name is not the encryption of its
+// displayed name, so that path is found through the parent instead.
+func TestSyncConflictDir(t *testing.T) {
+	v := newVault(t, nil)
+	must(t, os.MkdirAll(filepath.Join(v.mnt, "a", "docs"), 0o755))
+	must(t, os.WriteFile(filepath.Join(v.mnt, "a", "docs", "f"), []byte("in copy"), 0o644))
+	must(t, v.srv.Unmount())
+	top := backingFiles(t, v.cipher)
+	if len(top) != 1 {
+		t.Fatalf("backing %v", top)
+	}
+	sub := backingFiles(t, top[0])
+	if len(sub) != 1 {
+		t.Fatalf("backing %v", sub)
+	}
+	if out, err := exec.Command("cp", "-a", sub[0], sub[0]+" (1)").CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	remount(t, v)
+	if got, err := os.ReadFile(filepath.Join(v.mnt, "a", "docs (1)", "f")); err != nil || string(got) != "in copy" {
+		t.Fatalf("read in conflict copy dir: %q %v", got, err)
+	}
+}

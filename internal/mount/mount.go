@@ -25,6 +25,7 @@ type Options struct {
 	ReadOnly              bool
 	AllowOther            bool          // other users may access the mount (permissions are then checked by the kernel: default_permissions)
 	SharedStorage         bool          // CIPHERDIR may change behind our back: no kernel caching
+	ShowUndecryptable     bool          // list entries whose names do not decrypt (see fs.Options)
 	Debug                 bool          // log every FUSE request and reply to Logger
 	Idle                  time.Duration // unmount after this long without requests and open files; 0: never
 	FsName                string        // shown in /proc/mounts; default CipherDir
@@ -67,8 +68,9 @@ func Mount(opts Options) (*Server, error) {
 		return nil, ErrNoTree
 	}
 	root, err := encfs.NewRoot(opts.CipherDir, opts.Tree, encfs.Options{
-		SharedStorage: opts.SharedStorage,
-		Logger:        opts.Logger,
+		SharedStorage:     opts.SharedStorage,
+		ShowUndecryptable: opts.ShowUndecryptable,
+		Logger:            opts.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mount: %w", err)

@@ -22,10 +22,17 @@ func must(t *testing.T, err error) {
 }
 
 // remount unmounts v and mounts CIPHERDIR again (fresh kernel caches).
-func remount(t *testing.T, v *testVault) {
+func remount(t *testing.T, v *testVault) { remountWith(t, v, nil) }
+
+// remountWith is remount with options changed by mod (may be nil).
+func remountWith(t *testing.T, v *testVault, mod func(*Options)) {
 	t.Helper()
 	must(t, v.srv.Unmount())
-	srv, err := Mount(Options{CipherDir: v.cipher, MountPoint: v.mnt, Tree: v.tree, Logger: v.srv.opts.Logger})
+	opts := Options{CipherDir: v.cipher, MountPoint: v.mnt, Tree: v.tree, Logger: v.srv.opts.Logger}
+	if mod != nil {
+		mod(&opts)
+	}
+	srv, err := Mount(opts)
 	must(t, err)
 	v.srv = srv
 }

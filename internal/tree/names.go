@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
@@ -21,7 +22,15 @@ type Name struct {
 	// Plain = "<orig><suffix>"): the name its encrypted part authenticates
 	// as, which a symlink's target is bound to.
 	Orig string
+	// Bad is set for an entry whose backing name does not decrypt, shown
+	// on request as Plain = Backing + BadNameSuffix (see BadName).
+	Bad bool
 }
+
+// Alias reports whether Backing is not the plain encryption of Plain: a
+// sync-conflict copy or an undecryptable entry. Such an entry is found
+// again by its displayed name through FindForeign or FindBad.
+func (n Name) Alias() bool { return n.Orig != "" || n.Bad }
 
 // boundName is the plaintext name an entry's metadata is bound to.
 func (n Name) boundName() string {
@@ -106,6 +115,42 @@ type Entry struct {
 type BadEntry struct {
 	Backing string
 	Err     error
+	Ino     uint64 // backing inode number
+	Type    uint8  // unix.DT_*, as getdents reported it
+}
+
+// BadNameSuffix marks an undecryptable entry in a listing that shows them
+// (mount --show-undecryptable): "<backing name>.encryptfs-bad-name". A
+// suffix, as gocryptfs's -badname uses, keeps related names together.
+const BadNameSuffix = ".encryptfs-bad-name"
+
+// BadName is the Name under which backing entry b, whose name does not
+// decrypt, is shown; ok is false if the displayed name would be longer
+// than a file name may be.
+func BadName(b string) (n Name, ok bool) {
+	plain := b + BadNameSuffix
+	if names.Validate(plain) != nil {
+		return Name{}, false
+	}
+	return Name{Plain: plain, Backing: b, Bad: true}, true
+}
+
+// FindBad finds the undecryptable entry displayed as plain (see BadName)
+// in directory dirfd, whose ID is dirID. unix.ENOENT if plain does not
+// name one: no such backing entry, or one whose name decrypts (a good
+// entry is reached only by its own name).
+func (t *Tree) FindBad(dirfd int, dirID []byte, plain string) (Name, error) {
+	b, ok := strings.CutSuffix(plain, BadNameSuffix)
+	if !ok || names.IsReserved(b) && !names.IsLongName(b) {
+		return Name{}, unix.ENOENT
+	}
+	if _, err := backing.Fstatat(dirfd, b); err != nil {
+		return Name{}, unix.ENOENT
+	}
+	if _, err := t.DecryptName(dirfd, dirID, b); err == nil {
+		return Name{}, unix.ENOENT
+	}
+	return Name{Plain: plain, Backing: b, Bad: true}, nil
 }
 
 // List reads the backing directory dirfd (whose ID is dirID) and decrypts
@@ -123,7 +168,7 @@ func (t *Tree) List(dirfd int, dirID []byte) ([]Entry, []BadEntry, error) {
 		}
 		n, err := t.DecryptName(dirfd, dirID, e.Name)
 		if err != nil {
-			bad = append(bad, BadEntry{Backing: e.Name, Err: err})
+			bad = append(bad, BadEntry{Backing: e.Name, Err: err, Ino: e.Ino, Type: e.Type})
 			continue
 		}
 		out = append(out, Entry{Name: n, Ino: e.Ino, Type: e.Type})

@@ -1,0 +1,123 @@
+package mount
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/tree"
+)
+
+// TestShowUndecryptable: entries whose backing names do not decrypt (a
+// tampered file name, a tampered directory name, a foreign file) are left
+// out of the listing by default, and with ShowUndecryptable are listed as
+// "<backing name>.encryptfs-bad-name", can be read (contents do not depend
+// on the name), renamed to a proper name and removed. A good entry cannot
+// be reached under such a name.
+func TestShowUndecryptable(t *testing.T) {
+	v := newVault(t, nil)
+	must(t, os.WriteFile(filepath.Join(v.mnt, "doc.txt"), []byte("contents"), 0o644))
+	must(t, os.Mkdir(filepath.Join(v.mnt, "dir"), 0o755))
+	must(t, os.WriteFile(filepath.Join(v.mnt, "dir", "inner"), []byte("inner"), 0o644))
+	must(t, v.srv.Unmount())
+
+	// Damage both names (one flipped character fails AES-SIV) and add a
+	// file a sync tool might drop into CIPHERDIR.
+	var badFile, badDir string
+	for _, p := range backingFiles(t, v.cipher) {
+		st, err := os.Stat(p)
+		must(t, err)
+		name := filepath.Base(p)
+		bad := flipFirst(name)
+		must(t, os.Rename(p, filepath.Join(v.cipher, bad)))
+		if st.IsDir() {
+			badDir = bad
+		} else {
+			badFile = bad
+		}
+	}
+	must(t, os.WriteFile(filepath.Join(v.cipher, "desktop.ini"), []byte("[x]"), 0o644))
+	sfx := tree.BadNameSuffix
+
+	// Default: hidden, and not reachable under the marked name.
+	remount(t, v)
+	if names := listNames(t, v.mnt); len(names) != 0 {
+		t.Fatalf("default listing %v, want empty", names)
+	}
+	if _, err := os.Stat(filepath.Join(v.mnt, badFile+sfx)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("stat without the option: %v", err)
+	}
+
+	remountWith(t, v, func(o *Options) { o.ShowUndecryptable = true })
+	// A cold lookup first (no listing has been read).
+	if got, err := os.ReadFile(filepath.Join(v.mnt, badFile+sfx)); err != nil || string(got) != "contents" {
+		t.Fatalf("read bad-named file: %q %v", got, err)
+	}
+	want := []string{badDir + sfx, badFile + sfx, "desktop.ini" + sfx}
+	slices.Sort(want)
+	if names := listNames(t, v.mnt); !slices.Equal(names, want) {
+		t.Fatalf("listing %v, want %v", names, want)
+	}
+	if got, err := os.ReadFile(filepath.Join(v.mnt, badDir+sfx, "inner")); err != nil || string(got) != "inner" {
+		t.Fatalf("read in bad-named dir: %q %v", got, err)
+	}
+	// A foreign file has no valid header: EIO, never its bytes.
+	if _, err := os.ReadFile(filepath.Join(v.mnt, "desktop.ini"+sfx)); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("read foreign file: %v, want EIO", err)
+	}
+
+	// Recover by renaming; remove the foreign file.
+	must(t, os.Rename(filepath.Join(v.mnt, badFile+sfx), filepath.Join(v.mnt, "recovered.txt")))
+	must(t, os.Rename(filepath.Join(v.mnt, badDir+sfx), filepath.Join(v.mnt, "dir2")))
+	must(t, os.Remove(filepath.Join(v.mnt, "desktop.ini"+sfx)))
+	if names := listNames(t, v.mnt); !slices.Equal(names, []string{"dir2", "recovered.txt"}) {
+		t.Fatalf("listing after recovery %v", names)
+	}
+	if _, err := os.Lstat(filepath.Join(v.cipher, "desktop.ini")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("foreign file not removed: %v", err)
+	}
+	// A good entry is not reachable under its backing name + suffix.
+	for _, p := range backingFiles(t, v.cipher) {
+		if _, err := os.Stat(filepath.Join(v.mnt, filepath.Base(p)+sfx)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("good entry %s reachable as a bad name: %v", filepath.Base(p), err)
+		}
+	}
+
+	// Recovered for good: readable without the option.
+	remount(t, v)
+	if got, err := os.ReadFile(filepath.Join(v.mnt, "recovered.txt")); err != nil || string(got) != "contents" {
+		t.Fatalf("recovered file: %q %v", got, err)
+	}
+	if got, err := os.ReadFile(filepath.Join(v.mnt, "dir2", "inner")); err != nil || string(got) != "inner" {
+		t.Fatalf("recovered dir: %q %v", got, err)
+	}
+	if !strings.Contains(v.log.String(), "undecryptable entry") {
+		t.Errorf("daemon log does not report the undecryptable entries:\n%s", v.log.String())
+	}
+}
+
+// flipFirst changes the first character of a base64url name.
+func flipFirst(name string) string {
+	c := byte('A')
+	if name[0] == 'A' {
+		c = 'B'
+	}
+	return string(c) + name[1:]
+}
+
+// listNames returns the sorted names in dir.
+func listNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	must(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	slices.Sort(names)
+	return names
+}
