@@ -127,7 +127,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 				w.add(Problem{Kind: KindOrphanSidecar, CipherPath: at, Detail: "long-name sidecar without its entry " + long})
 			}
 			continue
-		case isLongConflict(bn) && strings.HasSuffix(bn, names.LongNameSuffix):
+		case isLongSidecarCopy(bn):
 			w.add(Problem{Kind: KindOrphanSidecar, CipherPath: at, Detail: "copy of a long-name sidecar made by another program (sync conflict?)"})
 			continue
 		case strings.HasPrefix(bn, meta.SymlinkSidecarPrefix):
@@ -136,7 +136,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 		case strings.HasPrefix(bn, names.TempPrefix):
 			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "temporary entry left by an interrupted operation"})
 			continue
-		case names.IsReserved(bn) && !names.IsLongName(bn) && !isLongConflict(bn):
+		case names.IsReserved(bn) && !names.IsLongName(bn) && !isLongCopy(bn):
 			w.add(Problem{Kind: KindReserved, CipherPath: at, Detail: "unknown name in the reserved encryptfs.* namespace"})
 			continue
 		}
@@ -211,39 +211,21 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 	if err == nil {
 		ent.name, ent.named, ent.shown = n, true, n.Plain
 		if n.Orig != "" {
-			// tree shows "<encname><suffix>" as "<plain><suffix>" when the
-			// encrypted part authenticates; fsck still reports it, since the
-			// user has a conflict to resolve.
+			// tree shows a sync-conflict copy "<encname><suffix>" (or a
+			// copy of a long-name entry) as "<plain><suffix>" when the
+			// encrypted name authenticates; fsck still reports it, since
+			// the user has a conflict to resolve.
 			w.add(Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
 				Detail: fmt.Sprintf("copy of %q with a suffix added by another program (sync conflict?)", n.Orig)})
 		}
 		return
 	}
-	if isLongConflict(bn) {
-		// "encryptfs.long.<H><suffix>": a conflict copy of a long-name
-		// entry; the original's sidecar holds the name.
-		base, suffix := bn[:longNameLen], bn[longNameLen:]
-		if n, err2 := w.t.DecryptName(dirfd, dirID, base); err2 == nil {
-			n.Backing = bn
-			ent.name, ent.named, ent.shown = n, true, n.Plain+suffix
-			w.add(Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
-				Detail: fmt.Sprintf("copy of %q with the suffix %q added by another program (sync conflict?)", n.Plain, suffix)})
-			return
-		}
+	if isLongCopy(bn) {
+		// A copy of a long-name entry whose original sidecar is gone or
+		// does not decrypt (tree decrypts the others as conflict copies).
 		ent.foreign = true
 		w.add(Problem{Kind: KindForeign, CipherPath: at, Detail: "copy of a long-name entry whose name cannot be decrypted"})
 		return
-	}
-	if enc, suffix, ok := names.SplitForeign(bn); ok {
-		if n, err2 := w.t.DecryptName(dirfd, dirID, enc); err2 == nil {
-			// The entry's name is the original's: symlink targets are bound
-			// to it.
-			n.Backing = bn
-			ent.name, ent.named, ent.shown = n, true, n.Plain+suffix
-			w.add(Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
-				Detail: fmt.Sprintf("copy of %q with the suffix %q added by another program (sync conflict?)", n.Plain, suffix)})
-			return
-		}
 	}
 	if strings.IndexFunc(bn, func(r rune) bool { return !isNameRune(r) }) >= 0 {
 		ent.foreign = true
@@ -253,14 +235,18 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 	w.add(Problem{Kind: KindBadName, CipherPath: at, Detail: fmt.Sprintf("name does not decrypt: %v", err)})
 }
 
-// longNameLen is the length of a long-name entry's backing name.
-// (the prefix and base64url of a SHA-256 sum).
-const longNameLen = len(names.LongNamePrefix) + (32*8+5)/6
+// isLongCopy reports whether bn is a copy of a long-name entry made by
+// another program (names.SplitLongForeign).
+func isLongCopy(bn string) bool {
+	_, _, ok := names.SplitLongForeign(bn)
+	return ok
+}
 
-// isLongConflict reports whether bn is a long-name entry's name followed
-// by a foreign suffix (not a sidecar).
-func isLongConflict(bn string) bool {
-	return len(bn) > longNameLen && names.IsLongName(bn[:longNameLen]) && !names.IsSidecar(bn)
+// isLongSidecarCopy reports whether bn is such a copy of a long-name
+// sidecar ("encryptfs.long.<H> (1).name"): it holds a name, no entry.
+func isLongSidecarCopy(bn string) bool {
+	base, ok := strings.CutSuffix(bn, names.LongNameSuffix)
+	return ok && !names.IsSidecar(bn) && isLongCopy(base)
 }
 
 // isNameRune reports whether r can appear in an encrypted backing name.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -179,5 +180,60 @@ func TestSyncConflictDir(t *testing.T) {
 	remount(t, v)
 	if got, err := os.ReadFile(filepath.Join(v.mnt, "a", "docs (1)", "f")); err != nil || string(got) != "in copy" {
 		t.Fatalf("read in conflict copy dir: %q %v", got, err)
+	}
+}
+
+// TestSyncConflictLongName: copies of a long-name entry made by sync tools,
+// with the suffix appended ("encryptfs.long.<H> (1)") or put before the
+// hash as if it were an extension ("encryptfs.long.sync-conflict-….<H>"),
+// show up with the original's name plus the suffix, are found by a cold
+// lookup, and can be renamed and removed without touching the original.
+func TestSyncConflictLongName(t *testing.T) {
+	v := newVault(t, nil)
+	long := strings.Repeat("long name ", 20) + ".txt"
+	must(t, os.WriteFile(filepath.Join(v.mnt, long), []byte("v1"), 0o644))
+	must(t, v.srv.Unmount())
+	var entry string
+	for _, p := range backingFiles(t, v.cipher) {
+		entry = p
+	}
+	ents, err := os.ReadDir(v.cipher)
+	must(t, err)
+	for _, e := range ents {
+		if n := e.Name(); strings.HasPrefix(n, "encryptfs.long.") && !strings.HasSuffix(n, ".name") {
+			entry = filepath.Join(v.cipher, n)
+		}
+	}
+	if entry == "" {
+		t.Fatalf("no long-name entry in %v", ents)
+	}
+	data, err := os.ReadFile(entry)
+	must(t, err)
+	h := strings.TrimPrefix(filepath.Base(entry), "encryptfs.long.")
+	const sync = ".sync-conflict-20261122-101010-ABCDEFG"
+	must(t, os.WriteFile(entry+" (1)", data, 0o644))
+	must(t, os.WriteFile(filepath.Join(v.cipher, "encryptfs.long"+sync+"."+h), data, 0o644))
+
+	remount(t, v) // cold lookups first
+	for _, name := range []string{long + " (1)", long + sync} {
+		if got, err := os.ReadFile(filepath.Join(v.mnt, name)); err != nil || string(got) != "v1" {
+			t.Fatalf("read %q: %q %v", name, got, err)
+		}
+	}
+	want := []string{long, long + " (1)", long + sync}
+	slices.Sort(want)
+	if names := listNames(t, v.mnt); !slices.Equal(names, want) {
+		t.Fatalf("listing %q, want %q", names, want)
+	}
+	must(t, os.Rename(filepath.Join(v.mnt, long+" (1)"), filepath.Join(v.mnt, "kept.txt")))
+	must(t, os.Remove(filepath.Join(v.mnt, long+sync)))
+	if names := listNames(t, v.mnt); !slices.Equal(names, []string{"kept.txt", long}) {
+		t.Fatalf("listing after cleanup %q", names)
+	}
+	remount(t, v)
+	for _, name := range []string{long, "kept.txt"} {
+		if got, err := os.ReadFile(filepath.Join(v.mnt, name)); err != nil || string(got) != "v1" {
+			t.Fatalf("read %q after cleanup: %q %v", name, got, err)
+		}
 	}
 }

@@ -163,7 +163,7 @@ func (t *Tree) List(dirfd int, dirID []byte) ([]Entry, []BadEntry, error) {
 	out := make([]Entry, 0, len(ents))
 	var bad []BadEntry
 	for _, e := range ents {
-		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) {
+		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) && !isLongCopy(e.Name) {
 			continue
 		}
 		n, err := t.DecryptName(dirfd, dirID, e.Name)
@@ -192,7 +192,7 @@ func (t *Tree) DecryptName(dirfd int, dirID []byte, backingName string) (Name, e
 	}
 	plain, err := t.names.Decrypt(dirID, enc)
 	if err != nil && !long {
-		if n, ferr := t.decryptForeign(dirID, backingName); ferr == nil {
+		if n, ferr := t.decryptForeign(dirfd, dirID, backingName); ferr == nil {
 			return n, nil
 		}
 	}
@@ -202,12 +202,23 @@ func (t *Tree) DecryptName(dirfd int, dirID []byte, backingName string) (Name, e
 	return Name{Plain: plain, Enc: enc, Backing: backingName, Long: long}, nil
 }
 
-// decryptForeign decrypts a sync-conflict copy "<encname><suffix>"
-// (docs/format.md, "Sync conflicts"): shown as "<plain><suffix>" only if
-// encname authenticates in this directory.
-func (t *Tree) decryptForeign(dirID []byte, backingName string) (Name, error) {
-	enc, suffix, ok := names.SplitForeign(backingName)
-	if !ok {
+// decryptForeign decrypts a sync-conflict copy (docs/format.md, "Sync
+// conflicts"): "<encname><suffix>", or a copy of a long-name entry (see
+// names.SplitLongForeign), whose name is in the original's sidecar. It is
+// shown as "<plain><suffix>" only if the encrypted name authenticates in
+// this directory.
+func (t *Tree) decryptForeign(dirfd int, dirID []byte, backingName string) (Name, error) {
+	var enc, suffix string
+	if long, sfx, ok := names.SplitLongForeign(backingName); ok {
+		side, err := backing.ReadFileAt(dirfd, names.SidecarName(long), sidecarSize)
+		if err != nil {
+			return Name{}, fmt.Errorf("%w: long-name sidecar: %v", names.ErrBadName, err)
+		}
+		if enc, err = names.CheckSidecar(long, side); err != nil {
+			return Name{}, err
+		}
+		suffix = sfx
+	} else if enc, suffix, ok = names.SplitForeign(backingName); !ok {
 		return Name{}, names.ErrBadName
 	}
 	plain, err := t.names.Decrypt(dirID, enc)
@@ -219,6 +230,12 @@ func (t *Tree) decryptForeign(dirID []byte, backingName string) (Name, error) {
 		return Name{}, fmt.Errorf("%w: %w", names.ErrBadName, err)
 	}
 	return Name{Plain: full, Enc: enc, Backing: backingName, Orig: plain}, nil
+}
+
+// isLongCopy reports whether b is a renamed copy of a long-name entry.
+func isLongCopy(b string) bool {
+	_, _, ok := names.SplitLongForeign(b)
+	return ok
 }
 
 // maxForeignSplits bounds the split points FindForeign tries.
@@ -242,11 +259,14 @@ func isEncodedByte(c byte) bool {
 
 // FindForeign finds the sync-conflict copy displayed as plain in directory
 // dirfd: it tries each place where a suffix could start (a byte outside the
-// base64url alphabet), encrypting the part before it. unix.ENOENT if none
-// exists. Callers use it only after the ordinary name was not found.
+// base64url alphabet), from the end, where sync tools put their suffixes
+// (" (1)" takes 3 tries, Syncthing's ".sync-conflict-…" 1, Dropbox's
+// " (conflicted copy 2026-11-22)" 5), encrypting the part before it; for a
+// long name, both forms of names.SplitLongForeign are tried. unix.ENOENT if
+// none exists. Callers use it only after the ordinary name was not found.
 func (t *Tree) FindForeign(dirfd int, dirID []byte, plain string) (Name, error) {
 	tries := 0
-	for i := 1; i < len(plain) && tries < maxForeignSplits; i++ {
+	for i := len(plain) - 1; i >= 1 && tries < maxForeignSplits; i-- {
 		if isEncodedByte(plain[i]) {
 			continue
 		}
@@ -255,12 +275,19 @@ func (t *Tree) FindForeign(dirfd int, dirID []byte, plain string) (Name, error) 
 		if err != nil {
 			continue
 		}
-		b := enc + plain[i:]
-		if len(b) > names.MaxBackingLen {
-			continue
+		suffix := plain[i:]
+		candidates := []string{enc + suffix}
+		if b, long := names.Backing(enc); long {
+			h := strings.TrimPrefix(b, names.LongNamePrefix)
+			candidates = []string{b + suffix, names.LongNamePrefix[:len(names.LongNamePrefix)-1] + suffix + "." + h}
 		}
-		if _, err := backing.Fstatat(dirfd, b); err == nil {
-			return Name{Plain: plain, Enc: enc, Backing: b, Orig: plain[:i]}, nil
+		for _, b := range candidates {
+			if len(b) > names.MaxBackingLen {
+				continue
+			}
+			if _, err := backing.Fstatat(dirfd, b); err == nil {
+				return Name{Plain: plain, Enc: enc, Backing: b, Orig: plain[:i]}, nil
+			}
 		}
 	}
 	return Name{}, unix.ENOENT

@@ -83,6 +83,31 @@ func SplitForeign(backing string) (encName, suffix string, ok bool) {
 	return backing[:i], backing[i:], true
 }
 
+// SplitLongForeign splits a copy of long-name entry long that another
+// program renamed, such as a sync tool's conflict copy. Two forms exist:
+// the suffix appended, "encryptfs.long.<H> (1)", and the suffix put before
+// what looks like the file's extension, "encryptfs.long.sync-conflict-….<H>"
+// (Syncthing) or "encryptfs.long (conflicted copy ….<H>" (Dropbox). A copy
+// of a sidecar (ending in LongNameSuffix) is not split: it holds a name,
+// not an entry. The caller must still read long's sidecar and decrypt the
+// name.
+func SplitLongForeign(backing string) (long, suffix string, ok bool) {
+	base := LongNamePrefix[:len(LongNamePrefix)-1] // "encryptfs.long"
+	if strings.HasSuffix(backing, LongNameSuffix) || !strings.HasPrefix(backing, base) {
+		return "", "", false
+	}
+	if n := len(LongNamePrefix) + hashLen; len(backing) > n && IsLongName(backing[:n]) {
+		return backing[:n], backing[n:], true
+	}
+	if i := len(backing) - hashLen - 1; i > len(base) && backing[i] == '.' {
+		long = LongNamePrefix + backing[i+1:]
+		if IsLongName(long) {
+			return long, backing[len(base):i], true
+		}
+	}
+	return "", "", false
+}
+
 // isAlphabet reports whether r is in the base64url alphabet.
 func isAlphabet(r rune) bool {
 	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_'
