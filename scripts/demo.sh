@@ -3,9 +3,11 @@
 # directory, mounts it, writes and reads through the mount, shows what lands
 # on disk (the ciphertext side), unmounts, remounts and checks the data.
 # Everything is removed at the end, and the mount is undone even on failure.
+# On a fresh Debian 12 machine it first installs what is missing
+# (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export PATH="$PATH:/usr/local/go/bin"
+. scripts/setup.sh
 
 work=$(mktemp -d /tmp/encryptfs-demo.XXXXXX)
 bin=$work/encryptfs

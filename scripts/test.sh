@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs every check: gofmt, go vet, staticcheck (when installable), and the
 # tests with the race detector. Packages that mount FUSE run one at a time.
-# Fails if an encryptfs mount is left behind.
+# Fails if an encryptfs mount is left behind. On a fresh Debian 12 machine
+# it first installs what is missing (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-export PATH="$PATH:/usr/local/go/bin"
-export PATH="$PATH:$(go env GOPATH)/bin"
+. scripts/setup.sh
+go version
 
 # The tests put their mounts under a private TMPDIR (t.TempDir), so that a
 # mount left behind is found exactly, even on a machine where others mount.
