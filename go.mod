@@ -3,8 +3,8 @@ module github.com/encryptfs/encryptfs
 go 1.26.8
 
 require (
-	github.com/hanwen/go-fuse/v2 v2.12.1 // indirect
-	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/term v0.47.0 // indirect
+	github.com/hanwen/go-fuse/v2 v2.12.1
+	golang.org/x/crypto v0.58.0
+	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 )
