@@ -4,7 +4,8 @@
 # installs what is missing and exports the environment they need.
 #
 #   - Debian packages: fuse3 (fusermount3, mount.fuse3), gcc and libc6-dev
-#     (the race detector needs cgo), git, ca-certificates, attr.
+#     (the race detector needs cgo), git, ca-certificates, attr and rsync
+#     (the tests use setfattr and rsync).
 #   - Go: go.mod asks for a newer Go than Debian 12 ships. A Go of 1.21 or
 #     newer (which can fetch the go.mod toolchain itself) is used if present,
 #     /usr/local/go first; otherwise Debian's golang-go is installed from
@@ -34,7 +35,7 @@ setup_go_ok() {
 
 setup_main() {
 	local p missing=() mirror
-	for p in fuse3 gcc libc6-dev git ca-certificates attr; do
+	for p in fuse3 gcc libc6-dev git ca-certificates attr rsync; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 	done
 	if [ ${#missing[@]} -gt 0 ]; then
