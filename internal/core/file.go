@@ -1,9 +1,12 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
@@ -194,6 +197,61 @@ func (f *File) chunkPlain(dst []byte, i uint64) ([]byte, error) {
 		return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
 	}
 	return f.openChunk(dst, *buf, i, i == last, f.sparse())
+}
+
+// reserve allocates the backing space of the byte ranges [r[0], r[1]),
+// [r[2], r[3])... (fallocate with FALLOC_FL_KEEP_SIZE) before a write that
+// grows the file or fills holes, so that a full disk (ENOSPC, EDQUOT) fails
+// the write before any byte of the file has changed. Only what the write
+// stores is reserved: holes it leaves stay holes. A backing that cannot
+// reserve (no fd, or a file system without fallocate) is written
+// unreserved; undoGrow covers it.
+func (f *File) reserve(r ...int64) error {
+	fb, ok := f.b.(fdBacking)
+	if !ok {
+		return nil
+	}
+	for k := 0; k+1 < len(r); k += 2 {
+		if r[k+1] <= r[k] {
+			continue
+		}
+		err := unix.Fallocate(int(fb.Fd()), unix.FALLOC_FL_KEEP_SIZE, r[k], r[k+1]-r[k])
+		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+			return fmt.Errorf("core: reserve backing space: %w", err)
+		}
+		if err != nil {
+			return nil // cannot reserve here: written unreserved
+		}
+	}
+	return nil
+}
+
+// undoGrow puts a file back to its old size after a write that grew it
+// failed part way (a full disk on a backing file that could not reserve,
+// an I/O error): the backing file is cut to the old length and the old last
+// chunk, which the write may have re-sealed with final=0 or half
+// overwritten, is written again from the tail cache. So the file reads as
+// before the failed request, as a failed write(2) promises, instead of
+// ending in a chunk that fails authentication. Without the old plaintext
+// (its read failed) or if the repair fails too, it falls back to
+// afterFailedWrite.
+func (f *File) undoGrow(oldSize int64, hadHeader bool) {
+	if oldSize == 0 {
+		keep := int64(0)
+		if hadHeader {
+			keep = content.HeaderSize // the file ID, which xattrs are bound to
+		}
+		if err := f.b.Truncate(keep); err != nil {
+			f.afterFailedWrite()
+			return
+		}
+		f.size, f.hasHeader = 0, hadHeader
+		f.dropTail()
+		return
+	}
+	if !f.tailOK || f.cutTo(oldSize, *f.tail) != nil {
+		f.afterFailedWrite()
+	}
 }
 
 // afterFailedWrite is called when a backing write failed part way: the tail

@@ -55,15 +55,23 @@ func (f *File) truncateToEmpty() error {
 func (f *File) shrink(size int64) error {
 	e := f.e
 	newLast := uint64((size - 1) / int64(e.chunkSize))
-	n := e.plainLen(newLast, size)
-
 	buf := e.bufs.get(e.chunkSize)
 	defer e.bufs.put(buf)
 	plain, err := f.chunkPlain((*buf)[:0], newLast)
 	if err != nil {
 		return err
 	}
-	plain = plain[:n]
+	return f.cutTo(size, plain)
+}
+
+// cutTo makes the file size bytes long (size > 0, not beyond the stored
+// chunks) with last as the plaintext of its last chunk (at least that
+// chunk's new length): the backing file is cut and the last chunk re-sealed
+// with final=1.
+func (f *File) cutTo(size int64, last []byte) error {
+	e := f.e
+	newLast := uint64((size - 1) / int64(e.chunkSize))
+	plain := last[:e.plainLen(newLast, size)]
 
 	nonce := e.bufs.get(e.nonceSize)
 	defer e.bufs.put(nonce)
@@ -71,7 +79,7 @@ func (f *File) shrink(size int64) error {
 	if _, err := io.ReadFull(e.rand, *nonce); err != nil {
 		return fmt.Errorf("core: random nonce: %w", err)
 	}
-	stored := e.bufs.get(n + e.overhead)
+	stored := e.bufs.get(len(plain) + e.overhead)
 	defer e.bufs.put(stored)
 	f.fc.Seal((*stored)[:0], plain, newLast, true, *nonce)
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
 // WriteAt writes plaintext like os.File.WriteAt, growing the file as needed;
@@ -57,6 +59,43 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	// The old last chunk changes its final flag and lies before p's chunks.
 	resealOld := hasOld && newLast > oldLast && oldLast < first
 	holes := first > 0 && (!hasOld || first > oldLast+1)
+
+	// A full disk must not cost the file its tail: the backing space the
+	// write needs is reserved first (see reserve), and a growing write
+	// that fails anyway is undone (see undoGrow), for which the old last
+	// chunk's plaintext must be at hand in the tail cache.
+	growing := newSize > oldSize
+	if growing && hasOld && !f.tailOK {
+		buf := e.bufs.get(e.chunkSize)
+		if plain, err := f.chunkPlain((*buf)[:0], oldLast); err == nil {
+			f.setTail(plain)
+		}
+		e.bufs.put(buf)
+	}
+	// The chunks written: [runStart, last], and the old last chunk on its
+	// own when holes separate it from them.
+	runStart := first
+	separate := resealOld && oldLast+1 < first
+	if resealOld && !separate {
+		runStart = oldLast
+	}
+	if growing || holes || f.sparse() {
+		end := e.cipherOffset(last + 1)
+		if last == newLast {
+			end = e.suite.CipherSize(newSize)
+		}
+		var header, lone [2]int64
+		if !f.hasHeader {
+			header = [2]int64{0, content.HeaderSize}
+		}
+		if separate {
+			lone = [2]int64{e.cipherOffset(oldLast), e.cipherOffset(oldLast + 1)}
+		}
+		if err := f.reserve(header[0], header[1], lone[0], lone[1], e.cipherOffset(runStart), end); err != nil {
+			return err
+		}
+	}
+	hadHeader := f.hasHeader
 	if err := f.prepareHeader(holes); err != nil {
 		return err
 	}
@@ -80,11 +119,6 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		}
 	}
 
-	runStart := first
-	separate := resealOld && oldLast+1 < first
-	if resealOld && !separate {
-		runStart = oldLast
-	}
 	count := int(last-runStart) + 1
 	total := count
 	if separate {
@@ -98,17 +132,23 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	if _, err := io.ReadFull(e.rand, *nonces); err != nil {
 		return fmt.Errorf("core: random nonces: %w", err)
 	}
+	failed := func(err error) error {
+		if growing {
+			f.undoGrow(oldSize, hadHeader)
+		} else {
+			f.afterFailedWrite()
+		}
+		return err
+	}
 	if separate {
 		// Old last chunk first: a crash before the new tail is written
 		// leaves a file ending in a final=0 chunk, which fails to open.
 		if err := job.sealAndWrite(oldLast, 1, (*nonces)[count*e.nonceSize:]); err != nil {
-			f.afterFailedWrite()
-			return err
+			return failed(err)
 		}
 	}
 	if err := job.sealAndWrite(runStart, count, (*nonces)[:count*e.nonceSize]); err != nil {
-		f.afterFailedWrite()
-		return err
+		return failed(err)
 	}
 	f.size = newSize
 	if last == newLast {

@@ -37,7 +37,7 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.dirID = id
-	if n.fd < 0 && !n.forgotten && n.r.reserveDirFD() {
+	if n.fd < 0 && !n.forgotten && n.r.reserveDirFD(n) {
 		n.fd = fd
 		n.fdUsers++
 		return fd, id, n.doneFD, nil
@@ -106,7 +106,7 @@ func (n *node) closeIfForgotten() {
 	if n.forgotten && n.fdUsers == 0 && n.fd >= 0 && n != &n.r.node {
 		backing.Close(n.fd)
 		n.fd = -1
-		n.r.dirFDs.Add(-1)
+		n.r.releaseDirFD(n)
 	}
 }
 

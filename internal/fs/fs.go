@@ -49,7 +49,7 @@ type Root struct {
 	euid   int // the daemon's uid: 0 means we chown new entries to the caller
 	files  openFiles
 	ops    atomic.Uint64 // requests served, for idle detection
-	dirFDs atomic.Int64  // cached directory fds (node.fd)
+	dirFDs dirFDSet      // the nodes that cache a directory fd (node.fd)
 	logged loggedSet
 }
 
@@ -74,8 +74,36 @@ func NewRoot(cipherDir string, t *tree.Tree, opts Options) (*Root, error) {
 	return r, nil
 }
 
-// Close closes the CIPHERDIR fd. Call it after the server has exited.
-func (r *Root) Close() error { return backing.Close(r.rootfd) }
+// Close closes the CIPHERDIR fd, the directory fds still cached in nodes
+// (see dirFDSet) and the files still open: RELEASE is sent asynchronously,
+// and an unmount can overtake the last ones. Call it after the server has
+// exited, when no handle can be used any more.
+func (r *Root) Close() error {
+	r.files.mu.Lock()
+	open := r.files.m
+	r.files.m = map[fileKey]*openFile{}
+	r.files.mu.Unlock()
+	for _, of := range open {
+		of.file.Close()
+		of.bf.Close()
+	}
+	r.dirFDs.mu.Lock()
+	nodes := make([]*node, 0, len(r.dirFDs.m))
+	for n := range r.dirFDs.m {
+		nodes = append(nodes, n)
+	}
+	r.dirFDs.m = nil
+	r.dirFDs.mu.Unlock()
+	for _, n := range nodes {
+		n.mu.Lock()
+		if n.fd >= 0 {
+			backing.Close(n.fd)
+			n.fd = -1
+		}
+		n.mu.Unlock()
+	}
+	return backing.Close(r.rootfd)
+}
 
 // Activity returns the number of requests served so far and the number of
 // open files, for idle auto-unmount: the mount is idle when the count does
@@ -91,16 +119,39 @@ func (r *Root) Activity() (requests uint64, openFiles int) {
 // the usual RLIMIT_NOFILE (Go raises the soft limit to the hard one).
 const maxCachedDirFDs = 4096
 
-// reserveDirFD reports whether one more directory fd may be cached.
-func (r *Root) reserveDirFD() bool {
+// dirFDSet is the set of nodes that cache a directory fd. The kernel does
+// not forget every node when the file system is unmounted, so Close closes
+// the fds still cached (else they would hold the backing file system busy
+// in a process that goes on, as the tests do).
+type dirFDSet struct {
+	mu sync.Mutex
+	m  map[*node]struct{}
+}
+
+// reserveDirFD reports whether directory node n may cache one more fd, and
+// records it if so.
+func (r *Root) reserveDirFD(n *node) bool {
 	if r.opts.SharedStorage {
 		return false
 	}
-	if r.dirFDs.Add(1) > maxCachedDirFDs {
-		r.dirFDs.Add(-1)
+	s := &r.dirFDs
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.m) >= maxCachedDirFDs {
 		return false
 	}
+	if s.m == nil {
+		s.m = make(map[*node]struct{})
+	}
+	s.m[n] = struct{}{}
 	return true
+}
+
+// releaseDirFD forgets that n caches an fd.
+func (r *Root) releaseDirFD(n *node) {
+	r.dirFDs.mu.Lock()
+	delete(r.dirFDs.m, n)
+	r.dirFDs.mu.Unlock()
 }
 
 // touch counts a request.

@@ -1,0 +1,134 @@
+package mount
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/fsck"
+	"golang.org/x/sys/unix"
+)
+
+// TestFullDisk fills the file system under CIPHERDIR (a 2 MiB tmpfs)
+// through the mount. Writes must fail with ENOSPC, never EIO; what was
+// acknowledged before must read back exactly, as must the files written
+// earlier; removing a file makes room again; and fsck finds the vault
+// clean afterwards: a full disk loses nothing.
+func TestFullDisk(t *testing.T) {
+	requireRoot(t)
+	// A small tmpfs for CIPHERDIR, mounted before the vault so that it is
+	// unmounted after it (cleanups run last-registered first).
+	small := t.TempDir()
+	must(t, unix.Mount("tmpfs", small, "tmpfs", 0, "size=2m"))
+	ourMounts.Store(small, true)
+	t.Cleanup(func() {
+		if err := unix.Unmount(small, 0); err != nil {
+			t.Errorf("unmount tmpfs: %v", err)
+		}
+	})
+	v := newVault(t, nil)
+	keep := make([]byte, 100_000)
+	rand.Read(keep)
+	must(t, os.WriteFile(filepath.Join(v.mnt, "keep.bin"), keep, 0o644))
+	must(t, os.Mkdir(filepath.Join(v.mnt, "dir"), 0o755))
+	must(t, os.WriteFile(filepath.Join(v.mnt, "dir", "small.txt"), []byte("small"), 0o644))
+	must(t, v.srv.Unmount())
+
+	// Move the vault onto the small tmpfs.
+	if out, err := exec.Command("cp", "-a", v.cipher+"/.", small).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	v.cipher = small
+	remount(t, v)
+
+	// Fill it with 64 KiB writes.
+	f, err := os.Create(filepath.Join(v.mnt, "fill.bin"))
+	must(t, err)
+	var acked []byte
+	var werr error
+	for range 200 {
+		block := make([]byte, 64<<10)
+		rand.Read(block)
+		var n int
+		n, werr = f.Write(block)
+		acked = append(acked, block[:n]...)
+		if werr != nil {
+			break
+		}
+	}
+	if !errors.Is(werr, syscall.ENOSPC) {
+		t.Fatalf("filling the disk: %v after %d bytes, want ENOSPC", werr, len(acked))
+	}
+	f.Close()
+	got, err := os.ReadFile(filepath.Join(v.mnt, "fill.bin"))
+	if err != nil {
+		t.Fatalf("read the file that filled the disk: %v\ndaemon log:\n%s", err, v.log.String())
+	}
+	if len(got) < len(acked) || !bytes.Equal(got[:len(acked)], acked) {
+		t.Fatalf("file that filled the disk: %d bytes read, %d acknowledged, prefix equal %v",
+			len(got), len(acked), len(got) >= len(acked) && bytes.Equal(got[:len(acked)], acked))
+	}
+
+	// More writes and new entries fail cleanly while the disk is full.
+	for _, op := range []struct {
+		what string
+		run  func() error
+	}{
+		{"create+write", func() error {
+			return os.WriteFile(filepath.Join(v.mnt, "more.bin"), bytes.Repeat([]byte("x"), 200_000), 0o644)
+		}},
+		{"append", func() error {
+			f, err := os.OpenFile(filepath.Join(v.mnt, "keep.bin"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.Write(bytes.Repeat([]byte("y"), 200_000))
+			return err
+		}},
+	} {
+		if err := op.run(); err != nil && !errors.Is(err, syscall.ENOSPC) {
+			t.Errorf("%s on a full disk: %v, want ENOSPC", op.what, err)
+		}
+	}
+	os.Remove(filepath.Join(v.mnt, "more.bin"))
+	// keep.bin may have grown by what the append got in: its first bytes
+	// are unchanged and the rest is the appended bytes.
+	got, err = os.ReadFile(filepath.Join(v.mnt, "keep.bin"))
+	if err != nil || len(got) < len(keep) || !bytes.Equal(got[:len(keep)], keep) ||
+		strings.Trim(string(got[len(keep):]), "y") != "" {
+		t.Fatalf("keep.bin after the full disk: %d bytes, %v", len(got), err)
+	}
+	if got, err := os.ReadFile(filepath.Join(v.mnt, "dir", "small.txt")); err != nil || string(got) != "small" {
+		t.Fatalf("dir/small.txt: %q %v", got, err)
+	}
+
+	// Room again.
+	must(t, os.Remove(filepath.Join(v.mnt, "fill.bin")))
+	after := make([]byte, 300_000)
+	rand.Read(after)
+	must(t, os.WriteFile(filepath.Join(v.mnt, "after.bin"), after, 0o644))
+	if got, err := os.ReadFile(filepath.Join(v.mnt, "after.bin")); err != nil || !bytes.Equal(got, after) {
+		t.Fatalf("write after freeing space: %v", err)
+	}
+	if s := v.log.String(); strings.Contains(s, "unexpected") || strings.Contains(s, "corrupt") {
+		t.Errorf("daemon log:\n%s", s)
+	}
+
+	must(t, v.srv.Unmount())
+	rep, err := fsck.Check(context.Background(), v.tree, small, fsck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 0 {
+		t.Fatalf("fsck after the full disk: %+v", rep.Problems)
+	}
+	remount(t, v) // the vault's cleanup unmounts it
+}
