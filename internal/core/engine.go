@@ -27,6 +27,16 @@
 // of the process sees. After a power loss without Sync the backing file
 // system may have reordered them, as for any application.
 //
+// A full disk is not a crash: the engine is still running and must leave a
+// readable file. A write that grows the file or fills holes first reserves
+// the backing space it stores (fallocate KEEP_SIZE), so ENOSPC arrives
+// before any byte changes. Where reserving is not possible, a growing write
+// that fails part way is undone (cut back, old last chunk re-sealed from
+// the tail cache): the file keeps its old size, and only bytes inside the
+// failed request's range may already be new. Measured cost of the extra
+// fallocate: about 2% on an untar of 38k files through the mount (three
+// interleaved rounds, 10.89 s against 11.07 s median).
+//
 // Cost of the final flag: appending at a chunk boundary re-seals the old last
 // chunk, so an append of k full chunks seals k+1 (128 KiB appends with 64 KiB
 // chunks seal 3 chunks per 2 written; with 1 MiB appends, 17 per 16).
