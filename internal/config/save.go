@@ -98,7 +98,7 @@ func WriteFileAtomic(dir, name string, data []byte) error {
 	}
 	if err := writeSync(f, data); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("config: write %s: %w", tmp, err)
+		return fmt.Errorf("config: %w", err) // names tmp already
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		os.Remove(tmp)
