@@ -145,3 +145,53 @@ func TestMountReadOnlyCipherDir(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFullDiskCommands: init and passwd on a full file system fail with
+// exit code 12 and one line, and change nothing: init leaves the directory
+// empty (so it can be retried), passwd leaves the old config, which still
+// opens the vault.
+func TestFullDiskCommands(t *testing.T) {
+	needRoot(t)
+	fsDir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", fsDir).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", fsDir).CombinedOutput(); err != nil {
+			t.Errorf("umount tmpfs: %v\n%s", err, out)
+		}
+	})
+	dir := filepath.Join(fsDir, "vault")
+	oldPF, newPF := writePassfile(t, "old"), writePassfile(t, "new")
+	run(t, "", append(append([]string{"init", "--passfile", oldPF}, cheapKDF...), dir)...).want(t, 0)
+	// Fill the file system to the last page.
+	fill, err := os.Create(filepath.Join(fsDir, "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := fill.Write(make([]byte, 4096)); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	fill.Close()
+
+	before := hashTree(t, dir)
+	r := run(t, "", "passwd", "--passfile", oldPF, "--new-passfile", newPF, dir)
+	r.want(t, ExitNoSpace)
+	if !strings.Contains(r.stderr, "no space left on device") {
+		t.Errorf("passwd on a full disk: %q", r.stderr)
+	}
+	unchangedTree(t, dir, before)
+	run(t, "", "ls", "--passfile", oldPF, dir).want(t, 0)
+
+	fresh := filepath.Join(fsDir, "fresh")
+	r = run(t, "", append(append([]string{"init", "--passfile", oldPF}, cheapKDF...), fresh)...)
+	r.want(t, ExitNoSpace)
+	if ents, err := os.ReadDir(fresh); err != nil || len(ents) != 0 {
+		t.Errorf("init on a full disk left %v (%v)", ents, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
@@ -27,6 +28,7 @@ const (
 	ExitMount         = 9  // the FUSE mount failed
 	ExitUnmount       = 10 // unmount failed (not mounted, busy)
 	ExitCorruptData   = 11 // file data or a name failed authentication (offline tools)
+	ExitNoSpace       = 12 // the file system written to is full (ENOSPC) or over quota (EDQUOT)
 )
 
 // codedError carries an explicit exit code.
@@ -79,6 +81,8 @@ func exitCode(err error) int {
 		errors.Is(err, content.ErrCorruptChunk), errors.Is(err, content.ErrBadHeader),
 		errors.Is(err, content.ErrTruncated), errors.Is(err, names.ErrBadName):
 		return ExitCorruptData
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return ExitNoSpace
 	}
 	return ExitError
 }
