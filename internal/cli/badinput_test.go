@@ -107,15 +107,7 @@ func TestMountPointRefused(t *testing.T) {
 // write.
 func TestMountReadOnlyCipherDir(t *testing.T) {
 	needRoot(t)
-	fsDir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", fsDir).CombinedOutput(); err != nil {
-		t.Fatalf("mount tmpfs: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", fsDir).CombinedOutput(); err != nil {
-			t.Errorf("umount tmpfs: %v\n%s", err, out)
-		}
-	})
+	fsDir := smallTmpfs(t, "4m")
 	dir := filepath.Join(fsDir, "vault")
 	pf := writePassfile(t, "pw")
 	run(t, "", append(append([]string{"init", "--passfile", pf}, cheapKDF...), dir)...).want(t, 0)
@@ -152,15 +144,7 @@ func TestMountReadOnlyCipherDir(t *testing.T) {
 // opens the vault.
 func TestFullDiskCommands(t *testing.T) {
 	needRoot(t)
-	fsDir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", fsDir).CombinedOutput(); err != nil {
-		t.Fatalf("mount tmpfs: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", fsDir).CombinedOutput(); err != nil {
-			t.Errorf("umount tmpfs: %v\n%s", err, out)
-		}
-	})
+	fsDir := smallTmpfs(t, "64k")
 	dir := filepath.Join(fsDir, "vault")
 	oldPF, newPF := writePassfile(t, "old"), writePassfile(t, "new")
 	run(t, "", append(append([]string{"init", "--passfile", oldPF}, cheapKDF...), dir)...).want(t, 0)
@@ -194,4 +178,57 @@ func TestFullDiskCommands(t *testing.T) {
 	if ents, err := os.ReadDir(fresh); err != nil || len(ents) != 0 {
 		t.Errorf("init on a full disk left %v (%v)", ents, err)
 	}
+
+	// export into a destination too small for one of the files: 12, the
+	// other file is exported, and no cut-short copy is left.
+	src, _ := newVault(t, "pw")
+	pf := writePassfile(t, "pw")
+	in := t.TempDir()
+	if err := os.WriteFile(filepath.Join(in, "big"), make([]byte, 400_000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, "small"), []byte("hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "", "import", "--passfile", pf, src, in).want(t, 0)
+	dest := filepath.Join(smallTmpfs(t, "256k"), "out")
+	r = run(t, "", "export", "--passfile", pf, src, dest)
+	if r.code != ExitNoSpace || !strings.Contains(r.stderr, "no space left on device") {
+		t.Fatalf("export to a full disk: exit %d\n%s", r.code, r.stderr)
+	}
+	if got, err := os.ReadFile(filepath.Join(dest, "small")); err != nil || string(got) != "hi" {
+		t.Errorf("small file: %q %v", got, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dest, "big")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a cut-short copy of big was left: %v", err)
+	}
+
+	// import into a vault on a disk too small for one of the files: 12,
+	// the other is imported, and fsck finds the vault clean.
+	small := filepath.Join(smallTmpfs(t, "256k"), "vault")
+	run(t, "", append(append([]string{"init", "--passfile", pf}, cheapKDF...), small)...).want(t, 0)
+	r = run(t, "", "import", "--passfile", pf, small, in)
+	if r.code != ExitNoSpace {
+		t.Fatalf("import to a full disk: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := run(t, "", "ls", "--passfile", pf, small); r.code != 0 || r.stdout != "small\n" {
+		t.Errorf("vault after the import: exit %d, %q", r.code, r.stdout)
+	}
+	run(t, "", "fsck", "--passfile", pf, small).want(t, 0)
+}
+
+// smallTmpfs mounts a tmpfs of the given size on a temp dir, unmounted at
+// the end of the test.
+func smallTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount tmpfs: %v\n%s", err, out)
+		}
+	})
+	return dir
 }

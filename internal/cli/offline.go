@@ -92,12 +92,16 @@ type problems struct {
 	cmd     string
 	failed  int
 	corrupt int
+	full    int // failed on a full disk (ENOSPC, EDQUOT)
 }
 
 func (p *problems) report(path string, err error) {
 	p.failed++
-	if exitCode(err) == ExitCorruptData {
+	switch exitCode(err) {
+	case ExitCorruptData:
 		p.corrupt++
+	case ExitNoSpace:
+		p.full++
 	}
 	fmt.Fprintf(p.a.Stderr, "encryptfs: %s: %s: %s\n", p.cmd, path, userMessage(err))
 }
@@ -107,6 +111,8 @@ func (p *problems) result() error {
 	switch {
 	case p.corrupt > 0:
 		return withCode(ExitCorruptData, fmt.Errorf("%s: %d entries failed (%d failed authentication)", p.cmd, p.failed, p.corrupt))
+	case p.full > 0:
+		return withCode(ExitNoSpace, fmt.Errorf("%s: %d entries failed (%d on a full disk)", p.cmd, p.failed, p.full))
 	case p.failed > 0:
 		return fmt.Errorf("%s: %d entries failed", p.cmd, p.failed)
 	}
