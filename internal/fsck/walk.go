@@ -136,7 +136,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 		case strings.HasPrefix(bn, names.TempPrefix):
 			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "temporary entry left by an interrupted operation"})
 			continue
-		case names.IsReserved(bn) && !names.IsLongName(bn) && !isLongCopy(bn):
+		case names.IsReserved(bn) && !names.IsLongName(bn) && !tree.IsLongCopy(bn):
 			w.add(Problem{Kind: KindReserved, CipherPath: at, Detail: "unknown name in the reserved encryptfs.* namespace"})
 			continue
 		}
@@ -220,7 +220,7 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 		}
 		return
 	}
-	if isLongCopy(bn) {
+	if tree.IsLongCopy(bn) {
 		// A copy of a long-name entry whose original sidecar is gone or
 		// does not decrypt (tree decrypts the others as conflict copies).
 		ent.foreign = true
@@ -235,18 +235,11 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 	w.add(Problem{Kind: KindBadName, CipherPath: at, Detail: fmt.Sprintf("name does not decrypt: %v", err)})
 }
 
-// isLongCopy reports whether bn is a copy of a long-name entry made by
-// another program (names.SplitLongForeign).
-func isLongCopy(bn string) bool {
-	_, _, ok := names.SplitLongForeign(bn)
-	return ok
-}
-
 // isLongSidecarCopy reports whether bn is such a copy of a long-name
 // sidecar ("encryptfs.long.<H> (1).name"): it holds a name, no entry.
 func isLongSidecarCopy(bn string) bool {
 	base, ok := strings.CutSuffix(bn, names.LongNameSuffix)
-	return ok && !names.IsSidecar(bn) && isLongCopy(base)
+	return ok && !names.IsSidecar(bn) && tree.IsLongCopy(base)
 }
 
 // isNameRune reports whether r can appear in an encrypted backing name.

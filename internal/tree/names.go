@@ -163,7 +163,7 @@ func (t *Tree) List(dirfd int, dirID []byte) ([]Entry, []BadEntry, error) {
 	out := make([]Entry, 0, len(ents))
 	var bad []BadEntry
 	for _, e := range ents {
-		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) && !isLongCopy(e.Name) {
+		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) && !IsLongCopy(e.Name) {
 			continue
 		}
 		n, err := t.DecryptName(dirfd, dirID, e.Name)
@@ -232,8 +232,9 @@ func (t *Tree) decryptForeign(dirfd int, dirID []byte, backingName string) (Name
 	return Name{Plain: full, Enc: enc, Backing: backingName, Orig: plain}, nil
 }
 
-// isLongCopy reports whether b is a renamed copy of a long-name entry.
-func isLongCopy(b string) bool {
+// IsLongCopy reports whether backing name b is a copy of a long-name entry
+// made by another program (names.SplitLongForeign).
+func IsLongCopy(b string) bool {
 	_, _, ok := names.SplitLongForeign(b)
 	return ok
 }
