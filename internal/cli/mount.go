@@ -112,7 +112,7 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	unix.Umask(0)
 	srv, err := mount.Mount(mount.Options{
 		CipherDir: cipherDir, MountPoint: mountPoint, Tree: t,
-		ReadOnly: m.readOnly, AllowOther: m.allowOther, SharedStorage: m.sharedStorage, ShowUndecryptable: m.showBad, Debug: m.debug,
+		ReadOnly: m.readOnly, AllowOther: m.allowOther, SharedStorage: m.sharedStorage, ShowUndecryptable: m.showBad, ForceOwner: m.forceOwner, Debug: m.debug,
 		Idle: m.idle, FsName: fsName, ExtraOptions: m.extra, Logger: logger,
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
@@ -15,6 +16,7 @@ type mountFlags struct {
 	allowOther    bool
 	sharedStorage bool
 	showBad       bool
+	forceOwner    *fuseserver.Owner
 	masterKey     bool
 	debug         bool
 	idle          time.Duration
@@ -34,6 +36,7 @@ func (m *mountFlags) register(fs *flagSet) {
 	fs.BoolVar(&m.allowOther, "allow-other", false, "let other users access the mount (needs user_allow_other in /etc/fuse.conf unless root)")
 	fs.BoolVar(&m.sharedStorage, "shared-storage", false, "the CIPHERDIR is changed by others too (network or sync folder): no caching of attributes or entries")
 	fs.BoolVar(&m.showBad, "show-undecryptable", false, "list entries whose names do not decrypt as NAME"+tree.BadNameSuffix+", to read, rename or remove them")
+	fs.Func("force-owner", "show every entry as owned by UID:GID (numbers), e.g. for a disk moved between machines; implies --allow-other", m.setForceOwner)
 	fs.BoolVar(&m.masterKey, "masterkey", false, "read the master key from stdin instead of a password")
 	fs.BoolVar(&m.debug, "debug", false, "log every FUSE request (debugging only: the log shows plaintext names and data)")
 	fs.DurationVar(&m.idle, "idle", 0, "unmount after this long without use (e.g. 30m; 0: never)")
@@ -53,6 +56,17 @@ var fstabOnly = map[string]bool{
 	"nofail": true, "_netdev": true, "rw": true, "owner": true, "group": true,
 }
 
+// setForceOwner sets --force-owner UID:GID, which implies --allow-other:
+// presenting other owners is for other users (as in gocryptfs).
+func (m *mountFlags) setForceOwner(s string) error {
+	o, err := fuseserver.ParseOwner(s)
+	if err != nil {
+		return err
+	}
+	m.forceOwner, m.allowOther = o, true
+	return nil
+}
+
 // parseOptions handles one -o argument: "ro,allow_other,passfile=/k".
 func (m *mountFlags) parseOptions(s string) error {
 	for _, opt := range strings.Split(s, ",") {
@@ -70,6 +84,10 @@ func (m *mountFlags) parseOptions(s string) error {
 			m.sharedStorage = true
 		case key == "show_undecryptable":
 			m.showBad = true
+		case key == "force_owner" && hasVal:
+			if err := m.setForceOwner(val); err != nil {
+				return err
+			}
 		case key == "debug":
 			m.debug = true
 		case key == "foreground":
@@ -89,7 +107,7 @@ func (m *mountFlags) parseOptions(s string) error {
 			}
 			m.idle = d
 		case fstabOnly[key], strings.HasPrefix(key, "x-"), key == "comment":
-		case key == "passfile", key == "extpass", key == "fsname", key == "idle":
+		case key == "passfile", key == "extpass", key == "fsname", key == "idle", key == "force_owner":
 			return fmt.Errorf("option %q needs a value", key)
 		default:
 			m.extra = append(m.extra, opt)

@@ -140,7 +140,7 @@ func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m moun
 	if err != nil {
 		return err
 	}
-	root, err := revfs.NewRoot(plainDir, c.Params, masterKey, revfs.Options{Excludes: rev.excludes, Logger: logger})
+	root, err := revfs.NewRoot(plainDir, c.Params, masterKey, revfs.Options{Excludes: rev.excludes, ForceOwner: m.forceOwner, Logger: logger})
 	clear(masterKey)
 	if errors.Is(err, revfs.ErrPattern) {
 		return withCode(ExitUsage, fmt.Errorf("mount: --exclude: %w", err))

@@ -89,7 +89,12 @@ func TestMountOptions(t *testing.T) {
 			t.Errorf("%s: extra %q, %v; want %q", tc.opt, m.extra, err, tc.extra)
 		}
 	}
-	for _, bad := range []string{"idle=soon", "passfile"} {
+	var fo mountFlags
+	if err := fo.parseOptions("force_owner=1000:100"); err != nil || fo.forceOwner == nil ||
+		fo.forceOwner.UID != 1000 || fo.forceOwner.GID != 100 || !fo.allowOther {
+		t.Errorf("force_owner: %+v, %v", fo.forceOwner, err)
+	}
+	for _, bad := range []string{"idle=soon", "passfile", "force_owner", "force_owner=1000", "force_owner=a:b", "force_owner=-1:0"} {
 		if err := (&mountFlags{}).parseOptions(bad); err == nil {
 			t.Errorf("parseOptions(%q) accepted", bad)
 		}

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 )
@@ -34,6 +35,8 @@ type Options struct {
 	// tree.BadNameSuffix instead of leaving them out, so that they can be
 	// read, renamed to a proper name, or removed (gocryptfs's -badname).
 	ShowUndecryptable bool
+	// ForceOwner, if set, is shown as the owner of every entry.
+	ForceOwner *fuseserver.Owner
 	// Logger receives one line per corrupt object (path and error) and
 	// other diagnostics; nil discards them.
 	Logger *log.Logger

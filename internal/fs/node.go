@@ -208,6 +208,7 @@ func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, what func() string) {
 	out.Nlink = uint32(st.Nlink)
 	out.Uid = st.Uid
 	out.Gid = st.Gid
+	r.opts.ForceOwner.Apply(out)
 	out.Rdev = uint32(st.Rdev)
 	out.Blocks = uint64(st.Blocks)
 	out.Blksize = uint32(st.Blksize)

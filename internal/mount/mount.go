@@ -23,14 +23,15 @@ type Options struct {
 	CipherDir, MountPoint string
 	Tree                  *tree.Tree
 	ReadOnly              bool
-	AllowOther            bool          // other users may access the mount (permissions are then checked by the kernel: default_permissions)
-	SharedStorage         bool          // CIPHERDIR may change behind our back: no kernel caching
-	ShowUndecryptable     bool          // list entries whose names do not decrypt (see fs.Options)
-	Debug                 bool          // log every FUSE request and reply to Logger
-	Idle                  time.Duration // unmount after this long without requests and open files; 0: never
-	FsName                string        // shown in /proc/mounts; default CipherDir
-	ExtraOptions          []string      // more -o options for the kernel
-	Logger                *log.Logger   // diagnostics; nil discards them
+	AllowOther            bool              // other users may access the mount (permissions are then checked by the kernel: default_permissions)
+	SharedStorage         bool              // CIPHERDIR may change behind our back: no kernel caching
+	ShowUndecryptable     bool              // list entries whose names do not decrypt (see fs.Options)
+	ForceOwner            *fuseserver.Owner // shown as the owner of every entry; nil: the real owners
+	Debug                 bool              // log every FUSE request and reply to Logger
+	Idle                  time.Duration     // unmount after this long without requests and open files; 0: never
+	FsName                string            // shown in /proc/mounts; default CipherDir
+	ExtraOptions          []string          // more -o options for the kernel
+	Logger                *log.Logger       // diagnostics; nil discards them
 }
 
 // ErrNoTree is returned when Options.Tree is nil.
@@ -70,6 +71,7 @@ func Mount(opts Options) (*Server, error) {
 	root, err := encfs.NewRoot(opts.CipherDir, opts.Tree, encfs.Options{
 		SharedStorage:     opts.SharedStorage,
 		ShowUndecryptable: opts.ShowUndecryptable,
+		ForceOwner:        opts.ForceOwner,
 		Logger:            opts.Logger,
 	})
 	if err != nil {

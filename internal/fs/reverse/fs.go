@@ -27,6 +27,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	rev "github.com/encryptfs/encryptfs/internal/crypto/reverse"
+	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 )
 
@@ -48,6 +49,8 @@ type Options struct {
 	// Excludes are path.Match patterns; an entry whose relative plaintext
 	// path or base name matches one is not shown (nor anything below it).
 	Excludes []string
+	// ForceOwner, if set, is shown as the owner of every entry.
+	ForceOwner *fuseserver.Owner
 	// Logger receives diagnostics (one line per failing path); nil
 	// discards them.
 	Logger *log.Logger
@@ -65,6 +68,7 @@ type Root struct {
 	derive   *rev.Deriver
 	config   []byte
 	excludes []string
+	owner    *fuseserver.Owner
 	logger   *log.Logger
 	bufs     sync.Pool // *chunkBufs
 }
@@ -86,7 +90,7 @@ func NewRoot(plainDir string, p config.Params, masterKey []byte, o Options) (*Ro
 		return nil, err
 	}
 	defer k.Wipe() // every cipher below keeps its own copy
-	r := &Root{excludes: append([]string(nil), o.Excludes...), logger: o.Logger}
+	r := &Root{excludes: append([]string(nil), o.Excludes...), owner: o.ForceOwner, logger: o.Logger}
 	if r.suite, err = content.NewSuite(content.AES256SIV, p.ChunkSize, k.Contents, k.HeaderMAC); err != nil {
 		return nil, fmt.Errorf("reverse: %w", err)
 	}

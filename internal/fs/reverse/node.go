@@ -73,6 +73,7 @@ func (r *Root) fillAttr(e viewEntry, out *fuse.Attr) error {
 	out.Mode = st.Mode
 	out.Nlink = uint32(st.Nlink)
 	out.Uid, out.Gid = st.Uid, st.Gid
+	r.owner.Apply(out)
 	out.Rdev = uint32(st.Rdev)
 	out.Blksize = uint32(st.Blksize)
 	out.Atime, out.Atimensec = uint64(st.Atim.Sec), uint32(st.Atim.Nsec)

@@ -16,6 +16,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/fsck"
+	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/vault"
@@ -351,5 +352,31 @@ func TestNewRootChecks(t *testing.T) {
 		if r != nil {
 			r.Close()
 		}
+	}
+}
+
+// TestForceOwner: the view shows ForceOwner as the owner of every entry.
+func TestForceOwner(t *testing.T) {
+	plain := t.TempDir()
+	makeTree(t, plain)
+	c, master := initPlain(t, plain)
+	mnt, _ := mountView(t, plain, c, master, Options{ForceOwner: &fuseserver.Owner{UID: 1234, GID: 5678}})
+	n := 0
+	err := filepath.WalkDir(mnt, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return err
+		}
+		if st.Uid != 1234 || st.Gid != 5678 {
+			t.Errorf("%s: owner %d:%d, want 1234:5678", p, st.Uid, st.Gid)
+		}
+		n++
+		return nil
+	})
+	if err != nil || n < 5 {
+		t.Fatalf("walked %d entries: %v", n, err)
 	}
 }
