@@ -29,6 +29,9 @@ func (a *App) cmdMount(args []string) error {
 	if len(m.rev.excludes) > 0 && !m.rev.enabled {
 		return usageErrorf("mount: --exclude needs --reverse")
 	}
+	if m.rev.oneFS && !m.rev.enabled {
+		return usageErrorf("mount: --one-file-system needs --reverse")
+	}
 	load := loadConfig
 	if m.rev.enabled {
 		load = loadReverseConfig

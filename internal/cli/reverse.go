@@ -25,6 +25,7 @@ import (
 type reverseFlags struct {
 	enabled  bool
 	excludes []string
+	oneFS    bool
 }
 
 // register adds --reverse and the repeatable --exclude to mount's flags.
@@ -34,16 +35,20 @@ func (r *reverseFlags) register(fs *flagSet) {
 		r.excludes = append(r.excludes, pat)
 		return nil
 	})
+	fs.BoolVar(&r.oneFS, "one-file-system", false, "with --reverse: do not cross file system boundaries (like rsync -x); mount points below the directory show up empty")
 }
 
-// option consumes the reverse-mode -o options "reverse" and
-// "exclude=PATTERN"; it reports whether it used the option.
+// option consumes the reverse-mode -o options "reverse",
+// "exclude=PATTERN" and "one_file_system"; it reports whether it used the
+// option.
 func (r *reverseFlags) option(key, val string, hasVal bool) bool {
 	switch {
 	case key == "reverse" && !hasVal:
 		r.enabled = true
 	case key == "exclude" && hasVal:
 		r.excludes = append(r.excludes, val)
+	case key == "one_file_system" && !hasVal:
+		r.oneFS = true
 	default:
 		return false
 	}
@@ -140,7 +145,7 @@ func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m moun
 	if err != nil {
 		return err
 	}
-	root, err := revfs.NewRoot(plainDir, c.Params, masterKey, revfs.Options{Excludes: rev.excludes, ForceOwner: m.forceOwner, Logger: logger})
+	root, err := revfs.NewRoot(plainDir, c.Params, masterKey, revfs.Options{Excludes: rev.excludes, ForceOwner: m.forceOwner, OneFileSystem: rev.oneFS, Logger: logger})
 	clear(masterKey)
 	if errors.Is(err, revfs.ErrPattern) {
 		return withCode(ExitUsage, fmt.Errorf("mount: --exclude: %w", err))

@@ -29,6 +29,7 @@ import (
 	rev "github.com/encryptfs/encryptfs/internal/crypto/reverse"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"golang.org/x/sys/unix"
 )
 
 // ConfigName is the reverse config's name in PLAINDIR. The view hides it
@@ -51,6 +52,10 @@ type Options struct {
 	Excludes []string
 	// ForceOwner, if set, is shown as the owner of every entry.
 	ForceOwner *fuseserver.Owner
+	// OneFileSystem stops the view at file system boundaries (like
+	// rsync -x): a directory on another file system than PLAINDIR (a mount
+	// point below it, such as the view's own mount point) is shown empty.
+	OneFileSystem bool
 	// Logger receives diagnostics (one line per failing path); nil
 	// discards them.
 	Logger *log.Logger
@@ -69,6 +74,8 @@ type Root struct {
 	config   []byte
 	excludes []string
 	owner    *fuseserver.Owner
+	oneFS    bool
+	rootDev  uint64 // PLAINDIR's st_dev, for oneFS
 	logger   *log.Logger
 	bufs     sync.Pool // *chunkBufs
 }
@@ -90,7 +97,7 @@ func NewRoot(plainDir string, p config.Params, masterKey []byte, o Options) (*Ro
 		return nil, err
 	}
 	defer k.Wipe() // every cipher below keeps its own copy
-	r := &Root{excludes: append([]string(nil), o.Excludes...), owner: o.ForceOwner, logger: o.Logger}
+	r := &Root{excludes: append([]string(nil), o.Excludes...), owner: o.ForceOwner, oneFS: o.OneFileSystem, logger: o.Logger}
 	if r.suite, err = content.NewSuite(content.AES256SIV, p.ChunkSize, k.Contents, k.HeaderMAC); err != nil {
 		return nil, fmt.Errorf("reverse: %w", err)
 	}
@@ -110,6 +117,12 @@ func NewRoot(plainDir string, p config.Params, masterKey []byte, o Options) (*Ro
 		backing.Close(r.rootfd)
 		return nil, fmt.Errorf("reverse: read %s: %w", ConfigName, err)
 	}
+	st, err := backing.Fstat(r.rootfd)
+	if err != nil {
+		backing.Close(r.rootfd)
+		return nil, err
+	}
+	r.rootDev = st.Dev
 	r.node = node{r: r, kind: kindDir}
 	r.bufs.New = func() any { return newChunkBufs(r.suite) }
 	return r, nil
@@ -121,6 +134,11 @@ func (r *Root) Close() error {
 	r.derive.Wipe()
 	return backing.Close(r.rootfd)
 }
+
+// beyondFS reports whether a directory with stat st is on another file
+// system than PLAINDIR while the view stops at file system boundaries: it
+// is then shown empty.
+func (r *Root) beyondFS(st *unix.Stat_t) bool { return r.oneFS && st.Dev != r.rootDev }
 
 // excluded reports whether the plaintext entry at rel is hidden: the
 // reverse config itself (and its temporary file) in the root, or an entry

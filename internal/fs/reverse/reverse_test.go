@@ -380,3 +380,50 @@ func TestForceOwner(t *testing.T) {
 		t.Fatalf("walked %d entries: %v", n, err)
 	}
 }
+
+// TestOneFileSystem: with OneFileSystem a file system mounted below
+// PLAINDIR shows up as an empty directory, and its entries cannot be looked
+// up; without it the view goes through.
+func TestOneFileSystem(t *testing.T) {
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but not root")
+		}
+		t.Skip("needs root to mount a tmpfs")
+	}
+	plain := t.TempDir()
+	makeTree(t, plain)
+	c, master := initPlain(t, plain)
+	inner := filepath.Join(plain, "mnt")
+	if err := os.Mkdir(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", inner, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := unix.Unmount(inner, 0); err != nil {
+			t.Errorf("unmount tmpfs: %v", err)
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(inner, "other-fs"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, one := range []bool{false, true} {
+		mnt, unmount := mountView(t, plain, c, master, Options{OneFileSystem: one})
+		dir := viewPath(t, c, master, "mnt")
+		ents, err := os.ReadDir(filepath.Join(mnt, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Besides encryptfs.dirid: one entry without OneFileSystem, none with.
+		if want := map[bool]int{false: 2, true: 1}[one]; len(ents) != want {
+			t.Errorf("OneFileSystem %v: %d entries in the mount point, want %d", one, len(ents), want)
+		}
+		file := filepath.Join(dir, viewPath(t, c, master, "mnt/other-fs")) // encName takes a relative path
+		if _, err := os.Stat(filepath.Join(mnt, file)); (err == nil) == one {
+			t.Errorf("OneFileSystem %v: lookup below the mount point: %v", one, err)
+		}
+		unmount()
+	}
+}

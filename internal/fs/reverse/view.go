@@ -152,11 +152,14 @@ func (r *Root) list(dirRel string) ([]viewEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	out := []viewEntry{{name: names.DirIDFile, kind: kindDirID, rel: dirRel, st: dirSt}}
+	if r.beyondFS(&dirSt) {
+		return out, nil
+	}
 	ents, err := backing.ReadDir(fd)
 	if err != nil {
 		return nil, err
 	}
-	out := []viewEntry{{name: names.DirIDFile, kind: kindDirID, rel: dirRel, st: dirSt}}
 	if dirRel == "" {
 		out = append(out, viewEntry{name: names.ConfigFile, kind: kindConfig, st: r.configStat()})
 	}
@@ -213,6 +216,11 @@ func (r *Root) lookup(dirRel, name string) (viewEntry, error) {
 			return viewEntry{}, syscall.ENOENT
 		}
 		return ents[i], nil
+	}
+	if r.oneFS {
+		if st, err := r.lstat(dirRel); err != nil || r.beyondFS(&st) {
+			return viewEntry{}, syscall.ENOENT // shown empty (see list)
+		}
 	}
 	plain, err := r.names.Decrypt(r.derive.DirID(dirRel), name)
 	if err != nil {
