@@ -28,12 +28,15 @@
 // system may have reordered them, as for any application.
 //
 // A full disk is not a crash: the engine is still running and must leave a
-// readable file. A write that grows the file or fills holes first reserves
-// the backing space it stores (fallocate KEEP_SIZE), so ENOSPC arrives
-// before any byte changes. Where reserving is not possible, a growing write
-// that fails part way is undone (cut back, old last chunk re-sealed from
-// the tail cache): the file keeps its old size, and only bytes inside the
-// failed request's range may already be new. Measured cost of the extra
+// readable file. A write that grows the file first reserves the backing
+// space it stores past the file's end (fallocate KEEP_SIZE), so ENOSPC
+// arrives before any byte changes. Where reserving is not possible, a
+// growing write that fails part way is undone (cut back, old last chunk
+// re-sealed from the tail cache): the file keeps its old size, and only
+// bytes inside the failed request's range may already be new. Left open: a
+// write into a hole inside a sparse file is not reserved (reserving over
+// punched holes lost data on ext4, see writeLocked), so a full disk in the
+// middle of one can leave the chunk it tore failing authentication. Measured cost of the extra
 // fallocate: about 2% on an untar of 38k files through the mount (three
 // interleaved rounds, 10.89 s against 11.07 s median).
 //

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
 // WriteAt writes plaintext like os.File.WriteAt, growing the file as needed;
@@ -79,19 +77,18 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	if resealOld && !separate {
 		runStart = oldLast
 	}
-	if growing || holes || f.sparse() {
-		end := e.cipherOffset(last + 1)
-		if last == newLast {
-			end = e.suite.CipherSize(newSize)
-		}
-		var header, lone [2]int64
+	if growing {
+		// What the write stores past the backing file's end; holes it
+		// leaves stay holes. Only past the end: reserving inside the file
+		// as well (over punched holes) lost freshly written chunks on ext4
+		// in the multi-process fsx test (2 runs in 55, none in 40 without),
+		// so a write that fills holes inside a file is not reserved (see
+		// the package comment).
+		from := e.suite.CipherSize(oldSize)
 		if !f.hasHeader {
-			header = [2]int64{0, content.HeaderSize}
+			from = 0
 		}
-		if separate {
-			lone = [2]int64{e.cipherOffset(oldLast), e.cipherOffset(oldLast + 1)}
-		}
-		if err := f.reserve(header[0], header[1], lone[0], lone[1], e.cipherOffset(runStart), end); err != nil {
+		if err := f.reserve(max(from, e.cipherOffset(runStart)), e.suite.CipherSize(newSize)); err != nil {
 			return err
 		}
 	}
