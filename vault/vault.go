@@ -17,7 +17,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
@@ -91,6 +94,9 @@ func Create(dir string, password []byte, opts Options) (*Vault, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !printable(opts.Creator) {
+		return nil, fmt.Errorf("vault: create: Creator %q has control or non-printable characters", opts.Creator)
+	}
 	alg, chunk := opts.Cipher, opts.ChunkSize
 	if alg == "" {
 		alg = string(content.AES256GCM)
@@ -145,6 +151,17 @@ func Open(dir string, password []byte) (*Vault, error) {
 // OpenWithMasterKey opens the vault in dir with its master key (for a
 // forgotten password). A wrong key is only noticed when a name or file
 // fails to decrypt.
+//
+// Without the password the config's Params are not authenticated, so they
+// are taken as they stand; an attacker's edit can only make reads fail,
+// never return wrong plaintext or weaken what is written (docs/format.md
+// §3, "The master-key paths"): the cipher name is part of every per-file
+// key, so another cipher fails every chunk's tag; another chunk size moves
+// every tag but in files of one chunk, which read the same either way;
+// Reverse is refused by the engine and the feature flags have one valid
+// set. New data is sealed under the master key with one of v1's AEADs in
+// any case (what is written under forged Params fails to read under the
+// real ones: loud, not silent). Nothing here writes a config.
 func OpenWithMasterKey(dir string, masterKey []byte) (*Vault, error) {
 	c, err := config.Load(dir)
 	if err != nil {
@@ -208,6 +225,13 @@ func (v *Vault) Close() error {
 	v.tree.Wipe()
 	clear(v.master)
 	return errors.Join(errs...)
+}
+
+// printable reports whether s is valid UTF-8 of printable runes only: the
+// Creator is shown by encryptfs info, and a control character or a bidi
+// override there could disguise the output.
+func printable(s string) bool {
+	return utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }) < 0
 }
 
 // checkEmpty requires dir to be an existing, empty directory.

@@ -32,6 +32,12 @@ type App struct {
 	// and the command stops there: completion and man pages are generated
 	// from the very flag sets the commands parse with.
 	describe func(fs *flagSet, minPos, maxPos int)
+
+	// kdfDefaults and memAvailableKiB, when set (by tests), replace the
+	// built-in KDF defaults and the reading of the machine's available
+	// memory (kdfcost.go).
+	kdfDefaults     kdfCosts
+	memAvailableKiB func() (uint64, bool)
 }
 
 // Main runs the command line with the process's streams and returns the

@@ -22,7 +22,7 @@ const (
 	ExitWrongPassword = 3  // wrong password or master key
 	ExitCipherDir     = 4  // CIPHERDIR missing, not a directory, not empty (init), no config
 	ExitCorruptConfig = 5  // config corrupt or edited
-	ExitUnsupported   = 6  // vault newer than this build, unknown feature flag, reverse vault
+	ExitUnsupported   = 6  // vault newer than this build, unknown feature flag, reverse vault, KDF memory beyond this machine
 	ExitPassword      = 7  // no password could be read (empty, mismatch, passfile/extpass failed)
 	ExitMountPoint    = 8  // MOUNTPOINT missing, not a directory or not empty
 	ExitMount         = 9  // the FUSE mount failed
@@ -71,7 +71,8 @@ func exitCode(err error) int {
 		return ExitWrongPassword
 	case errors.Is(err, config.ErrNotFound):
 		return ExitCipherDir
-	case errors.Is(err, config.ErrFutureVersion), errors.Is(err, config.ErrUnknownFeature):
+	case errors.Is(err, config.ErrFutureVersion), errors.Is(err, config.ErrUnknownFeature),
+		errors.Is(err, config.ErrKDFMemory):
 		return ExitUnsupported
 	case errors.Is(err, config.ErrCorrupt):
 		return ExitCorruptConfig

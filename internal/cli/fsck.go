@@ -44,7 +44,7 @@ func (a *App) cmdFsck(args []string) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	c, err := loadConfig(dir)
+	c, err := a.loadConfig(dir)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
@@ -52,11 +56,11 @@ func (a *App) cmdInfo(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(a.Stdout, "%s\n", b)
+		fmt.Fprintf(a.Stdout, "%s\n", escapeJSONForTerminal(b))
 		return nil
 	}
 	fmt.Fprintf(a.Stdout, "Format version: %d\n", p.FormatVersion)
-	fmt.Fprintf(a.Stdout, "Creator:        %s\n", c.Creator)
+	fmt.Fprintf(a.Stdout, "Creator:        %s\n", displayString(c.Creator))
 	fmt.Fprintf(a.Stdout, "Cipher:         %s\n", p.Cipher)
 	fmt.Fprintf(a.Stdout, "Chunk size:     %d bytes\n", p.ChunkSize)
 	fmt.Fprintf(a.Stdout, "KDF:            %s, time %d, memory %d MiB, threads %d\n",
@@ -66,17 +70,50 @@ func (a *App) cmdInfo(args []string) error {
 	return nil
 }
 
+// displayString makes an unauthenticated string (the config's Creator:
+// anyone who can write CIPHERDIR can set it) safe to print on a terminal:
+// unchanged when every rune is printable, else Go-quoted with escapes for
+// control characters (ESC, newline), bidi overrides (U+202E) and invalid
+// UTF-8, so that it can neither send terminal escapes nor disguise the
+// lines around it.
+func displayString(s string) string {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }) >= 0 {
+		return strconv.QuoteToGraphic(s)
+	}
+	return s
+}
+
+// escapeJSONForTerminal replaces every non-printable rune in JSON text by
+// its \uXXXX escape. encoding/json already escapes control characters but
+// not, for example, U+202E; such runes can only be inside strings, where
+// the escape means the same character, so the JSON stays equivalent.
+func escapeJSONForTerminal(b []byte) []byte {
+	var out []byte
+	for _, r := range string(b) {
+		switch {
+		case r == '\n' || r == ' ' || unicode.IsGraphic(r):
+			out = utf8.AppendRune(out, r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, "\\u%04x\\u%04x", r1, r2)
+		default:
+			out = fmt.Appendf(out, "\\u%04x", r)
+		}
+	}
+	return out
+}
+
 // loadAnyConfig loads dir's config: the reverse-mode one with reverse,
 // else the forward one, or, when dir has none, a reverse-mode one after all
 // (with a note on stderr). isReverse tells which was read.
 func (a *App) loadAnyConfig(dir string, reverse bool) (c *config.Config, isReverse bool, err error) {
 	if reverse {
-		c, err = loadReverseConfig(dir)
+		c, err = a.loadReverseConfig(dir)
 		return c, err == nil, err
 	}
-	c, err = loadConfig(dir)
+	c, err = a.loadConfig(dir)
 	if errors.Is(err, config.ErrNotFound) {
-		if rc, rerr := loadReverseConfig(dir); rerr == nil {
+		if rc, rerr := a.loadReverseConfig(dir); rerr == nil {
 			fmt.Fprintf(a.Stderr, "encryptfs: %s is set up for reverse mode (%s)\n", dir, revfs.ConfigName)
 			return rc, true, nil
 		}
@@ -85,8 +122,10 @@ func (a *App) loadAnyConfig(dir string, reverse bool) (c *config.Config, isRever
 }
 
 // loadConfig loads CIPHERDIR's config with the CIPHERDIR problems told
-// apart: missing directory, not a vault, corrupt config.
-func loadConfig(dir string) (*config.Config, error) {
+// apart: missing directory, not a vault, corrupt config (including one
+// that is not a regular file or too large, see config.ReadFile). Unlocking
+// it is limited to the memory this machine has (limitKDFMemory).
+func (a *App) loadConfig(dir string) (*config.Config, error) {
 	if err := checkDir(dir, ExitCipherDir, "CIPHERDIR"); err != nil {
 		return nil, err
 	}
@@ -94,5 +133,6 @@ func loadConfig(dir string) (*config.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
+	a.limitKDFMemory(c)
 	return c, nil
 }

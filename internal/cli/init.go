@@ -26,8 +26,8 @@ func (k *kdfFlags) register(fs *flagSet) {
 
 // params returns fresh KDF params (new salt) with the flags' costs, each
 // unset one taken from base.
-func (k kdfFlags) params(rand io.Reader, base kdf.Params) (kdf.Params, error) {
-	t, m, p := uint(base.Time), uint(base.MemoryKiB)/1024, uint(base.Threads)
+func (k kdfFlags) params(rand io.Reader, base kdfCosts) (kdf.Params, error) {
+	t, m, p := uint(base.time), uint(base.memoryKiB)/1024, uint(base.threads)
 	if k.time != 0 {
 		t = k.time
 	}
@@ -177,11 +177,7 @@ func (a *App) vaultParams(alg content.Algorithm, chunk string, kf kdfFlags) (con
 	if err != nil {
 		return config.Params{}, usageErrorf("init: --chunk-size: %v", err)
 	}
-	base, err := kdf.Default(a.Rand)
-	if err != nil {
-		return config.Params{}, err
-	}
-	k, err := kf.params(a.Rand, base)
+	k, err := kf.params(a.Rand, a.defaultKDF())
 	if err != nil {
 		return config.Params{}, err
 	}

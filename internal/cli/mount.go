@@ -32,9 +32,9 @@ func (a *App) cmdMount(args []string) error {
 	if m.rev.oneFS && !m.rev.enabled {
 		return usageErrorf("mount: --one-file-system needs --reverse")
 	}
-	load := loadConfig
+	load := a.loadConfig
 	if m.rev.enabled {
-		load = loadReverseConfig
+		load = a.loadReverseConfig
 	}
 	c, err := load(cipherDir)
 	if err != nil {

@@ -25,7 +25,8 @@ func (vf *vaultFlags) register(fs *flagSet) {
 
 // openVault unlocks CIPHERDIR for the offline commands.
 func (a *App) openVault(dir string, vf vaultFlags) (*vault.Vault, error) {
-	if _, err := loadConfig(dir); err != nil {
+	c, err := a.loadConfig(dir)
+	if err != nil {
 		return nil, err
 	}
 	if vf.masterKey {
@@ -38,6 +39,11 @@ func (a *App) openVault(dir string, vf vaultFlags) (*vault.Vault, error) {
 		}
 		defer clear(key)
 		return vault.OpenWithMasterKey(dir, key)
+	}
+	// vault.Open loads the config again and runs Argon2id without a
+	// memory limit; refuse an oversized cost here first.
+	if err := c.CheckKDFMemory(); err != nil {
+		return nil, err
 	}
 	pw, err := a.readPassword(vf.src, "Password", false)
 	if err != nil {

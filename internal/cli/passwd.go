@@ -2,6 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
@@ -15,6 +18,7 @@ func (a *App) cmdPasswd(args []string) error {
 	fs.StringVar(&newSrc.passfile, "new-passfile", "", "read the new password from the first line of this file")
 	fs.StringVar(&newSrc.extpass, "new-extpass", "", "run this program for the new password")
 	useMasterKey := fs.Bool("masterkey", false, "read the master key from stdin instead of the current password (forgotten password)")
+	backup := fs.String("backup", "", "keep the previous config as this new file (outside CIPHERDIR; it still opens with the old password)")
 	reverse := fs.Bool("reverse", false, "change the password of a PLAINDIR's reverse-mode config (found without the flag too)")
 	var kf kdfFlags
 	kf.register(fs)
@@ -27,7 +31,16 @@ func (a *App) cmdPasswd(args []string) error {
 	if err != nil {
 		return err
 	}
-	k, err := kf.params(a.Rand, c.Params.KDF)
+	if *backup != "" {
+		if err := checkBackupPath(dir, *backup); err != nil {
+			return err
+		}
+	}
+	// A cost not given as a flag keeps the stored one but never drops below
+	// the default: with --masterkey the stored costs are unauthenticated (an
+	// attacker may have lowered them to the floor, and re-wrapping would
+	// authenticate them), and without it an old cheap vault is upgraded.
+	k, err := kf.params(a.Rand, costsOf(c.Params.KDF).atLeast(a.defaultKDF()))
 	if err != nil {
 		return err
 	}
@@ -66,27 +79,72 @@ func (a *App) cmdPasswd(args []string) error {
 		return err
 	}
 	defer clear(pw)
+	previous, err := c.Marshal()
+	if err != nil {
+		return err
+	}
 	if err := c.Rewrap(masterKey, pw, k, a.Rand); err != nil {
 		return err
 	}
-	if isReverse {
-		return a.saveReverseConfig(dir, c)
+	if *backup != "" {
+		if err := config.WriteBackup(*backup, previous); err != nil {
+			return err
+		}
 	}
-	if err := config.Backup(dir); err != nil {
-		return err
+	if isReverse {
+		return a.saveReverseConfig(dir, c, *backup)
 	}
 	if err := c.Save(dir); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.Stdout, "Password changed. The previous config is kept as %s.\n", config.BackupName)
+	fmt.Fprintln(a.Stdout, "Password changed.")
+	a.noteBackup(*backup)
 	return nil
 }
 
-// saveReverseConfig writes PLAINDIR's re-wrapped reverse config. There is
-// no backup: a ".bak" next to it would show up in the encrypted view, and
-// every copy of the view made before holds the previous config as its
-// encryptfs.conf anyway.
-func (a *App) saveReverseConfig(dir string, c *config.Config) error {
+// noteBackup reminds the user what the backup passwd wrote is.
+func (a *App) noteBackup(path string) {
+	if path != "" {
+		fmt.Fprintf(a.Stdout, "The previous config is kept as %s; it still opens the vault with the old password, so keep it offline or delete it.\n", path)
+	}
+}
+
+// checkBackupPath refuses a --backup file inside dir (CIPHERDIR, or a
+// PLAINDIR in reverse mode): a copy of the old config in a synced directory
+// keeps the old password working for anyone who gets it (and in reverse
+// mode it would show up in the encrypted view). The file must not exist.
+func checkBackupPath(dir, backup string) error {
+	absDir, err := resolvedAbs(dir)
+	if err != nil {
+		return withCode(ExitCipherDir, err)
+	}
+	parent, err := resolvedAbs(filepath.Dir(backup))
+	if err != nil {
+		return usageErrorf("passwd: --backup: %v", err)
+	}
+	if rel, err := filepath.Rel(absDir, parent); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return usageErrorf("passwd: --backup %s is inside %s; keep the old config outside the vault directory", backup, dir)
+	}
+	if _, err := os.Lstat(backup); err == nil {
+		return usageErrorf("passwd: --backup %s already exists", backup)
+	}
+	return nil
+}
+
+// resolvedAbs is path made absolute with every symlink resolved.
+func resolvedAbs(path string) (string, error) {
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(p)
+}
+
+// saveReverseConfig writes PLAINDIR's re-wrapped reverse config. Only a
+// --backup outside PLAINDIR is written (a ".bak" next to it would show up
+// in the encrypted view), and every copy of the view made before holds the
+// previous config as its encryptfs.conf anyway.
+func (a *App) saveReverseConfig(dir string, c *config.Config, backup string) error {
 	data, err := c.Marshal()
 	if err != nil {
 		return err
@@ -95,5 +153,6 @@ func (a *App) saveReverseConfig(dir string, c *config.Config) error {
 		return err
 	}
 	fmt.Fprintf(a.Stdout, "Password changed. Views mounted from now on (and copies of them) use it; a mounted view keeps the old config until remounted.\n")
+	a.noteBackup(backup)
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"log"
 	"os"
@@ -107,29 +106,21 @@ func (a *App) initReverse(dir string, p config.Params, src passSource) error {
 
 // loadReverseConfig loads PLAINDIR's reverse config, telling apart a
 // missing directory, a directory never set up, and a corrupt config.
-func loadReverseConfig(dir string) (*config.Config, error) {
+func (a *App) loadReverseConfig(dir string) (*config.Config, error) {
 	if err := checkDir(dir, ExitCipherDir, "PLAINDIR"); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(filepath.Join(dir, revfs.ConfigName))
-	if errors.Is(err, fs.ErrNotExist) {
+	c, err := config.LoadFile(dir, revfs.ConfigName)
+	if errors.Is(err, config.ErrNotFound) {
 		return nil, errorfCode(ExitCipherDir, "%s has no %s; set it up with: encryptfs init --reverse %s", dir, revfs.ConfigName, dir)
 	}
-	if err != nil {
-		return nil, withCode(ExitCipherDir, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, config.MaxFileSize+1))
-	if err != nil {
-		return nil, withCode(ExitCipherDir, err)
-	}
-	c, err := config.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	if content.Algorithm(c.Params.Cipher) != content.AES256SIV {
 		return nil, errorfCode(ExitUnsupported, "%s: reverse mode needs cipher %s, the config has %s", dir, content.AES256SIV, c.Params.Cipher)
 	}
+	a.limitKDFMemory(c)
 	return c, nil
 }
 

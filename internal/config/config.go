@@ -16,8 +16,10 @@ import (
 // FileName is the config's name in CIPHERDIR (and in PLAINDIR in reverse mode).
 const FileName = "encryptfs.conf"
 
-// BackupName is where passwd keeps the previous config, so that a password
-// change interrupted or regretted can be undone by hand.
+// BackupName is where passwd of encryptfs 0.1.0 kept the previous config.
+// passwd no longer writes it (a copy of the old config inside a synced
+// CIPHERDIR keeps the old password working forever); fsck still knows the
+// name, since older vaults may have one.
 const BackupName = FileName + ".bak"
 
 // FormatVersion is the newest on-disk format this build reads and writes.
@@ -50,6 +52,9 @@ var (
 	ErrFutureVersion  = errors.New("config: vault format is newer than this encryptfs")
 	ErrUnknownFeature = errors.New("config: vault uses an unknown feature flag")
 	ErrNotFound       = errors.New("config: no encryptfs.conf in this directory")
+	// ErrKDFMemory: the config asks Argon2id for more memory than the
+	// caller allows (LimitKDFMemory); refused before any is allocated.
+	ErrKDFMemory = errors.New("config: KDF memory cost exceeds the memory available")
 )
 
 // Params are the authenticated vault parameters.
@@ -73,7 +78,21 @@ type Config struct {
 	// written back byte for byte: re-encoding Params could change
 	// whitespace or field order and break unlocking.
 	rawParams []byte
+
+	// maxKDFMemoryKiB, when not 0, is the most memory Unlock and Rewrap
+	// may give Argon2id (see LimitKDFMemory).
+	maxKDFMemoryKiB uint64
 }
+
+// LimitKDFMemory makes Unlock and Rewrap refuse (ErrKDFMemory), before
+// Argon2id runs, a memory cost above kib; 0 means no limit below
+// kdf.MaxMemoryKiB. Why: the password path must run Argon2id before the MAC
+// can show the config was forged, so without a limit a forged config at the
+// 4 GiB ceiling makes every unlock allocate 4 GiB (docs/format.md §3). The
+// caller passes what the machine can give (the CLI: MemAvailable); a real
+// vault whose cost is above that could not be unlocked here anyway without
+// swapping or being killed.
+func (c *Config) LimitKDFMemory(kib uint64) { c.maxKDFMemoryKiB = kib }
 
 // NewParams returns v1 params with every v1 feature flag set.
 func NewParams(cipher string, chunkSize int, k kdf.Params) Params {
@@ -130,7 +149,7 @@ func (c *Config) Rewrap(masterKey, password []byte, k kdf.Params, rand io.Reader
 	if err != nil {
 		return err
 	}
-	next := &Config{Creator: c.Creator, Params: p, rawParams: raw}
+	next := &Config{Creator: c.Creator, Params: p, rawParams: raw, maxKDFMemoryKiB: c.maxKDFMemoryKiB}
 	if err := next.wrap(masterKey, password, rand); err != nil {
 		return err
 	}

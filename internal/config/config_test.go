@@ -310,11 +310,15 @@ func TestSaveLoad(t *testing.T) {
 	if err := c2.Save(dir); err != nil {
 		t.Fatalf("second Save: %v", err)
 	}
-	if err := Backup(dir); err != nil {
+	bakPath := filepath.Join(t.TempDir(), "old.conf")
+	if err := WriteBackup(bakPath, data); err != nil {
 		t.Fatal(err)
 	}
-	if bak, _ := os.ReadFile(filepath.Join(dir, BackupName)); !bytes.Equal(bak, data) {
+	if bak, _ := os.ReadFile(bakPath); !bytes.Equal(bak, data) {
 		t.Fatal("backup differs")
+	}
+	if err := WriteBackup(bakPath, data); err == nil {
+		t.Fatal("WriteBackup overwrote an existing file")
 	}
 	// A leftover temp file is reported, not clobbered.
 	if err := os.WriteFile(path+".tmp", []byte("half"), 0o600); err != nil {

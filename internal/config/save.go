@@ -6,28 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-)
 
-// Load reads and parses dir/encryptfs.conf.
-func Load(dir string) (*Config, error) {
-	f, err := os.Open(filepath.Join(dir, FileName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, dir)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return Parse(data)
-}
+	"golang.org/x/sys/unix"
+)
 
 // Marshal encodes the config as stored (indented JSON, trailing newline).
 // The Params value is written as the exact bytes that were parsed or
@@ -72,24 +56,34 @@ func (c *Config) Save(dir string) error {
 	return WriteFileAtomic(dir, FileName, data)
 }
 
-// Backup copies dir/encryptfs.conf to dir/encryptfs.conf.bak atomically, so
-// passwd can always be undone by renaming the backup back.
-func Backup(dir string) error {
-	data, err := os.ReadFile(filepath.Join(dir, FileName))
+// WriteBackup writes data (the previous config, as Marshal returns it) to
+// path, which must not exist yet: created with O_EXCL (so it neither
+// overwrites a file nor follows a symlink planted there), mode 0400,
+// fsynced with its directory. passwd calls it only when the user asks for a
+// backup, and never inside CIPHERDIR (docs/cli.md, passwd): a copy of the
+// old config in a synced directory would keep the old password working.
+func WriteBackup(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o400)
 	if err != nil {
 		return fmt.Errorf("config: backup: %w", err)
 	}
-	return WriteFileAtomic(dir, BackupName, data)
+	if err := writeSync(f, data); err != nil {
+		os.Remove(path)
+		return fmt.Errorf("config: backup: %w", err)
+	}
+	return syncDir(filepath.Dir(path))
 }
 
 // WriteFileAtomic writes dir/name with mode 0400 so that a crash leaves
 // either the old or the new file, never a mix: name+".tmp" is created with
 // O_EXCL (a leftover temp file from an interrupted write is reported, not
 // overwritten), written, fsynced, renamed over name, and dir is fsynced.
+// Nothing planted in dir is followed: O_EXCL refuses a symlink at the temp
+// name, and rename replaces a symlink at name instead of writing through it.
 func WriteFileAtomic(dir, name string, data []byte) error {
 	final := filepath.Join(dir, name)
 	tmp := final + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o400)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("config: %s exists (an earlier write was interrupted); check it and remove it: %w", tmp, err)
@@ -104,6 +98,10 @@ func WriteFileAtomic(dir, name string, data []byte) error {
 		os.Remove(tmp)
 		return fmt.Errorf("config: %w", err)
 	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return fmt.Errorf("config: fsync dir: %w", err)

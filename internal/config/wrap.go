@@ -30,6 +30,9 @@ const (
 
 // wrapAEAD derives the wrap key from password and the config's KDF params.
 func (c *Config) wrapAEAD(password []byte) (cipher.AEAD, error) {
+	if err := c.CheckKDFMemory(); err != nil {
+		return nil, err
+	}
 	kek, err := c.Params.KDF.Key(password)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
@@ -47,6 +50,18 @@ func (c *Config) wrapAEAD(password []byte) (cipher.AEAD, error) {
 		return nil, fmt.Errorf("config: wrap cipher: %w", err)
 	}
 	return cipher.NewGCM(block)
+}
+
+// CheckKDFMemory returns ErrKDFMemory if the config's Argon2id memory cost
+// is above the limit set with LimitKDFMemory. Unlock and Rewrap check it
+// themselves; it is exported for callers that unlock through another path
+// (vault.Open) and want to refuse first.
+func (c *Config) CheckKDFMemory() error {
+	if m := uint64(c.Params.KDF.MemoryKiB); c.maxKDFMemoryKiB != 0 && m > c.maxKDFMemoryKiB {
+		return fmt.Errorf("%w: the Argon2id memory cost of %d MiB is more than the %d MiB available (refused before running it: a forged config can ask for this too)",
+			ErrKDFMemory, m/1024, c.maxKDFMemoryKiB/1024)
+	}
+	return nil
 }
 
 // associatedData is adPrefix ‖ the exact stored Params bytes: any edit of any

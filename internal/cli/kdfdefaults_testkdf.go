@@ -1,0 +1,13 @@
+//go:build encryptfs_testkdf
+
+package cli
+
+import "github.com/encryptfs/encryptfs/internal/crypto/kdf"
+
+// builtinKDFDefaults, in the binary the CLI tests build (go build -tags
+// encryptfs_testkdf, see main_test.go), are kdf's floor, so that passwd
+// without --kdf-* flags stays fast in tests. Never build a release with
+// this tag: it makes init's default and passwd's floor the weakest costs.
+func builtinKDFDefaults() kdfCosts {
+	return kdfCosts{time: kdf.MinTime, memoryKiB: kdf.MinMemoryKiB, threads: kdf.MinThreads}
+}
