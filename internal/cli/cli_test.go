@@ -126,12 +126,24 @@ func TestPasswd(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Current and new password from two stdin lines.
-	run(t, "old\nnew\n", "passwd", dir).want(t, 0)
-	bak, err := os.ReadFile(filepath.Join(dir, config.BackupName))
+	// No copy of the old config is left in CIPHERDIR (it would keep the
+	// old password working); --backup FILE keeps one outside, on request.
+	bakPath := filepath.Join(t.TempDir(), "old.conf")
+	run(t, "old\nnew\n", "passwd", "--backup", filepath.Join(dir, "old.conf"), dir).want(t, ExitUsage)
+	run(t, "old\nnew\n", "passwd", "--backup", bakPath, dir).want(t, 0)
+	bak, err := os.ReadFile(bakPath)
 	if err != nil || string(bak) != string(before) {
 		t.Fatalf("backup: %v", err)
 	}
+	if names, _ := filepath.Glob(filepath.Join(dir, config.FileName+"*")); len(names) != 1 {
+		t.Fatalf("passwd left %v in CIPHERDIR", names)
+	}
 	oldPF, newPF, newerPF := writePassfile(t, "old"), writePassfile(t, "new"), writePassfile(t, "newer")
+	run(t, "", "passwd", "--passfile", newPF, "--new-passfile", newerPF, "--backup", bakPath, dir).want(t, ExitUsage)
+	run(t, "", "passwd", "--passfile", newPF, "--new-passfile", newPF, dir).want(t, 0)
+	if names, _ := filepath.Glob(filepath.Join(dir, config.FileName+"*")); len(names) != 1 {
+		t.Fatalf("passwd left %v in CIPHERDIR", names)
+	}
 	run(t, "", "passwd", "--passfile", oldPF, "--new-passfile", newerPF, dir).want(t, ExitWrongPassword)
 	run(t, "", "passwd", "--passfile", newPF, "--new-passfile", newerPF, "--kdf-time", "2", dir).want(t, 0)
 	r := run(t, "", "info", "--json", dir)

@@ -42,7 +42,7 @@ func (a *App) openVault(dir string, vf vaultFlags) (*vault.Vault, error) {
 	}
 	// vault.Open loads the config again and runs Argon2id without a
 	// memory limit; refuse an oversized cost here first.
-	if err := c.CheckKDFMemory(); err != nil {
+	if err := c.CheckKDFMemory(c.Params.KDF.MemoryKiB); err != nil {
 		return nil, err
 	}
 	pw, err := a.readPassword(vf.src, "Password", false)

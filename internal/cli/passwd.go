@@ -44,6 +44,11 @@ func (a *App) cmdPasswd(args []string) error {
 	if err != nil {
 		return err
 	}
+	// A new config this machine could not unlock is refused before any
+	// secret is asked for (Rewrap would refuse it too).
+	if err := c.CheckKDFMemory(k.MemoryKiB); err != nil {
+		return fmt.Errorf("passwd: the new config: %w (choose a smaller --kdf-memory)", err)
+	}
 
 	var masterKey []byte
 	if *useMasterKey {

@@ -30,7 +30,7 @@ const (
 
 // wrapAEAD derives the wrap key from password and the config's KDF params.
 func (c *Config) wrapAEAD(password []byte) (cipher.AEAD, error) {
-	if err := c.CheckKDFMemory(); err != nil {
+	if err := c.CheckKDFMemory(c.Params.KDF.MemoryKiB); err != nil {
 		return nil, err
 	}
 	kek, err := c.Params.KDF.Key(password)
@@ -52,13 +52,14 @@ func (c *Config) wrapAEAD(password []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
-// CheckKDFMemory returns ErrKDFMemory if the config's Argon2id memory cost
-// is above the limit set with LimitKDFMemory. Unlock and Rewrap check it
-// themselves; it is exported for callers that unlock through another path
-// (vault.Open) and want to refuse first.
-func (c *Config) CheckKDFMemory() error {
-	if m := uint64(c.Params.KDF.MemoryKiB); c.maxKDFMemoryKiB != 0 && m > c.maxKDFMemoryKiB {
-		return fmt.Errorf("%w: the Argon2id memory cost of %d MiB is more than the %d MiB available (refused before running it: a forged config can ask for this too)",
+// CheckKDFMemory returns ErrKDFMemory if an Argon2id memory cost of
+// memoryKiB is above the limit set with LimitKDFMemory. Unlock and Rewrap
+// check it themselves; it is exported for callers that want to refuse
+// before asking for a password, or that unlock through another path
+// (vault.Open).
+func (c *Config) CheckKDFMemory(memoryKiB uint32) error {
+	if m := uint64(memoryKiB); c.maxKDFMemoryKiB != 0 && m > c.maxKDFMemoryKiB {
+		return fmt.Errorf("%w: an Argon2id memory cost of %d MiB is more than the %d MiB available here; refused before running Argon2id",
 			ErrKDFMemory, m/1024, c.maxKDFMemoryKiB/1024)
 	}
 	return nil
