@@ -76,8 +76,11 @@ func TestConflictAliasAttack(t *testing.T) {
 	if fi.Mode().Perm()&0o222 != 0 {
 		t.Errorf("conflict copy mode %v has write bits", fi.Mode())
 	}
-	if _, err := os.OpenFile(copyPath, os.O_WRONLY, 0); !errors.Is(err, syscall.EROFS) {
+	if f, err := os.OpenFile(copyPath, os.O_WRONLY, 0); !errors.Is(err, syscall.EROFS) {
 		t.Errorf("open for writing: %v, want EROFS", err)
+		if err == nil {
+			f.Close()
+		}
 	}
 	for what, err := range map[string]error{
 		"truncate": os.Truncate(copyPath, 0),
