@@ -16,6 +16,9 @@ func (v *Vault) Chmod(name string, mode fs.FileMode) error {
 		return pathErr("chmod", name, err)
 	}
 	defer ref.parent.release()
+	if err := ref.name.ReadOnly(); err != nil {
+		return pathErr("chmod", name, err)
+	}
 	return pathErr("chmod", name, backing.Fchmodat(ref.parent.fd, ref.name.Backing, unixMode(mode)))
 }
 
@@ -27,6 +30,9 @@ func (v *Vault) Chtimes(name string, atime, mtime time.Time) error {
 		return pathErr("chtimes", name, err)
 	}
 	defer ref.parent.release()
+	if err := ref.name.ReadOnly(); err != nil {
+		return pathErr("chtimes", name, err)
+	}
 	ts := [2]unix.Timespec{timespec(atime), timespec(mtime)}
 	return pathErr("chtimes", name, backing.UtimesNanoAt(ref.parent.fd, ref.name.Backing, ts))
 }
@@ -47,5 +53,8 @@ func (v *Vault) Lchown(name string, uid, gid int) error {
 		return pathErr("lchown", name, err)
 	}
 	defer ref.parent.release()
+	if err := ref.name.ReadOnly(); err != nil {
+		return pathErr("lchown", name, err)
+	}
 	return pathErr("lchown", name, backing.Fchownat(ref.parent.fd, ref.name.Backing, uid, gid))
 }

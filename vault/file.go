@@ -65,6 +65,11 @@ func (v *Vault) openFile(name string, flag int, perm fs.FileMode) (*File, error)
 	}
 	defer ref.parent.release()
 	writable := flag&(os.O_WRONLY|os.O_RDWR) != 0
+	if writable || flag&os.O_TRUNC != 0 {
+		if err := ref.name.ReadOnly(); err != nil {
+			return nil, err
+		}
+	}
 	writableFD := true
 	fd := -1
 	if flag&os.O_CREATE != 0 {

@@ -54,8 +54,10 @@ func (v *Vault) checkOpen() error {
 	return nil
 }
 
-// openDir walks the directory components from the root. Symlinks are never
-// followed (the backing open refuses them).
+// openDir walks the directory components from the root, finding each as
+// the mount does (tree.Resolve: conflict copies included, undecryptable
+// entries not). Symlinks are never followed (the backing open refuses
+// them).
 func (v *Vault) openDir(components []string) (dirRef, error) {
 	if err := v.checkOpen(); err != nil {
 		return dirRef{}, err
@@ -66,7 +68,7 @@ func (v *Vault) openDir(components []string) (dirRef, error) {
 	}
 	d := dirRef{fd: v.rootfd, id: id}
 	for _, c := range components {
-		n, err := v.tree.Name(d.id, c)
+		n, _, err := v.tree.Resolve(d.fd, d.id, c, false)
 		if err != nil {
 			d.release()
 			return dirRef{}, err
@@ -87,7 +89,9 @@ func (v *Vault) openDir(components []string) (dirRef, error) {
 }
 
 // resolve finds the parent directory and encrypted name of p, which must not
-// be the root.
+// be the root: the existing entry shown as p's last component
+// (tree.Resolve), or, if there is none, the name a new entry gets. An
+// alias found this way is read-only (tree.Name.ReadOnly).
 func (v *Vault) resolve(p string) (entryRef, error) {
 	comps := split(p)
 	if len(comps) == 0 {
@@ -97,7 +101,11 @@ func (v *Vault) resolve(p string) (entryRef, error) {
 	if err != nil {
 		return entryRef{}, err
 	}
-	n, err := v.tree.Name(d.id, comps[len(comps)-1])
+	last := comps[len(comps)-1]
+	n, _, err := v.tree.Resolve(d.fd, d.id, last, false)
+	if errors.Is(err, tree.ErrNotFound) {
+		n, err = v.tree.Name(d.id, last)
+	}
 	if err != nil {
 		d.release()
 		return entryRef{}, err
@@ -120,6 +128,10 @@ func pathErr(op, p string, err error) error {
 		}
 	case errors.Is(err, names.ErrNameTooLong):
 		err = fmt.Errorf("%w: %w", unix.ENAMETOOLONG, err)
+	case errors.Is(err, tree.ErrReadOnly):
+		err = fmt.Errorf("%w: %w", unix.EROFS, err)
+	case errors.Is(err, tree.ErrNotFound):
+		err = fmt.Errorf("%w: %w", unix.ENOENT, err)
 	case errors.Is(err, names.ErrInvalidName):
 		err = fmt.Errorf("%w: %w", unix.EINVAL, err)
 	case errors.Is(err, meta.ErrNotUser):

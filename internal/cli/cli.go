@@ -82,7 +82,7 @@ func (a *App) Run(args []string) int {
 	}
 	code := exitCode(err)
 	if !errors.Is(err, errQuiet) {
-		fmt.Fprintf(a.Stderr, "encryptfs: %s\n", userMessage(err))
+		fmt.Fprintf(a.Stderr, "encryptfs: %s\n", displayText(userMessage(err)))
 	}
 	return code
 }

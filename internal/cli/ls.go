@@ -70,16 +70,17 @@ func (a *App) listDir(v *vault.Vault, dir string, long, recursive bool, p *probl
 	}
 }
 
-// printEntry prints shown; full is its path in the vault.
+// printEntry prints shown (escaped for display: displayName); full is its
+// path in the vault.
 func (a *App) printEntry(v *vault.Vault, shown, full string, fi fs.FileInfo, long bool) {
 	if !long {
-		fmt.Fprintln(a.Stdout, shown)
+		fmt.Fprintln(a.Stdout, displayName(shown))
 		return
 	}
-	line := fmt.Sprintf("%s %12d %s %s", unixMode(fi.Mode()), fi.Size(), fi.ModTime().Format("2006-01-02 15:04"), shown)
+	line := fmt.Sprintf("%s %12d %s %s", unixMode(fi.Mode()), fi.Size(), fi.ModTime().Format("2006-01-02 15:04"), displayName(shown))
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		if target, err := v.Readlink(full); err == nil {
-			line += " -> " + target
+			line += " -> " + displayName(target)
 		}
 	}
 	fmt.Fprintln(a.Stdout, line)

@@ -109,7 +109,7 @@ func (p *problems) report(path string, err error) {
 	case ExitNoSpace:
 		p.full++
 	}
-	fmt.Fprintf(p.a.Stderr, "encryptfs: %s: %s: %s\n", p.cmd, path, userMessage(err))
+	fmt.Fprintf(p.a.Stderr, "encryptfs: %s: %s: %s\n", p.cmd, displayName(path), displayText(userMessage(err)))
 }
 
 // result is the command's error after all entries were tried.

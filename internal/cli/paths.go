@@ -49,6 +49,6 @@ func (a *App) cmdDecryptPath(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(a.Stdout, plain)
+	fmt.Fprintln(a.Stdout, displayName(plain))
 	return nil
 }

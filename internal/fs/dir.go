@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -44,9 +45,13 @@ func (n *node) created(ctx context.Context, e entry, dirID []byte, out *fuse.Ent
 	return n.newChild(ctx, &st, dirID, out, e.name.Plain), 0
 }
 
-// Mkdir creates a directory with a fresh directory ID.
+// Mkdir creates a directory with a fresh directory ID. Create-type
+// operations refuse to make entries in an alias directory (readOnly).
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	n.r.touch()
+	if err := n.readOnly(); err != nil {
+		return nil, n.errno(err, "mkdir")
+	}
 	e, err := n.child(name)
 	if err != nil {
 		return nil, n.r.errno(err, "mkdir", name)
@@ -83,8 +88,8 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 // remove runs op (unlink or rmdir) on child name: under its ordinary
 // backing name first, without checking beforehand that it exists (that
 // fstatat measured 9% of the daemon's CPU in `rm -rf`), and only if that
-// is absent and name may be an alias, under the alias's backing name (as
-// existing does).
+// is absent and name may be an alias, under the alias's backing name
+// (tree.ResolveAlias, as existing does).
 func (n *node) remove(name, what string, op func(e entry) error) syscall.Errno {
 	e, err := n.child(name)
 	if err != nil {
@@ -92,8 +97,9 @@ func (n *node) remove(name, what string, op func(e entry) error) syscall.Errno {
 	}
 	defer e.close()
 	err = op(e)
-	if errors.Is(err, unix.ENOENT) && n.mayBeAlias(name) {
-		if an, ok := n.findAlias(e, name); ok {
+	show := n.r.opts.ShowUndecryptable
+	if errors.Is(err, unix.ENOENT) && tree.MayBeAlias(name, show) {
+		if an, _, aerr := n.r.tree.ResolveAlias(e.pfd, e.pid, name, show); aerr == nil {
 			e.name = an
 			err = op(e)
 		}
@@ -104,6 +110,9 @@ func (n *node) remove(name, what string, op func(e entry) error) syscall.Errno {
 // Create creates and opens a regular file.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
 	n.r.touch()
+	if err := n.readOnly(); err != nil {
+		return nil, nil, 0, n.errno(err, "create")
+	}
 	e, err := n.child(name)
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", name)
@@ -167,6 +176,9 @@ func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fus
 // Mknod creates a fifo, socket, device node or empty regular file.
 func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	n.r.touch()
+	if err := n.readOnly(); err != nil {
+		return nil, n.errno(err, "mknod")
+	}
 	e, err := n.child(name)
 	if err != nil {
 		return nil, n.r.errno(err, "mknod", name)
@@ -182,6 +194,9 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 // directory and name.
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	n.r.touch()
+	if err := n.readOnly(); err != nil {
+		return nil, n.errno(err, "symlink")
+	}
 	if len(target) >= unix.PathMax {
 		return nil, syscall.ENAMETOOLONG
 	}
@@ -220,6 +235,9 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 // encrypted target is bound to one directory and name.
 func (n *node) Link(ctx context.Context, target fusefs.InodeEmbedder, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	n.r.touch()
+	if err := n.readOnly(); err != nil {
+		return nil, n.errno(err, "link")
+	}
 	tn := target.(nodeOps).self()
 	if tn.StableAttr().Mode == unix.S_IFLNK {
 		return nil, syscall.EPERM
@@ -257,6 +275,11 @@ func (n *node) Rename(ctx context.Context, name string, newParent fusefs.InodeEm
 	}
 	defer oe.close()
 	np := newParent.(nodeOps).self()
+	if err := np.readOnly(); err != nil {
+		// New entries are not made in an alias directory (an entry
+		// may be moved out of it, as it may be removed).
+		return np.errno(err, "rename")
+	}
 	ne, err := np.existing(newName)
 	if err != nil {
 		return n.r.errno(err, "rename", newName)

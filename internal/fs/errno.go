@@ -23,6 +23,10 @@ func (r *Root) errno(err error, op, what string) syscall.Errno {
 		return e
 	}
 	switch {
+	case errors.Is(err, tree.ErrNotFound):
+		return syscall.ENOENT
+	case errors.Is(err, tree.ErrReadOnly):
+		return syscall.EROFS
 	case errors.Is(err, names.ErrNameTooLong):
 		return syscall.ENAMETOOLONG
 	case errors.Is(err, names.ErrInvalidName), errors.Is(err, backing.ErrBadComponent):

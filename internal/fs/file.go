@@ -257,9 +257,14 @@ func (r *Root) keepCache(of *openFile) uint32 {
 	return flags
 }
 
-// Open opens a regular file.
+// Open opens a regular file. An alias opens for reading only (readOnly).
 func (n *node) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
 	n.r.touch()
+	if flags&unix.O_ACCMODE != unix.O_RDONLY || flags&unix.O_TRUNC != 0 {
+		if err := n.readOnly(); err != nil {
+			return nil, 0, n.errno(err, "open")
+		}
+	}
 	of, err := n.acquire()
 	if err != nil {
 		return nil, 0, n.errno(err, "open")

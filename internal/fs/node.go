@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -138,44 +137,30 @@ func (n *node) entry() (entry, error) {
 }
 
 // existing is child for a name that should exist: if the ordinary backing
-// name is absent, name may be an alias (see findAlias).
+// name is absent, name may be an alias (tree.ResolveAlias).
 func (n *node) existing(name string) (entry, error) {
 	e, err := n.child(name)
-	if err != nil || !n.mayBeAlias(name) {
+	show := n.r.opts.ShowUndecryptable
+	if err != nil || !tree.MayBeAlias(name, show) {
 		return e, err
 	}
 	if _, err := backing.Fstatat(e.pfd, e.name.Backing); !errors.Is(err, unix.ENOENT) {
 		return e, nil
 	}
-	if an, ok := n.findAlias(e, name); ok {
+	if an, _, err := n.r.tree.ResolveAlias(e.pfd, e.pid, name, show); err == nil {
 		e.name = an
 	}
 	return e, nil
 }
 
-// mayBeAlias reports whether name could be shown for a backing entry
-// other than its plain encryption (cheap; findAlias does the real search).
-func (n *node) mayBeAlias(name string) bool {
-	return tree.MayBeForeign(name) || n.r.opts.ShowUndecryptable && strings.HasSuffix(name, tree.BadNameSuffix)
-}
-
-// findAlias finds the backing entry of e's directory displayed as name when
-// that is not name's plain encryption: a sync-conflict copy
-// "<plain><suffix>" (tree.FindForeign) or, when the mount shows them, an
-// undecryptable entry (tree.FindBad). Callers try the ordinary backing
-// name first.
-func (n *node) findAlias(e entry, name string) (tree.Name, bool) {
-	if tree.MayBeForeign(name) {
-		if fn, err := n.r.tree.FindForeign(e.pfd, e.pid, name); err == nil {
-			return fn, true
-		}
+// readOnly returns tree.ErrReadOnly if n is an alias (a conflict copy or an
+// undecryptable entry), which is not changed in place: it may be read,
+// renamed to a name of its own (adopted) or removed.
+func (n *node) readOnly() error {
+	if n.alias.Load() {
+		return tree.ErrReadOnly
 	}
-	if n.r.opts.ShowUndecryptable {
-		if bn, err := n.r.tree.FindBad(e.pfd, e.pid, name); err == nil {
-			return bn, true
-		}
-	}
-	return tree.Name{}, false
+	return nil
 }
 
 // child opens directory n and encrypts name for it.
@@ -240,16 +225,25 @@ func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, what func() string) {
 // use to size their readlink buffer.
 func (r *Root) statEntry(e entry) (unix.Stat_t, error) {
 	st, err := backing.Fstatat(e.pfd, e.name.Backing)
-	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+	if err != nil {
 		return st, err
+	}
+	r.linkSize(e, &st)
+	return st, nil
+}
+
+// linkSize sets a symlink's st_size to its plaintext target's length (see
+// statEntry).
+func (r *Root) linkSize(e entry, st *unix.Stat_t) {
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return
 	}
 	target, err := r.tree.Readlink(e.pfd, e.pid, e.name)
 	if err != nil {
 		r.errno(err, "stat", e.name.Plain)
-		return st, nil
+		return
 	}
 	st.Size = int64(len(target))
-	return st, nil
 }
 
 // newChild turns a backing stat into a child inode of n and fills out.
@@ -267,32 +261,42 @@ func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out 
 	return n.NewInode(ctx, n.r.newNode(dirID), id)
 }
 
-// Lookup finds a child by plaintext name.
+// Lookup finds a child by plaintext name, as every door into the vault
+// does (tree.Resolve): its own encrypted name, else an alias.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
 	n.r.touch()
-	e, err := n.child(name)
+	fd, id, release, err := n.openDir()
+	if err != nil {
+		return nil, n.errno(err, "lookup")
+	}
+	defer release()
+	nm, st, err := n.r.tree.Resolve(fd, id, name, n.r.opts.ShowUndecryptable)
 	if err != nil {
 		return nil, n.r.errno(err, "lookup", name)
 	}
-	defer e.close()
-	st, err := n.r.statEntry(e)
-	if errors.Is(err, unix.ENOENT) && n.mayBeAlias(name) {
-		if an, ok := n.findAlias(e, name); ok {
-			e.name = an
-			st, err = n.r.statEntry(e)
-		}
-	}
-	if err != nil {
-		return nil, n.r.errno(err, "lookup", name)
-	}
-	return n.newEntryChild(ctx, &st, e.name, out), 0
+	n.r.linkSize(entry{pfd: fd, pid: id, name: nm}, &st)
+	return n.newEntryChild(ctx, &st, nm, out), 0
 }
 
-// newEntryChild is newChild for a looked-up entry, marking aliases.
+// newEntryChild is newChild for a looked-up entry, marking aliases, which
+// are shown without write bits (see readOnly).
 func (n *node) newEntryChild(ctx context.Context, st *unix.Stat_t, nm tree.Name, out *fuse.EntryOut) *fusefs.Inode {
 	child := n.newChild(ctx, st, nil, out, nm.Plain)
-	child.Operations().(nodeOps).self().alias.Store(nm.Alias())
+	cn := child.Operations().(nodeOps).self()
+	cn.alias.Store(nm.Alias())
+	cn.maskAlias(&out.Attr)
 	return child
+}
+
+// maskAlias clears the write bits an alias that is not a directory shows
+// (its writes fail with EROFS anyway). A directory alias keeps them: its
+// entries may be removed (and new ones are refused by readOnly), which
+// the kernel would refuse itself for a directory without write bits when
+// it checks permissions (default_permissions).
+func (n *node) maskAlias(a *fuse.Attr) {
+	if n.alias.Load() && a.Mode&unix.S_IFMT != unix.S_IFDIR {
+		a.Mode &^= 0o222
+	}
 }
 
 // stat returns the node's backing stat: from its open file if it has one
@@ -335,6 +339,7 @@ func (n *node) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrO
 		return n.errno(err, "getattr")
 	}
 	n.r.fillAttr(&st, &out.Attr, n.plainPath)
+	n.maskAlias(&out.Attr)
 	out.Ino = n.StableAttr().Ino
 	return 0
 }

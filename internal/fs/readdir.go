@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"errors"
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -45,10 +46,12 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHand
 	return d, 0, 0
 }
 
-// load reads the listing. Entries whose names do not decrypt are logged
-// (once per directory and name) and left out of the listing, or, with
+// load reads the listing (tree.List, which also decides which conflict
+// copies are shown). Entries whose names do not decrypt are logged (once
+// per directory and name) and left out of the listing, or, with
 // ShowUndecryptable, listed under tree.BadName (unless a good entry has
-// that name, or it would be too long).
+// that name, or it would be too long). Conflict copies hidden by an entry
+// of the same name (tree.ErrShadowed) are never listed.
 func (d *dirHandle) load() syscall.Errno {
 	ents, bad, err := d.n.r.tree.List(d.fd, d.id)
 	if err != nil {
@@ -60,7 +63,7 @@ func (d *dirHandle) load() syscall.Errno {
 		if d.n.r.logged.first(what) {
 			d.n.r.logf("readdir %s: undecryptable entry %q: %v", d.n.plainPath(), b.Backing, b.Err)
 		}
-		if !d.n.r.opts.ShowUndecryptable {
+		if !d.n.r.opts.ShowUndecryptable || errors.Is(b.Err, tree.ErrShadowed) {
 			continue
 		}
 		bn, ok := tree.BadName(b.Backing)

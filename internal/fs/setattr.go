@@ -42,9 +42,13 @@ func (t attrTarget) utimens(ts [2]unix.Timespec) error {
 }
 
 // Setattr handles truncate, chmod, chown and utimens (to the nanosecond).
-// Truncate runs first and the times last, so explicit times survive.
+// Truncate runs first and the times last, so explicit times survive. An
+// alias's attributes do not change (readOnly).
 func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	n.r.touch()
+	if err := n.readOnly(); err != nil {
+		return n.errno(err, "setattr")
+	}
 	var of *openFile
 	if h, ok := f.(*handle); ok {
 		of = h.of

@@ -80,9 +80,12 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	return uint32(copy(dest, v)), 0
 }
 
-// Setxattr stores an encrypted user.* attribute.
+// Setxattr stores an encrypted user.* attribute (not on an alias: readOnly).
 func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	n.r.touch()
+	if err := n.readOnly(); err != nil {
+		return n.errno(err, "setxattr")
+	}
 	if errno := checkXattrName(attr); errno != 0 {
 		return errno
 	}
@@ -94,9 +97,12 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	return n.errno(n.r.tree.SetXattr(fd, id, attr, data, int(flags)), "setxattr")
 }
 
-// Removexattr removes a user.* attribute.
+// Removexattr removes a user.* attribute (not from an alias: readOnly).
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	n.r.touch()
+	if err := n.readOnly(); err != nil {
+		return n.errno(err, "removexattr")
+	}
 	if errno := checkXattrName(attr); errno != 0 {
 		return errno
 	}

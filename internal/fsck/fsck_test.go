@@ -196,10 +196,10 @@ func corruptions() []corruption {
 				if err != nil {
 					t.Fatal(err)
 				}
-				writeFile(t, fx.abs(t, pSmall)+".sync-conflict-20260101-120000-ABC", data)
+				writeFile(t, fx.abs(t, pSmall)+".sync-conflict-20260101-120000-ABCDEFG", data)
 			},
 			want: func(t *testing.T, fx *fixture) []problemKey {
-				return []problemKey{{KindConflict, fx.backingPath(t, pSmall) + ".sync-conflict-20260101-120000-ABC", pSmall + ".sync-conflict-20260101-120000-ABC"}}
+				return []problemKey{{KindConflict, fx.backingPath(t, pSmall) + ".sync-conflict-20260101-120000-ABCDEFG", pSmall + ".sync-conflict-20260101-120000-ABCDEFG"}}
 			},
 		},
 		{

@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // maxRangesShown bounds the ranges printed per problem in the text form
@@ -105,8 +107,12 @@ func mergeRanges(rs []Range) []Range {
 // quoteIfNeeded quotes paths with spaces or control characters, so each
 // problem stays one parseable line whatever a name contains.
 func quoteIfNeeded(s string) string {
-	for _, r := range s {
-		if r <= ' ' || r == '"' || r == 0x7f || r == '(' || r == ')' {
+	for i, r := range s {
+		// Also invalid UTF-8, C1 controls and invisible format (bidi)
+		// characters, as the CLI's displayName.
+		if r <= ' ' || r == '"' || r == 0x7f || r == '(' || r == ')' ||
+			r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") ||
+			unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
 			return fmt.Sprintf("%q", s)
 		}
 	}

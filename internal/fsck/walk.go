@@ -80,6 +80,9 @@ type entry struct {
 	named   bool      // the name decrypted (possibly as a conflict copy)
 	foreign bool      // the name is not one EncryptFS writes
 	shown   string    // plaintext name shown (plain + conflict suffix)
+	// shadowed: a conflict copy that another entry of the same displayed
+	// name hides (tree.ErrShadowed); salvaged under its backing name.
+	shadowed bool
 }
 
 // dir checks the open backing directory dirfd (at cipherRel / plainRel) and
@@ -149,7 +152,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 		w.nameEntry(dirfd, dirID, at, plainRel, known, &ent)
 		pl := place{cipher: at, plain: joinPlain(plainRel, ent.shown, known && ent.named), known: known && ent.named}
 		salvName := ent.shown
-		if !ent.named {
+		if !ent.named || ent.shadowed {
 			salvName = undecryptableName(bn)
 		}
 		switch st.Mode & unix.S_IFMT {
@@ -214,9 +217,14 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 			// tree shows a sync-conflict copy "<encname><suffix>" (or a
 			// copy of a long-name entry) as "<plain><suffix>" when the
 			// encrypted name authenticates; fsck still reports it, since
-			// the user has a conflict to resolve.
-			w.add(Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
-				Detail: fmt.Sprintf("copy of %q with a suffix added by another program (sync conflict?)", n.Orig)})
+			// the user has a conflict to resolve. The resolver says
+			// whether it is the entry shown under that name.
+			detail := fmt.Sprintf("copy of %q with a suffix added by a sync tool (sync conflict); read-only until renamed", n.Orig)
+			if r, _, err := w.t.Resolve(dirfd, dirID, n.Plain, false); err != nil || r.Backing != bn {
+				ent.shadowed = true
+				detail = fmt.Sprintf("copy of %q with a suffix added by a sync tool, hidden: another entry is shown under the same name", n.Orig)
+			}
+			w.add(Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known), Detail: detail})
 		}
 		return
 	}
@@ -229,7 +237,7 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 	}
 	if strings.IndexFunc(bn, func(r rune) bool { return !isNameRune(r) }) >= 0 {
 		ent.foreign = true
-		w.add(Problem{Kind: KindForeign, CipherPath: at, Detail: "not a name EncryptFS writes (a file added to CIPHERDIR by another program?)"})
+		w.add(Problem{Kind: KindForeign, CipherPath: at, Detail: "not a name EncryptFS writes (a file added to CIPHERDIR by another program, or a copy whose suffix is no sync tool's conflict pattern?)"})
 		return
 	}
 	w.add(Problem{Kind: KindBadName, CipherPath: at, Detail: fmt.Sprintf("name does not decrypt: %v", err)})

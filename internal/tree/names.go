@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
@@ -29,7 +28,9 @@ type Name struct {
 
 // Alias reports whether Backing is not the plain encryption of Plain: a
 // sync-conflict copy or an undecryptable entry. Such an entry is found
-// again by its displayed name through FindForeign or FindBad.
+// again by its displayed name through Resolve, and is read-only
+// (ErrReadOnly): it may be read, renamed to a name of its own (adopted)
+// or removed.
 func (n Name) Alias() bool { return n.Orig != "" || n.Bad }
 
 // boundName is the plaintext name an entry's metadata is bound to.
@@ -135,47 +136,6 @@ func BadName(b string) (n Name, ok bool) {
 	return Name{Plain: plain, Backing: b, Bad: true}, true
 }
 
-// FindBad finds the undecryptable entry displayed as plain (see BadName)
-// in directory dirfd, whose ID is dirID. unix.ENOENT if plain does not
-// name one: no such backing entry, or one whose name decrypts (a good
-// entry is reached only by its own name).
-func (t *Tree) FindBad(dirfd int, dirID []byte, plain string) (Name, error) {
-	b, ok := strings.CutSuffix(plain, BadNameSuffix)
-	if !ok || names.IsReserved(b) && !names.IsLongName(b) {
-		return Name{}, unix.ENOENT
-	}
-	if _, err := backing.Fstatat(dirfd, b); err != nil {
-		return Name{}, unix.ENOENT
-	}
-	if _, err := t.DecryptName(dirfd, dirID, b); err == nil {
-		return Name{}, unix.ENOENT
-	}
-	return Name{Plain: plain, Backing: b, Bad: true}, nil
-}
-
-// List reads the backing directory dirfd (whose ID is dirID) and decrypts
-// every name. Reserved names (config, dirid, sidecars) are skipped.
-func (t *Tree) List(dirfd int, dirID []byte) ([]Entry, []BadEntry, error) {
-	ents, err := backing.ReadDir(dirfd)
-	if err != nil {
-		return nil, nil, err
-	}
-	out := make([]Entry, 0, len(ents))
-	var bad []BadEntry
-	for _, e := range ents {
-		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) && !IsLongCopy(e.Name) {
-			continue
-		}
-		n, err := t.DecryptName(dirfd, dirID, e.Name)
-		if err != nil {
-			bad = append(bad, BadEntry{Backing: e.Name, Err: err, Ino: e.Ino, Type: e.Type})
-			continue
-		}
-		out = append(out, Entry{Name: n, Ino: e.Ino, Type: e.Type})
-	}
-	return out, bad, nil
-}
-
 // DecryptName decrypts one backing name of directory dirfd, reading and
 // checking its sidecar if it is a long name.
 func (t *Tree) DecryptName(dirfd int, dirID []byte, backingName string) (Name, error) {
@@ -202,11 +162,12 @@ func (t *Tree) DecryptName(dirfd int, dirID []byte, backingName string) (Name, e
 	return Name{Plain: plain, Enc: enc, Backing: backingName, Long: long}, nil
 }
 
-// decryptForeign decrypts a sync-conflict copy (docs/format.md, "Sync
-// conflicts"): "<encname><suffix>", or a copy of a long-name entry (see
-// names.SplitLongForeign), whose name is in the original's sidecar. It is
-// shown as "<plain><suffix>" only if the encrypted name authenticates in
-// this directory.
+// decryptForeign decrypts a sync-conflict copy (docs/format.md §6.4):
+// "<encname><suffix>", or a copy of a long-name entry (see
+// names.SplitLongForeign), whose name is in the original's sidecar. The
+// suffix must be one of the sync tools' patterns (names.IsConflictSuffix).
+// It is shown as "<plain><suffix>" only if the encrypted name
+// authenticates in this directory.
 func (t *Tree) decryptForeign(dirfd int, dirID []byte, backingName string) (Name, error) {
 	var enc, suffix string
 	if long, sfx, ok := names.SplitLongForeign(backingName); ok {
@@ -237,59 +198,4 @@ func (t *Tree) decryptForeign(dirfd int, dirID []byte, backingName string) (Name
 func IsLongCopy(b string) bool {
 	_, _, ok := names.SplitLongForeign(b)
 	return ok
-}
-
-// maxForeignSplits bounds the split points FindForeign tries.
-const maxForeignSplits = 8
-
-// MayBeForeign reports whether plain could be the displayed name of a
-// sync-conflict copy: it has a byte outside the base64url alphabet after
-// its first byte, where a foreign suffix could start.
-func MayBeForeign(plain string) bool {
-	for i := 1; i < len(plain); i++ {
-		if !isEncodedByte(plain[i]) {
-			return true
-		}
-	}
-	return false
-}
-
-func isEncodedByte(c byte) bool {
-	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_'
-}
-
-// FindForeign finds the sync-conflict copy displayed as plain in directory
-// dirfd: it tries each place where a suffix could start (a byte outside the
-// base64url alphabet), from the end, where sync tools put their suffixes
-// (" (1)" takes 3 tries, Syncthing's ".sync-conflict-…" 1, Dropbox's
-// " (conflicted copy 2026-11-22)" 5), encrypting the part before it; for a
-// long name, both forms of names.SplitLongForeign are tried. unix.ENOENT if
-// none exists. Callers use it only after the ordinary name was not found.
-func (t *Tree) FindForeign(dirfd int, dirID []byte, plain string) (Name, error) {
-	tries := 0
-	for i := len(plain) - 1; i >= 1 && tries < maxForeignSplits; i-- {
-		if isEncodedByte(plain[i]) {
-			continue
-		}
-		tries++
-		enc, err := t.names.Encrypt(dirID, plain[:i])
-		if err != nil {
-			continue
-		}
-		suffix := plain[i:]
-		candidates := []string{enc + suffix}
-		if b, long := names.Backing(enc); long {
-			h := strings.TrimPrefix(b, names.LongNamePrefix)
-			candidates = []string{b + suffix, names.LongNamePrefix[:len(names.LongNamePrefix)-1] + suffix + "." + h}
-		}
-		for _, b := range candidates {
-			if len(b) > names.MaxBackingLen {
-				continue
-			}
-			if _, err := backing.Fstatat(dirfd, b); err == nil {
-				return Name{Plain: plain, Enc: enc, Backing: b, Orig: plain[:i]}, nil
-			}
-		}
-	}
-	return Name{}, unix.ENOENT
 }

@@ -367,52 +367,6 @@ func TestXattrs(t *testing.T) {
 	}
 }
 
-// TestSyncConflicts: "<encname><suffix>" copies are listed as
-// "<plain><suffix>" when encname authenticates, found by FindForeign, and
-// a conflict copy of a symlink still reads its target.
-func TestSyncConflicts(t *testing.T) {
-	tr, dir, root, id := newTestTree(t)
-	f := mustName(t, tr, id, "report.txt")
-	fd, err := tr.Create(root, f, 0, 0o600)
-	must(t, err)
-	backing.Close(fd)
-	l := mustName(t, tr, id, "link")
-	must(t, tr.Symlink(root, id, l, "target"))
-	must(t, os.Link(filepath.Join(dir, f.Backing), filepath.Join(dir, f.Backing+" (conflicted copy)")))
-	must(t, os.Link(filepath.Join(dir, f.Backing), filepath.Join(dir, f.Backing+".sync-conflict-20261122-1")))
-	must(t, os.Symlink(mustReadlink(t, filepath.Join(dir, l.Backing)), filepath.Join(dir, l.Backing+" (1)")))
-	must(t, os.WriteFile(filepath.Join(dir, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA (1)"), nil, 0o600)) // forged
-	ents, bad, err := tr.List(root, id)
-	must(t, err)
-	if len(bad) != 1 {
-		t.Fatalf("bad entries %+v", bad)
-	}
-	m := map[string]bool{}
-	for _, e := range ents {
-		m[e.Name.Plain] = true
-	}
-	for _, want := range []string{"report.txt (conflicted copy)", "report.txt.sync-conflict-20261122-1", "link (1)"} {
-		if _, ok := m[want]; !ok {
-			t.Errorf("%q not listed: %v", want, m)
-		}
-		n, err := tr.FindForeign(root, id, want)
-		if err != nil || n.Plain != want {
-			t.Errorf("FindForeign(%q) = %+v, %v", want, n, err)
-		}
-	}
-	n, err := tr.FindForeign(root, id, "link (1)")
-	must(t, err)
-	if got, err := tr.Readlink(root, id, n); err != nil || got != "target" {
-		t.Fatalf("conflict symlink: %q %v", got, err)
-	}
-	if _, err := tr.FindForeign(root, id, "report.txt (2)"); !errors.Is(err, unix.ENOENT) {
-		t.Fatalf("missing conflict: %v", err)
-	}
-	if MayBeForeign("abc") || !MayBeForeign("a b") {
-		t.Fatal("MayBeForeign")
-	}
-}
-
 func mustReadlink(t *testing.T, p string) string {
 	t.Helper()
 	s, err := os.Readlink(p)

@@ -87,12 +87,14 @@ func FuzzCheckSidecar(f *testing.F) {
 }
 
 // FuzzSplitLongForeign: never panics; a split names a real long-name
-// entry, a non-empty suffix, and is never a sidecar or its copy.
+// entry, an accepted conflict suffix, and is never a sidecar or its copy.
 func FuzzSplitLongForeign(f *testing.F) {
 	long, _ := Backing(strings.Repeat("A", MaxBackingLen+1))
 	h := strings.TrimPrefix(long, LongNamePrefix)
 	f.Add(long + " (1)")
+	f.Add("encryptfs.long.sync-conflict-20261122-101010-ABCDEFG." + h)
 	f.Add("encryptfs.long.sync-conflict-x." + h)
+	f.Add(long + " (1)\u202e")
 	f.Add(long + LongNameSuffix)
 	f.Add("encryptfs.long." + h)
 	f.Add("encryptfs.long")
@@ -101,7 +103,7 @@ func FuzzSplitLongForeign(f *testing.F) {
 		if !ok {
 			return
 		}
-		if !IsLongName(l) || suffix == "" || strings.HasSuffix(b, LongNameSuffix) {
+		if !IsLongName(l) || !IsConflictSuffix(suffix) || strings.HasSuffix(b, LongNameSuffix) {
 			t.Fatalf("SplitLongForeign(%q) = %q, %q", b, l, suffix)
 		}
 		if b != l+suffix && b != LongNamePrefix[:len(LongNamePrefix)-1]+suffix+"."+l[len(LongNamePrefix):] {

@@ -67,39 +67,41 @@ func CheckSidecar(longBacking string, content []byte) (string, error) {
 }
 
 // SplitForeign splits a backing name that is an encoded name followed by a
-// foreign suffix, such as a sync tool's conflict copy "<encName> (1)" or
-// "<encName>.sync-conflict-...". The split is at the first byte outside the
-// base64url alphabet. ok is false when there is no such suffix, no encoded
-// prefix, or the name is reserved. The caller must still Decrypt encName and
-// show the entry only if it authenticates.
+// sync tool's conflict suffix, such as "<encName> (1)" or
+// "<encName>.sync-conflict-20261122-101010-ABCDEFG". The split is at the
+// first byte outside the base64url alphabet, and the rest must be exactly
+// one accepted conflict suffix (IsConflictSuffix). ok is false when there
+// is no such suffix, no encoded prefix, or the name is reserved. The
+// caller must still Decrypt encName and show the entry only if it
+// authenticates.
 func SplitForeign(backing string) (encName, suffix string, ok bool) {
 	if IsReserved(backing) {
 		return "", "", false
 	}
 	i := strings.IndexFunc(backing, func(r rune) bool { return !isAlphabet(r) })
-	if i <= 0 {
+	if i <= 0 || !IsConflictSuffix(backing[i:]) {
 		return "", "", false
 	}
 	return backing[:i], backing[i:], true
 }
 
-// SplitLongForeign splits a copy of long-name entry long that another
-// program renamed, such as a sync tool's conflict copy. Two forms exist:
-// the suffix appended, "encryptfs.long.<H> (1)", and the suffix put before
-// what looks like the file's extension, "encryptfs.long.sync-conflict-….<H>"
-// (Syncthing) or "encryptfs.long (conflicted copy ….<H>" (Dropbox). A copy
-// of a sidecar (ending in LongNameSuffix) is not split: it holds a name,
-// not an entry. The caller must still read long's sidecar and decrypt the
-// name.
+// SplitLongForeign splits a copy of long-name entry long that a sync tool
+// renamed. Two forms exist: the suffix appended, "encryptfs.long.<H> (1)",
+// and the suffix put before what looks like the file's extension,
+// "encryptfs.long.sync-conflict-….<H>" (Syncthing) or
+// "encryptfs.long (1).<H>" (Dropbox). The suffix must be an accepted
+// conflict suffix (IsConflictSuffix). A copy of a sidecar (ending in
+// LongNameSuffix) is not split: it holds a name, not an entry. The caller
+// must still read long's sidecar and decrypt the name.
 func SplitLongForeign(backing string) (long, suffix string, ok bool) {
 	base := LongNamePrefix[:len(LongNamePrefix)-1] // "encryptfs.long"
 	if strings.HasSuffix(backing, LongNameSuffix) || !strings.HasPrefix(backing, base) {
 		return "", "", false
 	}
-	if n := len(LongNamePrefix) + hashLen; len(backing) > n && IsLongName(backing[:n]) {
+	if n := len(LongNamePrefix) + hashLen; len(backing) > n && IsLongName(backing[:n]) && IsConflictSuffix(backing[n:]) {
 		return backing[:n], backing[n:], true
 	}
-	if i := len(backing) - hashLen - 1; i > len(base) && backing[i] == '.' {
+	if i := len(backing) - hashLen - 1; i > len(base) && backing[i] == '.' && IsConflictSuffix(backing[len(base):i]) {
 		long = LongNamePrefix + backing[i+1:]
 		if IsLongName(long) {
 			return long, backing[len(base):i], true

@@ -16,6 +16,12 @@ func TestSplitLongForeign(t *testing.T) {
 		{long + ".sync-conflict-20261122-101010-ABCDEFG", ".sync-conflict-20261122-101010-ABCDEFG", true},
 		{"encryptfs.long.sync-conflict-20261122-101010-ABCDEFG." + h, ".sync-conflict-20261122-101010-ABCDEFG", true},
 		{"encryptfs.long (conflicted copy 2026-11-22)." + h, " (conflicted copy 2026-11-22)", true},
+		{"encryptfs.long (Ann's conflicted copy 2026-11-22)." + h, " (Ann's conflicted copy 2026-11-22)", true},
+		{long + " (1)\u202e", "", false},
+		{long + "\n", "", false},
+		{long + " copy", "", false},
+		{"encryptfs.long.sync-conflict-x." + h, "", false},
+		{"encryptfs.long\u202e." + h, "", false},
 		{long, "", false},                           // the entry itself
 		{long + LongNameSuffix, "", false},          // its sidecar
 		{long + " (1)" + LongNameSuffix, "", false}, // a copy of the sidecar

@@ -228,7 +228,11 @@ func TestSplitForeign(t *testing.T) {
 	}{
 		{enc + " (1)", enc, " (1)", true},
 		{enc + ".sync-conflict-20260101-000000-ABCDEFG", enc, ".sync-conflict-20260101-000000-ABCDEFG", true},
-		{enc + "~", enc, "~", true},
+		{enc + " (Ann's conflicted copy 2026-11-22)", enc, " (Ann's conflicted copy 2026-11-22)", true},
+		{enc + "~", "", "", false},
+		{enc + " (1)\u202e", "", "", false},
+		{enc + "\u202etxt.sh", "", "", false},
+		{enc + " (1) (2)", "", "", false},
 		{enc, "", "", false},
 		{" (1)", "", "", false},
 		{ConfigFile + " (1)", "", "", false},
