@@ -85,9 +85,10 @@ func (v *Vault) openFile(name string, flag int, perm fs.FileMode) (*File, error)
 		// file is opened read-write underneath.
 		// Readers try read-write too, so that a later writer can share
 		// the engine file.
-		fd, err = backing.Openat(ref.parent.fd, ref.name.Backing, unix.O_RDWR, 0)
+		// OpenRegular does not block on a FIFO planted in CIPHERDIR.
+		fd, _, err = backing.OpenRegular(ref.parent.fd, ref.name.Backing, unix.O_RDWR)
 		if err != nil && !writable && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS)) {
-			fd, err = backing.Openat(ref.parent.fd, ref.name.Backing, unix.O_RDONLY, 0)
+			fd, _, err = backing.OpenRegular(ref.parent.fd, ref.name.Backing, unix.O_RDONLY)
 			writableFD = false
 		}
 		if err != nil {

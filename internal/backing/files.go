@@ -2,6 +2,7 @@ package backing
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 
@@ -117,10 +118,58 @@ func writeAll(fd int, data []byte) error {
 // ErrTooBig is returned by ReadFileAt for a file larger than its limit.
 var ErrTooBig = fmt.Errorf("backing: file larger than expected")
 
-// ReadFileAt reads all of file name in dirfd, refusing symlinks and files
-// longer than limit bytes (metadata files are small; a huge one is corrupt).
+// ErrNotRegular is returned by ReadFileAt and OpenRegular when the entry is
+// not a regular file (a FIFO, socket or device planted in CIPHERDIR in place
+// of a metadata file or of a file's contents). Callers treat it as
+// corruption of the entry, like a malformed file.
+var ErrNotRegular = errors.New("backing: not a regular file")
+
+// OpenRegular opens entry name of dirfd (flags as for Openat) and checks on
+// the fd that it is a regular file; it returns the fd and its stat.
+//
+// The open adds O_NONBLOCK, so that a FIFO planted in the entry's place
+// cannot block the caller forever (open(2) of a FIFO for reading waits for a
+// writer) and a device node is never waited on; O_NOFOLLOW comes from
+// Openat. Once the fd is known to be a regular file, O_NONBLOCK is cleared
+// again: it has no effect on regular files of local file systems, but a
+// FUSE or network backing store may see it, and the fd is used for normal
+// blocking I/O afterwards. A non-regular entry gives ErrNotRegular (wrapped
+// with the entry's name) and no fd.
+func OpenRegular(dirfd int, name string, flags int) (int, unix.Stat_t, error) {
+	fd, err := Openat(dirfd, name, flags|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return -1, unix.Stat_t{}, err
+	}
+	st, err := Fstat(fd)
+	if err != nil {
+		Close(fd)
+		return -1, st, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		Close(fd)
+		return -1, st, fmt.Errorf("%w: %q (mode %#o)", ErrNotRegular, name, st.Mode&unix.S_IFMT)
+	}
+	if flags&unix.O_NONBLOCK == 0 {
+		// F_SETFL replaces exactly the flags it can change; keep those
+		// the caller asked for.
+		keep := flags & (unix.O_APPEND | unix.O_ASYNC | unix.O_DIRECT | unix.O_NOATIME)
+		if _, err := retryN(func() (int, error) {
+			return unix.FcntlInt(uintptr(fd), unix.F_SETFL, keep)
+		}); err != nil {
+			Close(fd)
+			return -1, st, err
+		}
+	}
+	return fd, st, nil
+}
+
+// ReadFileAt reads all of file name in dirfd, refusing symlinks, entries
+// that are not regular files (ErrNotRegular: see OpenRegular; a FIFO in
+// the place of a metadata file must not hang the caller) and files longer
+// than limit bytes (metadata files are small; a huge one is corrupt). The
+// fd is only read once, so O_NONBLOCK stays on it.
 func ReadFileAt(dirfd int, name string, limit int) ([]byte, error) {
-	fd, err := Openat(dirfd, name, unix.O_RDONLY, 0)
+	fd, _, err := OpenRegular(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}

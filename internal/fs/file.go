@@ -189,8 +189,9 @@ func (n *node) acquire() (*openFile, error) {
 	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS) {
 		fd, err = openBacking(e.pfd, e.name.Backing, unix.O_RDONLY)
 	}
-	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EISDIR) {
-		// A symlink or directory took the name over (see adopt).
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EISDIR) || errors.Is(err, backing.ErrNotRegular) {
+		// A symlink, directory or special file took the name over (see
+		// adopt).
 		return nil, syscall.ENOENT
 	}
 	if err != nil {
@@ -207,11 +208,12 @@ func (n *node) acquire() (*openFile, error) {
 // openBacking opens a backing file with O_NOATIME where allowed: the
 // engine's reads (header, read-modify-write of partial chunks) must not
 // move the plaintext atime, which is the backing atime. So atime changes
-// only by utimensat, as on a noatime mount.
+// only by utimensat, as on a noatime mount. backing.OpenRegular refuses a
+// non-regular entry without blocking on it (a FIFO planted in CIPHERDIR).
 func openBacking(dirfd int, name string, flags int) (int, error) {
-	fd, err := backing.Openat(dirfd, name, flags|unix.O_NOATIME, 0)
+	fd, _, err := backing.OpenRegular(dirfd, name, flags|unix.O_NOATIME)
 	if errors.Is(err, unix.EPERM) {
-		fd, err = backing.Openat(dirfd, name, flags, 0)
+		fd, _, err = backing.OpenRegular(dirfd, name, flags)
 	}
 	return fd, err
 }

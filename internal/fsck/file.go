@@ -47,9 +47,10 @@ func (s sizedInfo) Size() int64 { return s.size }
 // openReadOnly opens a backing file for reading without updating its
 // access time when the kernel allows that (O_NOATIME needs ownership).
 func openReadOnly(dirfd int, name string) (*os.File, error) {
-	fd, err := backing.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOATIME, 0)
+	// OpenRegular: a FIFO swapped in after the walk's stat must not hang fsck.
+	fd, _, err := backing.OpenRegular(dirfd, name, unix.O_RDONLY|unix.O_NOATIME)
 	if errors.Is(err, unix.EPERM) {
-		fd, err = backing.Openat(dirfd, name, unix.O_RDONLY, 0)
+		fd, _, err = backing.OpenRegular(dirfd, name, unix.O_RDONLY)
 	}
 	if err != nil {
 		return nil, err

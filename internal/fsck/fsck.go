@@ -190,6 +190,7 @@ func Check(ctx context.Context, t *tree.Tree, cipherDir string, opts Options) (*
 		root = w.salv.root
 	}
 	w.dir(rootfd, ".", "/", true, root)
+	w.reportDupDirIDs()
 	w.report(true)
 	if err := ctx.Err(); err != nil {
 		w.rep.Interrupted = true

@@ -38,6 +38,9 @@ type walker struct {
 	// are linked, not copied, in the salvage directory.
 	seen map[inodeKey]string
 
+	// dirIDs finds directories that share an ID (dirids.go).
+	dirIDs dirIDIndex
+
 	// filesWithData and filesWithBad count non-empty files and those of
 	// them with bad chunks, for Report.Hints.
 	filesWithData, filesWithBad int64
@@ -96,6 +99,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 			Detail: fmt.Sprintf("directory ID unreadable, names in this directory cannot be decrypted: %v", err)})
 		dirID = nil
 	}
+	w.noteDirID(dirID, cipherRel, plainRel)
 	ents, err := backing.ReadDir(dirfd)
 	if err != nil {
 		w.add(Problem{Kind: KindIO, CipherPath: cipherRel, PlainPath: plainRel, Detail: fmt.Sprintf("list directory: %v", err)})

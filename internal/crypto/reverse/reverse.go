@@ -29,6 +29,7 @@ const (
 	LabelFileID  = "fileid"
 	LabelNonce   = "nonce"
 	LabelSymlink = "symlink"
+	LabelInode   = "inode"
 )
 
 // Sizes of the derived values.
@@ -143,6 +144,25 @@ func (d *Deriver) SymlinkNonce(dirID []byte, name, target string) []byte {
 	m.Write([]byte{0})
 	m.Write([]byte(target))
 	return m.Sum(nil)[:SymlinkNonceSize]
+}
+
+// InodeNumber derives the 64-bit number the view shows for the object of
+// kind kind (a byte the caller defines) at rel:
+// HMAC(R, "inode" ‖ 0 ‖ kind ‖ rel)[:8] as a big-endian uint64. rel cannot
+// contain NUL, but kind is a fixed-size prefix, so the input is unambiguous
+// anyway.
+//
+// Why this is safe: inode numbers are visible to anyone who sees the view
+// (stat, ls -i, rsync); an unkeyed hash of the path (FNV-64a until this
+// derivation) let them test guesses of plaintext paths offline. A PRF under
+// the reverse key reveals nothing about rel without the key, and its own
+// label keeps it independent of the IDs and nonces above. Inode numbers are
+// never stored, so this is not part of the on-disk format.
+func (d *Deriver) InodeNumber(kind byte, rel string) uint64 {
+	m := d.mac(LabelInode)
+	m.Write([]byte{kind})
+	m.Write([]byte(rel))
+	return binary.BigEndian.Uint64(m.Sum(nil)[:8])
 }
 
 // Wipe overwrites the deriver's copy of the key. Best effort at unmount.

@@ -44,7 +44,7 @@ func (d *dirHandle) Len() int { return len(d.entries) }
 
 // Entry describes listing entry i.
 func (d *dirHandle) Entry(i int) (string, uint32, uint64) {
-	sa := stableAttr(d.entries[i])
+	sa := d.n.r.stableAttr(d.entries[i])
 	return d.entries[i].name, sa.Mode, sa.Ino
 }
 

@@ -63,7 +63,7 @@ func Mount(opts MountOptions) (*Server, error) {
 		root.Close()
 		return nil, fmt.Errorf("reverse: stat %s: %w", opts.PlainDir, err)
 	}
-	rootAttr := stableAttr(viewEntry{kind: kindDir, st: rootSt})
+	rootAttr := root.stableAttr(viewEntry{kind: kindDir, st: rootSt})
 	fopts := &fusefs.Options{
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,

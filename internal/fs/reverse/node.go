@@ -3,7 +3,6 @@ package reverse
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
@@ -26,29 +25,29 @@ type node struct {
 // plaintext inode of their own.
 const virtualIno = 1 << 63
 
-// pathHash is FNV-64a of a kind byte and a path.
-func pathHash(k kind, rel string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte{byte(k)})
-	h.Write([]byte(rel))
-	return h.Sum64()
+// pathHash is the keyed number of a kind and a path
+// (rev.Deriver.InodeNumber): stable across mounts with the same key, and
+// no use for testing guesses of plaintext paths without it.
+func (r *Root) pathHash(k kind, rel string) uint64 {
+	return r.derive.InodeNumber(byte(k), rel)
 }
 
 // stableAttr identifies a view entry to go-fuse. Plaintext objects keep
 // their inode number (so hard links and `ls -i` look as in PLAINDIR), with
 // the generation set from the path: an inode is shown under one path only,
 // because its fileID and directory ID are derived from that path. Virtual
-// files get an inode number derived from their kind and path, the same on
-// every mount.
-func stableAttr(e viewEntry) fusefs.StableAttr {
+// files get an inode number derived from their kind and path under the
+// reverse key (bit 63 set, the rest keyed), the same on every mount.
+func (r *Root) stableAttr(e viewEntry) fusefs.StableAttr {
+	h := r.pathHash(e.kind, e.rel)
 	if e.kind.virtual() {
-		return fusefs.StableAttr{Mode: unix.S_IFREG, Ino: virtualIno | pathHash(e.kind, e.rel)&(virtualIno-1), Gen: 1}
+		return fusefs.StableAttr{Mode: unix.S_IFREG, Ino: virtualIno | h&(virtualIno-1), Gen: 1}
 	}
 	ino := e.st.Ino
 	if ino == ^uint64(0) { // reserved by go-fuse
-		ino = virtualIno | pathHash(e.kind, e.rel)&(virtualIno-1)
+		ino = virtualIno | h&(virtualIno-1)
 	}
-	return fusefs.StableAttr{Mode: e.st.Mode & unix.S_IFMT, Ino: ino, Gen: pathHash(e.kind, e.rel)}
+	return fusefs.StableAttr{Mode: e.st.Mode & unix.S_IFMT, Ino: ino, Gen: h}
 }
 
 // errno maps an error to an errno, logging unexpected ones with the path.
@@ -69,7 +68,7 @@ func (r *Root) errno(err error, op, rel string) syscall.Errno {
 // sizes; virtual files are read-only regular files of their content's size.
 func (r *Root) fillAttr(e viewEntry, out *fuse.Attr) error {
 	st := &e.st
-	out.Ino = stableAttr(e).Ino
+	out.Ino = r.stableAttr(e).Ino
 	out.Mode = st.Mode
 	out.Nlink = uint32(st.Nlink)
 	out.Uid, out.Gid = st.Uid, st.Gid
@@ -112,7 +111,7 @@ func (n *node) newChild(ctx context.Context, e viewEntry, out *fuse.EntryOut) (*
 		return nil, n.r.errno(err, "lookup", e.rel)
 	}
 	child := &node{r: n.r, kind: e.kind, rel: e.rel}
-	return n.NewInode(ctx, child, stableAttr(e)), 0
+	return n.NewInode(ctx, child, n.r.stableAttr(e)), 0
 }
 
 // Lookup finds a view entry of directory n.
