@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/fault"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -51,7 +52,9 @@ func stableAttr(e viewEntry) fusefs.StableAttr {
 	return fusefs.StableAttr{Mode: e.st.Mode & unix.S_IFMT, Ino: ino, Gen: pathHash(e.kind, e.rel)}
 }
 
-// errno maps an error to an errno, logging unexpected ones with the path.
+// errno maps an error to an errno, logging those not from the kernel with
+// the path: the kernel's errno passes through, others get the errno of
+// their fault.Kind (as in forward mode) or EIO.
 func (r *Root) errno(err error, op, rel string) syscall.Errno {
 	if err == nil {
 		return 0
@@ -61,6 +64,9 @@ func (r *Root) errno(err error, op, rel string) syscall.Errno {
 		return e
 	}
 	r.logf("%s %q: %v", op, "/"+rel, err)
+	if e := fault.Of(err).Errno(); e != 0 {
+		return e
+	}
 	return syscall.EIO
 }
 
