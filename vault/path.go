@@ -2,15 +2,10 @@ package vault
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
 	"path"
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/crypto/meta"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -111,35 +106,4 @@ func (v *Vault) resolve(p string) (entryRef, error) {
 		return entryRef{}, err
 	}
 	return entryRef{parent: d, name: n}, nil
-}
-
-// pathErr wraps err for the caller: *fs.PathError, with ErrCorrupt added for
-// authentication failures and the name errors mapped to errnos.
-func pathErr(op, p string, err error) error {
-	if err == nil {
-		return nil
-	}
-	switch {
-	case errors.Is(err, content.ErrCorruptChunk), errors.Is(err, content.ErrBadHeader),
-		errors.Is(err, content.ErrTruncated), errors.Is(err, names.ErrBadName),
-		errors.Is(err, tree.ErrCorruptDir), errors.Is(err, meta.ErrCorrupt):
-		if !errors.Is(err, ErrCorrupt) {
-			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
-		}
-	case errors.Is(err, names.ErrNameTooLong):
-		err = fmt.Errorf("%w: %w", unix.ENAMETOOLONG, err)
-	case errors.Is(err, tree.ErrReadOnly):
-		err = fmt.Errorf("%w: %w", unix.EROFS, err)
-	case errors.Is(err, tree.ErrNotFound):
-		err = fmt.Errorf("%w: %w", unix.ENOENT, err)
-	case errors.Is(err, names.ErrInvalidName):
-		err = fmt.Errorf("%w: %w", unix.EINVAL, err)
-	case errors.Is(err, meta.ErrNotUser):
-		err = fmt.Errorf("%w: %w", unix.ENOTSUP, err)
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) && pe.Path == p {
-		return err
-	}
-	return &fs.PathError{Op: op, Path: p, Err: err}
 }

@@ -31,21 +31,10 @@ import (
 	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
-// Errors. Lower-layer errors are wrapped, so errors.Is sees through them.
-var (
-	// ErrWrongPassword: the password (or master key) does not unlock the vault.
-	ErrWrongPassword = config.ErrWrongPassword
-	// ErrCorrupt: data in the vault failed authentication (a chunk, a header,
-	// a name, a symlink target or a directory ID).
-	ErrCorrupt = errors.New("vault: data failed authentication")
-	// ErrClosed: the vault or file was used after Close.
-	ErrClosed = errors.New("vault: closed")
-)
-
 // Options configure Create. The zero value gives the defaults.
 type Options struct {
 	Cipher    string // "aes-256-gcm" (default) or "xchacha20-poly1305"
-	ChunkSize int    // plaintext bytes per chunk; 0: the default (64 KiB)
+	ChunkSize int    // plaintext bytes per chunk; 0: content.DefaultChunkSize (16 KiB)
 	// Argon2id cost; zero fields take the defaults (about 1 s). The floor
 	// (KDFTime 1, KDFMemoryKiB 8192, KDFThreads 1) is meant for tests.
 	KDFTime      uint32

@@ -80,7 +80,7 @@ func (a *App) Run(args []string) int {
 	if err == nil {
 		return ExitOK
 	}
-	code := exitCode(err)
+	code := ExitCode(err)
 	if !errors.Is(err, errQuiet) {
 		fmt.Fprintf(a.Stderr, "encryptfs: %s\n", displayText(userMessage(err)))
 	}

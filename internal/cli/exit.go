@@ -4,13 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
-	"github.com/encryptfs/encryptfs/internal/tree"
-	"github.com/encryptfs/encryptfs/vault"
+	"github.com/encryptfs/encryptfs/internal/fault"
 )
 
 // Exit codes. They are part of the interface (docs/cli.md): scripts test
@@ -60,29 +55,26 @@ func usageErrorf(format string, args ...any) error {
 // package), so Run prints nothing more.
 var errQuiet = errors.New("already reported")
 
-// exitCode maps an error to its documented exit code: an explicit code
-// first, then the sentinel errors of the lower layers.
-func exitCode(err error) int {
+// ExitCode maps an error to its documented exit code: an explicit code
+// first (withCode), then the error's fault.Kind, the one classification the
+// mount's errnos and the vault's errors come from too.
+func ExitCode(err error) int {
 	var ce *codedError
-	switch {
-	case errors.As(err, &ce):
+	if errors.As(err, &ce) {
 		return ce.code
-	case errors.Is(err, config.ErrWrongPassword):
+	}
+	switch fault.Of(err) {
+	case fault.WrongPassword:
 		return ExitWrongPassword
-	case errors.Is(err, config.ErrNotFound):
+	case fault.NoConfig:
 		return ExitCipherDir
-	case errors.Is(err, config.ErrFutureVersion), errors.Is(err, config.ErrUnknownFeature),
-		errors.Is(err, config.ErrKDFMemory):
+	case fault.UnsupportedVault:
 		return ExitUnsupported
-	case errors.Is(err, config.ErrCorrupt):
+	case fault.CorruptConfig:
 		return ExitCorruptConfig
-	case errors.Is(err, tree.ErrReverse):
-		return ExitUnsupported
-	case errors.Is(err, vault.ErrCorrupt),
-		errors.Is(err, content.ErrCorruptChunk), errors.Is(err, content.ErrBadHeader),
-		errors.Is(err, content.ErrTruncated), errors.Is(err, names.ErrBadName):
+	case fault.Corrupt:
 		return ExitCorruptData
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	case fault.NoSpace:
 		return ExitNoSpace
 	}
 	return ExitError
@@ -91,7 +83,7 @@ func exitCode(err error) int {
 // userMessage is the one line printed for err: the sentinels get a plain
 // sentence, everything else its own message on one line.
 func userMessage(err error) string {
-	if errors.Is(err, config.ErrWrongPassword) {
+	if fault.Of(err) == fault.WrongPassword {
 		return "wrong password"
 	}
 	return strings.Join(strings.Fields(err.Error()), " ")

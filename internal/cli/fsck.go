@@ -59,7 +59,7 @@ func (a *App) cmdFsck(args []string) error {
 		defer clear(masterKey)
 		// A key that decrypts no name in the root is refused; other errors
 		// (a damaged root) are for fsck itself to report.
-		if _, err := checkMasterKey(dir, c.Params, masterKey); err != nil && exitCode(err) == ExitWrongPassword {
+		if _, err := checkMasterKey(dir, c.Params, masterKey); err != nil && ExitCode(err) == ExitWrongPassword {
 			return err
 		}
 	} else {

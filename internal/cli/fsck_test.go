@@ -27,7 +27,7 @@ func fsckRun(t *testing.T, stdin string, args ...string) result {
 	a := &App{Stdin: in, Stdout: &out, Stderr: &errb}
 	code := ExitOK
 	if err := a.cmdFsck(args); err != nil {
-		code = exitCode(err)
+		code = ExitCode(err)
 		errb.WriteString("encryptfs: " + userMessage(err) + "\n")
 	}
 	return result{code: code, stdout: out.String(), stderr: errb.String()}

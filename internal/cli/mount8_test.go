@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/encryptfs/encryptfs/internal/fstest"
 )
 
 // needRoot skips a test that needs root, except under CI=true (where it
 // must run, so it fails instead).
 func needRoot(t *testing.T) {
 	t.Helper()
-	needFUSE(t)
+	fstest.RequireFUSE(t)
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("CI=true: this test needs root")

@@ -11,19 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/encryptfs/encryptfs/internal/fstest"
 	"github.com/encryptfs/encryptfs/vault"
 )
-
-// needFUSE skips where FUSE is missing, never under CI=true.
-func needFUSE(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but FUSE is unusable: %v", err)
-		}
-		t.Skipf("no FUSE: %v", err)
-	}
-}
 
 // isMounted reports whether an encryptfs mount sits on mnt.
 func isMounted(t *testing.T, mnt string) bool {
@@ -61,7 +51,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestMountDaemon(t *testing.T) {
-	needFUSE(t)
+	fstest.RequireFUSE(t)
 	dir, key := newVault(t, "pw")
 	mnt := t.TempDir()
 	cleanupMount(t, mnt)
@@ -128,7 +118,7 @@ func TestMountDaemon(t *testing.T) {
 }
 
 func TestMountForeground(t *testing.T) {
-	needFUSE(t)
+	fstest.RequireFUSE(t)
 	dir, _ := newVault(t, "pw")
 	mnt := t.TempDir()
 	cleanupMount(t, mnt)
@@ -173,7 +163,7 @@ func TestMountForeground(t *testing.T) {
 }
 
 func TestMountIdle(t *testing.T) {
-	needFUSE(t)
+	fstest.RequireFUSE(t)
 	dir, _ := newVault(t, "pw")
 	mnt := t.TempDir()
 	cleanupMount(t, mnt)
@@ -208,7 +198,7 @@ func TestPasswdWrongMasterKey(t *testing.T) {
 }
 
 func TestMountPasswordSources(t *testing.T) {
-	needFUSE(t)
+	fstest.RequireFUSE(t)
 	dir, _ := newVault(t, "pw")
 	pf := writePassfile(t, "pw")
 	for _, tc := range []struct {
@@ -238,7 +228,7 @@ func TestMountPasswordSources(t *testing.T) {
 // umask (022 here); entries created through the mount must get exactly the
 // mode the caller asked for after the caller's umask, not the daemon's on top.
 func TestMountKeepsCallerModes(t *testing.T) {
-	needFUSE(t)
+	fstest.RequireFUSE(t)
 	dir, _ := newVault(t, "pw")
 	mnt := t.TempDir()
 	cleanupMount(t, mnt)

@@ -103,7 +103,7 @@ type problems struct {
 
 func (p *problems) report(path string, err error) {
 	p.failed++
-	switch exitCode(err) {
+	switch ExitCode(err) {
 	case ExitCorruptData:
 		p.corrupt++
 	case ExitNoSpace:

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/encryptfs/encryptfs/internal/fstest"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,7 +19,7 @@ import (
 // symlink targets (short and sidecar-stored), modes, mtimes to the
 // nanosecond and user xattrs.
 func TestOfflineMatchesMount(t *testing.T) {
-	needFUSE(t)
+	fstest.RequireFUSE(t)
 	dir, _ := newVault(t, "pw")
 	mnt := t.TempDir()
 	cleanupMount(t, mnt)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/encryptfs/encryptfs/internal/fstest"
 	"golang.org/x/sys/unix"
 )
 
@@ -215,7 +216,7 @@ func TestOfflineTamper(t *testing.T) {
 }
 
 func TestImportRefusesMounted(t *testing.T) {
-	needFUSE(t)
+	fstest.RequireFUSE(t)
 	dir, _ := newVault(t, "pw")
 	mnt := t.TempDir()
 	cleanupMount(t, mnt)

@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
+	"github.com/encryptfs/encryptfs/internal/fstest"
 )
 
 // TestReverseCommands: init --reverse, mount --reverse, copy the view, and
 // the copy opens as a forward vault with the same password.
 func TestReverseCommands(t *testing.T) {
-	needFUSE(t)
+	fstest.RequireFUSE(t)
 	plain := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(plain, "sub"), 0o755); err != nil {
 		t.Fatal(err)

@@ -4,17 +4,15 @@ import (
 	"errors"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/crypto/meta"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/fault"
 )
 
-// errno maps an error from tree, core or the backing store to the errno the
-// caller sees. Failed authentication of any kind is EIO, logged once per
-// path (what is the path of the object, op is the operation).
-func (r *Root) errno(err error, op, what string) syscall.Errno {
+// Errno maps an error from tree, core or the backing store to the errno
+// the caller sees, by its fault.Kind: a kernel errno passes through
+// unchanged; a POSIX kind (tree.ErrNotFound, names.ErrNameTooLong, ...)
+// gives its errno; corruption and everything else give EIO. The reverse
+// frontend uses it too.
+func Errno(err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
@@ -22,28 +20,27 @@ func (r *Root) errno(err error, op, what string) syscall.Errno {
 	if errors.As(err, &e) {
 		return e
 	}
-	switch {
-	case errors.Is(err, tree.ErrNotFound):
-		return syscall.ENOENT
-	case errors.Is(err, tree.ErrReadOnly):
-		return syscall.EROFS
-	case errors.Is(err, names.ErrNameTooLong):
-		return syscall.ENAMETOOLONG
-	case errors.Is(err, names.ErrInvalidName), errors.Is(err, backing.ErrBadComponent):
-		return syscall.EINVAL
-	case errors.Is(err, meta.ErrNotUser):
-		return syscall.EOPNOTSUPP
-	case errors.Is(err, meta.ErrTooLong):
-		return syscall.E2BIG
-	case errors.Is(err, names.ErrBadName), errors.Is(err, meta.ErrCorrupt),
-		errors.Is(err, content.ErrCorruptChunk), errors.Is(err, content.ErrBadHeader),
-		errors.Is(err, content.ErrTruncated), errors.Is(err, tree.ErrCorruptDir),
-		errors.Is(err, backing.ErrTooBig):
+	if e := fault.Of(err).Errno(); e != 0 {
+		return e
+	}
+	return syscall.EIO
+}
+
+// errno is Errno with logging: failed authentication of any kind is EIO,
+// logged once per path; an error of no known kind is logged every time
+// (what is the path of the object, op is the operation).
+func (r *Root) errno(err error, op, what string) syscall.Errno {
+	e := Errno(err)
+	var kernel syscall.Errno
+	if e != syscall.EIO || errors.As(err, &kernel) {
+		return e // a POSIX failure or the kernel's own EIO: nothing to log
+	}
+	if fault.Of(err) == fault.Corrupt {
 		if r.logged.first(what) {
 			r.logf("%s %q: %v", op, what, err)
 		}
-		return syscall.EIO
+		return e
 	}
 	r.logf("%s %q: unexpected error: %v", op, what, err)
-	return syscall.EIO
+	return e
 }

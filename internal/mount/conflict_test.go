@@ -1,126 +1,128 @@
 package mount
 
 import (
-	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
-	"syscall"
+	"strings"
 	"testing"
-
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"golang.org/x/sys/unix"
 )
 
-// TestConflictAliasAttack: the storage cannot choose names through the
-// sync-conflict rule. A copy of private/key's backing file planted in
-// public/ as "<encrypted name of readme><crafted suffix>" (".sh", a bidi
-// override, a newline, an escape sequence) is neither listed nor
-// reachable. A real Syncthing copy is listed and readable, read-only
-// (EROFS, no write bits) until adopted by a rename, and removable. A
-// displayed name is never listed twice: a real entry "readme (1)" hides a
-// copy shown under that name.
-func TestConflictAliasAttack(t *testing.T) {
+// TestSyncConflictCopy: a sync tool's conflict copy "<encname> (1)" in
+// CIPHERDIR shows up as "<name> (1)" and can be read, renamed and removed.
+func TestSyncConflictCopy(t *testing.T) {
 	v := newVault(t, nil)
-	pub, priv := filepath.Join(v.mnt, "public"), filepath.Join(v.mnt, "private")
-	must(t, os.Mkdir(pub, 0o755))
-	must(t, os.Mkdir(priv, 0o755))
-	must(t, os.WriteFile(filepath.Join(pub, "readme"), []byte("public text"), 0o644))
-	must(t, os.WriteFile(filepath.Join(pub, "readme (1)"), []byte("real (1)"), 0o644))
-	must(t, os.WriteFile(filepath.Join(priv, "key"), []byte("SECRET"), 0o600))
-	must(t, v.srv.Unmount())
-
-	pubB, pubID := backingDir(t, v, "public")
-	privB, privID := backingDir(t, v, "private")
-	readme, err := v.tree.Name(pubID, "readme")
-	must(t, err)
-	key, err := v.tree.Name(privID, "key")
-	must(t, err)
-	secret, err := os.ReadFile(filepath.Join(privB, key.Backing))
-	must(t, err)
-	plant := func(name string) { must(t, os.WriteFile(filepath.Join(pubB, name), secret, 0o644)) }
-	crafted := []string{".sh", "\u202ehs.txt", "\n.sh", "\x1b[2J", " (1)\u202e", " copy"}
-	for _, sfx := range crafted {
-		plant(readme.Backing + sfx)
+	must(t, os.WriteFile(filepath.Join(v.mnt, "report.txt"), []byte("v1"), 0o644))
+	bf := backingFiles(t, v.cipher)
+	if len(bf) != 1 {
+		t.Fatalf("backing %v", bf)
 	}
-	plant(readme.Backing + " (1)") // hidden by the real "readme (1)"
-	const sync = ".sync-conflict-20261122-101010-ABCDEFG"
-	const sync2 = ".sync-conflict-20261122-101011-ABCDEFG"
-	pubData, err := os.ReadFile(filepath.Join(pubB, readme.Backing))
+	b, err := os.ReadFile(bf[0])
 	must(t, err)
-	must(t, os.WriteFile(filepath.Join(pubB, readme.Backing+sync), pubData, 0o644))
-	must(t, os.WriteFile(filepath.Join(pubB, readme.Backing+sync2), pubData, 0o644))
-
-	remount(t, v)
-	// Cold lookups first, then the listing.
-	for _, sfx := range crafted {
-		if _, err := os.Lstat(filepath.Join(pub, "readme"+sfx)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("crafted suffix %q reachable: %v", sfx, err)
-		}
+	must(t, os.WriteFile(bf[0]+" (1)", b, 0o644))
+	ents, err := os.ReadDir(v.mnt)
+	must(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
 	}
-	if got, err := os.ReadFile(filepath.Join(pub, "readme (1)")); err != nil || string(got) != "real (1)" {
-		t.Fatalf("readme (1) = %q, %v; want the real entry", got, err)
+	if strings.Join(names, ",") != "report.txt,report.txt (1)" && strings.Join(names, ",") != "report.txt (1),report.txt" {
+		t.Fatalf("listing %v", names)
 	}
-	want := []string{"readme", "readme (1)", "readme" + sync, "readme" + sync2}
-	slices.Sort(want)
-	if got := listNames(t, pub); !slices.Equal(got, want) {
-		t.Fatalf("listing %q, want %q", got, want)
-	}
-
-	copyPath := filepath.Join(pub, "readme"+sync)
-	if got, err := os.ReadFile(copyPath); err != nil || string(got) != "public text" {
+	remount(t, v) // cold lookup, not through readdirplus
+	conflict := filepath.Join(v.mnt, "report.txt (1)")
+	if got, err := os.ReadFile(conflict); err != nil || string(got) != "v1" {
 		t.Fatalf("read conflict copy: %q %v", got, err)
 	}
-	fi, err := os.Stat(copyPath)
-	must(t, err)
-	if fi.Mode().Perm()&0o222 != 0 {
-		t.Errorf("conflict copy mode %v has write bits", fi.Mode())
+	must(t, os.Rename(conflict, filepath.Join(v.mnt, "kept.txt")))
+	if got, err := os.ReadFile(filepath.Join(v.mnt, "kept.txt")); err != nil || string(got) != "v1" {
+		t.Fatalf("read renamed copy: %q %v", got, err)
 	}
-	if f, err := os.OpenFile(copyPath, os.O_WRONLY, 0); !errors.Is(err, syscall.EROFS) {
-		t.Errorf("open for writing: %v, want EROFS", err)
-		if err == nil {
-			f.Close()
-		}
-	}
-	for what, err := range map[string]error{
-		"truncate": os.Truncate(copyPath, 0),
-		"chmod":    os.Chmod(copyPath, 0o600),
-		"utimens":  unix.UtimesNano(copyPath, []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}),
-		"setxattr": unix.Setxattr(copyPath, "user.x", []byte("y"), 0),
-	} {
-		if !errors.Is(err, syscall.EROFS) {
-			t.Errorf("%s: %v, want EROFS", what, err)
-		}
-	}
-	// Adopt: a rename gives the copy an encrypted name of its own.
-	adopted := filepath.Join(pub, "readme.adopted")
-	must(t, os.Rename(copyPath, adopted))
-	must(t, os.WriteFile(adopted, []byte("edited"), 0o644))
-	must(t, os.Remove(filepath.Join(pub, "readme"+sync2)))
-	want = []string{"readme", "readme (1)", "readme.adopted"}
-	if got := listNames(t, pub); !slices.Equal(got, want) {
-		t.Fatalf("listing after adopt/remove %q, want %q", got, want)
-	}
-	remount(t, v)
-	if got, err := os.ReadFile(adopted); err != nil || string(got) != "edited" {
-		t.Fatalf("adopted copy after remount: %q %v", got, err)
+	must(t, os.Remove(filepath.Join(v.mnt, "kept.txt")))
+	if left := backingFiles(t, v.cipher); len(left) != 1 {
+		t.Fatalf("backing left %v", left)
 	}
 }
 
-// backingDir returns the backing path and ID of top-level directory name.
-func backingDir(t *testing.T, v *testVault, name string) (string, []byte) {
-	t.Helper()
-	rootfd, err := backing.OpenRoot(v.cipher)
+// TestSyncConflictDir: a conflict copy of a directory "<encname> (1)"
+// (with its dirid inside) shows up as "<name> (1)", and its entries are
+// reachable on a cold mount, where the directory is opened from the root
+// by path: a conflict copy's backing name is not the encryption of its
+// displayed name, so that path is found through the parent instead.
+func TestSyncConflictDir(t *testing.T) {
+	v := newVault(t, nil)
+	must(t, os.MkdirAll(filepath.Join(v.mnt, "a", "docs"), 0o755))
+	must(t, os.WriteFile(filepath.Join(v.mnt, "a", "docs", "f"), []byte("in copy"), 0o644))
+	must(t, v.srv.Unmount())
+	top := backingFiles(t, v.cipher)
+	if len(top) != 1 {
+		t.Fatalf("backing %v", top)
+	}
+	sub := backingFiles(t, top[0])
+	if len(sub) != 1 {
+		t.Fatalf("backing %v", sub)
+	}
+	if out, err := exec.Command("cp", "-a", sub[0], sub[0]+" (1)").CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	remount(t, v)
+	if got, err := os.ReadFile(filepath.Join(v.mnt, "a", "docs (1)", "f")); err != nil || string(got) != "in copy" {
+		t.Fatalf("read in conflict copy dir: %q %v", got, err)
+	}
+}
+
+// TestSyncConflictLongName: copies of a long-name entry made by sync tools,
+// with the suffix appended ("encryptfs.long.<H> (1)") or put before the
+// hash as if it were an extension ("encryptfs.long.sync-conflict-….<H>"),
+// show up with the original's name plus the suffix, are found by a cold
+// lookup, and can be renamed and removed without touching the original.
+func TestSyncConflictLongName(t *testing.T) {
+	v := newVault(t, nil)
+	long := strings.Repeat("long name ", 20) + ".txt"
+	must(t, os.WriteFile(filepath.Join(v.mnt, long), []byte("v1"), 0o644))
+	must(t, v.srv.Unmount())
+	var entry string
+	for _, p := range backingFiles(t, v.cipher) {
+		entry = p
+	}
+	ents, err := os.ReadDir(v.cipher)
 	must(t, err)
-	defer backing.Close(rootfd)
-	rootID, err := v.tree.ReadDirID(rootfd)
+	for _, e := range ents {
+		if n := e.Name(); strings.HasPrefix(n, "encryptfs.long.") && !strings.HasSuffix(n, ".name") {
+			entry = filepath.Join(v.cipher, n)
+		}
+	}
+	if entry == "" {
+		t.Fatalf("no long-name entry in %v", ents)
+	}
+	data, err := os.ReadFile(entry)
 	must(t, err)
-	n, err := v.tree.Name(rootID, name)
-	must(t, err)
-	fd, err := backing.OpenSubdir(rootfd, n.Backing)
-	must(t, err)
-	defer backing.Close(fd)
-	id, err := v.tree.ReadDirID(fd)
-	must(t, err)
-	return filepath.Join(v.cipher, n.Backing), id
+	h := strings.TrimPrefix(filepath.Base(entry), "encryptfs.long.")
+	const sync = ".sync-conflict-20261122-101010-ABCDEFG"
+	must(t, os.WriteFile(entry+" (1)", data, 0o644))
+	must(t, os.WriteFile(filepath.Join(v.cipher, "encryptfs.long"+sync+"."+h), data, 0o644))
+
+	remount(t, v) // cold lookups first
+	for _, name := range []string{long + " (1)", long + sync} {
+		if got, err := os.ReadFile(filepath.Join(v.mnt, name)); err != nil || string(got) != "v1" {
+			t.Fatalf("read %q: %q %v", name, got, err)
+		}
+	}
+	want := []string{long, long + " (1)", long + sync}
+	slices.Sort(want)
+	if names := listNames(t, v.mnt); !slices.Equal(names, want) {
+		t.Fatalf("listing %q, want %q", names, want)
+	}
+	must(t, os.Rename(filepath.Join(v.mnt, long+" (1)"), filepath.Join(v.mnt, "kept.txt")))
+	must(t, os.Remove(filepath.Join(v.mnt, long+sync)))
+	if names := listNames(t, v.mnt); !slices.Equal(names, []string{"kept.txt", long}) {
+		t.Fatalf("listing after cleanup %q", names)
+	}
+	remount(t, v)
+	for _, name := range []string{long, "kept.txt"} {
+		if got, err := os.ReadFile(filepath.Join(v.mnt, name)); err != nil || string(got) != "v1" {
+			t.Fatalf("read %q after cleanup: %q %v", name, got, err)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/fstest"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -45,18 +46,6 @@ func leftMounts() []string {
 	return out
 }
 
-// requireFUSE skips without /dev/fuse, except under CI=true where a FUSE
-// test must never skip.
-func requireFUSE(t testing.TB) {
-	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but no FUSE: %v", err)
-		}
-		t.Skipf("no FUSE: %v", err)
-	}
-}
-
 // requireRoot skips a test that needs root (to act as a second user),
 // except under CI=true, where it fails instead.
 func requireRoot(t testing.TB) {
@@ -81,7 +70,7 @@ type testVault struct {
 // in t.Cleanup, even if the test fails.
 func newVault(t testing.TB, mod func(*Options)) *testVault {
 	t.Helper()
-	requireFUSE(t)
+	fstest.RequireFUSE(t)
 	p := config.Params{FormatVersion: 1, Cipher: "aes-256-gcm", ChunkSize: 4096}
 	tr, err := tree.New(p, bytes.Repeat([]byte{9}, 32), core.DefaultOptions())
 	if err != nil {

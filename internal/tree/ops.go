@@ -71,8 +71,8 @@ func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
 }
 
 // Rmdir removes the empty directory n from dirfd: its encryptfs.dirid, then
-// the directory, then its long-name sidecar. ENOTEMPTY if anything but the
-// dirid remains (even a foreign file: never delete what we cannot show).
+// the directory, then its long-name sidecar. ErrNotEmpty if anything but
+// the dirid remains (even a foreign file: never delete what we cannot show).
 func (t *Tree) Rmdir(dirfd int, n Name) error {
 	restore, err := t.emptyDir(dirfd, n.Backing)
 	if err != nil {
@@ -100,7 +100,7 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 	}
 	for _, e := range ents {
 		if e.Name != names.DirIDFile {
-			return nil, unix.ENOTEMPTY
+			return nil, ErrNotEmpty
 		}
 	}
 	id, err := backing.ReadFileAt(sub, names.DirIDFile, names.DirIDSize)
@@ -132,15 +132,15 @@ func (t *Tree) Unlink(dirfd int, n Name) error { return t.UnlinkType(dirfd, n, 0
 // (mode's unix.S_IFMT bits; 0 if unknown): a known non-symlink saves the
 // readlink that finds a symlink's long-target sidecar.
 func (t *Tree) UnlinkType(dirfd int, n Name, mode uint32) error {
-	var target string
-	var lerr error = unix.EINVAL
+	longTarget := false
 	if mode == 0 || mode == unix.S_IFLNK {
-		target, lerr = backing.Readlinkat(dirfd, n.Backing)
+		target, err := backing.Readlinkat(dirfd, n.Backing)
+		longTarget = err == nil && target == longTargetMarker
 	}
 	if err := backing.Unlinkat(dirfd, n.Backing, 0); err != nil {
 		return err
 	}
-	if lerr == nil && target == longTargetMarker {
+	if longTarget {
 		t.removeLinkSidecar(dirfd, n.Backing)
 	}
 	return t.RemoveSidecar(dirfd, n)
@@ -182,14 +182,15 @@ func (t *Tree) Mknod(dirfd int, n Name, mode uint32, dev uint64) error {
 }
 
 // Link makes newN in newfd a hard link to oldN in oldfd. Symlinks cannot be
-// hard-linked (EPERM): their encrypted target is bound to one name.
+// hard-linked (ErrNotPermitted): their encrypted target is bound to one
+// name.
 func (t *Tree) Link(oldfd int, oldN Name, newfd int, newN Name) error {
 	st, err := backing.Fstatat(oldfd, oldN.Backing)
 	if err != nil {
 		return err
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		return unix.EPERM
+		return ErrNotPermitted
 	}
 	created, err := t.WriteSidecar(newfd, newN)
 	if err != nil {

@@ -10,8 +10,11 @@ import (
 
 // Rename moves entry oldN of oldfd (directory ID oldID) to newN of newfd
 // (directory ID newID). flags is 0, unix.RENAME_NOREPLACE or
-// unix.RENAME_EXCHANGE, with rename(2) semantics:
-//   - a directory may replace only an empty directory (ENOTEMPTY); the
+// unix.RENAME_EXCHANGE, with rename(2) semantics (ErrExists for
+// RENAME_NOREPLACE onto an existing name, ErrNotFound for RENAME_EXCHANGE
+// with a missing one):
+//   - a directory may replace only an empty directory (ErrNotEmpty), a
+//     non-directory only a non-directory (ErrIsDir, ErrNotDir); the
 //     replaced one's dirid is removed first and put back if the rename fails;
 //   - long-name sidecars are created for the new name and removed for the old;
 //   - a symlink's target is bound to its directory and name, so a moved
@@ -36,23 +39,23 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 	newExists := nerr == nil
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		if !newExists {
-			return unix.ENOENT
+			return ErrNotFound
 		}
 		return t.exchange(oldfd, oldID, oldN, isLink(ost), newfd, newID, newN, isLink(nst))
 	}
 	if newExists {
 		if flags&unix.RENAME_NOREPLACE != 0 {
-			return unix.EEXIST
+			return ErrExists
 		}
 		if ost.Ino == nst.Ino && ost.Dev == nst.Dev {
 			// Two hard links of one file: rename(2) does nothing.
 			return nil
 		}
 		if isDir(nst) && !isDir(ost) {
-			return unix.EISDIR
+			return ErrIsDir
 		}
 		if !isDir(nst) && isDir(ost) {
-			return unix.ENOTDIR
+			return ErrNotDir
 		}
 	}
 	restore := func() {}

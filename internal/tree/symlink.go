@@ -45,7 +45,7 @@ func (t *Tree) Symlink(dirfd int, dirID []byte, n Name, target string) error {
 	if side {
 		if _, err := backing.Fstatat(dirfd, n.Backing); err == nil {
 			undo()
-			return unix.EEXIST
+			return ErrExists
 		}
 		if err := t.writeLinkSidecar(dirfd, n.Backing, blob); err != nil {
 			undo()

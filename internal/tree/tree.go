@@ -9,8 +9,9 @@
 // format violations as the sentinel errors of this package and of the
 // crypto packages. Where tree itself enforces a rule the kernel cannot see
 // in the backing store (rmdir of a directory holding only its dirid,
-// rename over a directory, hard links of symlinks), it returns the errno
-// rename(2), rmdir(2) or link(2) would, so that callers need no mapping.
+// rename over a directory, hard links of symlinks), it returns one of the
+// sentinels of errors.go; internal/fault classifies them and the FUSE layer
+// turns them into the errno rename(2), rmdir(2) or link(2) would give.
 package tree
 
 import (

@@ -20,6 +20,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
+	"github.com/encryptfs/encryptfs/internal/fstest"
 	"golang.org/x/sys/unix"
 )
 
@@ -60,18 +61,6 @@ func leftMounts() []string {
 		}
 	}
 	return out
-}
-
-// requireFUSE skips without /dev/fuse, except under CI=true where a FUSE
-// test must never skip.
-func requireFUSE(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but no FUSE: %v", err)
-		}
-		t.Skipf("no FUSE: %v", err)
-	}
 }
 
 // syncBuffer is a log sink safe for the server's goroutines.
@@ -119,7 +108,7 @@ func initPlain(t *testing.T, plain string) (*config.Config, []byte) {
 // earlier (a second call does nothing).
 func mountView(t *testing.T, plain string, c *config.Config, master []byte, o Options) (mnt string, unmount func()) {
 	t.Helper()
-	requireFUSE(t)
+	fstest.RequireFUSE(t)
 	mnt = t.TempDir()
 	logs := &syncBuffer{}
 	o.Logger = log.New(logs, "", 0)

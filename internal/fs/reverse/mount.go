@@ -24,7 +24,10 @@ type MountOptions struct {
 }
 
 // DefaultCacheTimeout bounds how stale the view may be after PLAINDIR
-// changes: one second, as in forward mode.
+// changes: one second, as gocryptfs uses. Forward mode keeps its caches for
+// 30 s (internal/mount's cacheTimeout) because it is normally the only
+// writer of CIPHERDIR; here PLAINDIR is expected to change behind the
+// mount's back, so the view is kept fresh.
 const DefaultCacheTimeout = time.Second
 
 // maxRead is the largest READ request: 1 MiB (the kernel's limit here),

@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/fault"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -50,7 +51,9 @@ func (r *Root) stableAttr(e viewEntry) fusefs.StableAttr {
 	return fusefs.StableAttr{Mode: e.st.Mode & unix.S_IFMT, Ino: ino, Gen: h}
 }
 
-// errno maps an error to an errno, logging unexpected ones with the path.
+// errno maps an error to an errno, logging those not from the kernel with
+// the path: the kernel's errno passes through, others get the errno of
+// their fault.Kind (as in forward mode) or EIO.
 func (r *Root) errno(err error, op, rel string) syscall.Errno {
 	if err == nil {
 		return 0
@@ -60,6 +63,9 @@ func (r *Root) errno(err error, op, rel string) syscall.Errno {
 		return e
 	}
 	r.logf("%s %q: %v", op, "/"+rel, err)
+	if e := fault.Of(err).Errno(); e != 0 {
+		return e
+	}
 	return syscall.EIO
 }
 

@@ -1,0 +1,262 @@
+package vault_test
+
+import (
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/cli"
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
+	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/crypto/meta"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	cryptoreverse "github.com/encryptfs/encryptfs/internal/crypto/reverse"
+	"github.com/encryptfs/encryptfs/internal/crypto/siv"
+	"github.com/encryptfs/encryptfs/internal/fault"
+	encfs "github.com/encryptfs/encryptfs/internal/fs"
+	"github.com/encryptfs/encryptfs/internal/fs/reverse"
+	"github.com/encryptfs/encryptfs/internal/fsck"
+	"github.com/encryptfs/encryptfs/internal/mount"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/vault"
+)
+
+// sentinelRow is what one sentinel becomes through each door: the errno a
+// process on the mount sees, the CLI's exit code, and what errors.Is finds
+// in the vault package's error (nil: the sentinel is passed on as it is).
+type sentinelRow struct {
+	err   error
+	kind  fault.Kind
+	errno syscall.Errno
+	exit  int
+	vault error
+}
+
+// sentinelTable lists every exported ErrXxx of the module, keyed by
+// package directory and name. TestSentinelTableComplete fails when a new
+// one is missing here, so that each gets a decision.
+var sentinelTable = map[string]sentinelRow{
+	"internal/backing.ErrBadComponent": {backing.ErrBadComponent, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/backing.ErrNotRegular":   {backing.ErrNotRegular, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/backing.ErrTooBig":       {backing.ErrTooBig, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+
+	"internal/config.ErrWrongPassword":  {config.ErrWrongPassword, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, vault.ErrWrongPassword},
+	"internal/config.ErrCorrupt":        {config.ErrCorrupt, fault.CorruptConfig, syscall.EIO, cli.ExitCorruptConfig, nil},
+	"internal/config.ErrFutureVersion":  {config.ErrFutureVersion, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/config.ErrUnknownFeature": {config.ErrUnknownFeature, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/config.ErrKDFMemory":      {config.ErrKDFMemory, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/config.ErrNotFound":       {config.ErrNotFound, fault.NoConfig, syscall.EIO, cli.ExitCipherDir, nil},
+
+	"internal/core.ErrClosed":  {core.ErrClosed, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
+	"internal/core.ErrInvalid": {core.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+
+	"internal/crypto/content.ErrBadHeader":    {content.ErrBadHeader, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/content.ErrCorruptChunk": {content.ErrCorruptChunk, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/content.ErrTruncated":    {content.ErrTruncated, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/content.ErrUnsupported":  {content.ErrUnsupported, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+
+	"internal/crypto/kdf.ErrParams":     {kdf.ErrParams, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/crypto/keys.ErrMasterKey": {keys.ErrMasterKey, fault.Other, syscall.EIO, cli.ExitError, nil},
+
+	"internal/crypto/meta.ErrCorrupt": {meta.ErrCorrupt, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/meta.ErrTooLong": {meta.ErrTooLong, fault.TooBig, syscall.E2BIG, cli.ExitError, syscall.E2BIG},
+	"internal/crypto/meta.ErrNotUser": {meta.ErrNotUser, fault.NotSupported, syscall.EOPNOTSUPP, cli.ExitError, syscall.ENOTSUP},
+	"internal/crypto/meta.ErrID":      {meta.ErrID, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/crypto/meta.ErrKeySize": {meta.ErrKeySize, fault.Other, syscall.EIO, cli.ExitError, nil},
+
+	"internal/crypto/names.ErrInvalidName": {names.ErrInvalidName, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/crypto/names.ErrNameTooLong": {names.ErrNameTooLong, fault.NameTooLong, syscall.ENAMETOOLONG, cli.ExitError, syscall.ENAMETOOLONG},
+	"internal/crypto/names.ErrBadName":     {names.ErrBadName, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/names.ErrDirID":       {names.ErrDirID, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/crypto/names.ErrKeySize":     {names.ErrKeySize, fault.Other, syscall.EIO, cli.ExitError, nil},
+
+	"internal/crypto/reverse.ErrKeySize": {cryptoreverse.ErrKeySize, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/crypto/reverse.ErrPath":    {cryptoreverse.ErrPath, fault.Other, syscall.EIO, cli.ExitError, nil},
+
+	"internal/crypto/siv.ErrOpen":    {siv.ErrOpen, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/siv.ErrKeySize": {siv.ErrKeySize, fault.Other, syscall.EIO, cli.ExitError, nil},
+
+	"internal/fs/reverse.ErrNoRoot":  {reverse.ErrNoRoot, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/fs/reverse.ErrChanged": {reverse.ErrChanged, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/fs/reverse.ErrCipher":  {reverse.ErrCipher, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/fs/reverse.ErrPattern": {reverse.ErrPattern, fault.Other, syscall.EIO, cli.ExitError, nil},
+
+	"internal/fsck.ErrSalvageDir": {fsck.ErrSalvageDir, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/mount.ErrNoTree":    {mount.ErrNoTree, fault.Other, syscall.EIO, cli.ExitError, nil},
+
+	"internal/tree.ErrCorruptDir":   {tree.ErrCorruptDir, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/tree.ErrReverse":      {tree.ErrReverse, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/tree.ErrShadowed":     {tree.ErrShadowed, fault.NotFound, syscall.ENOENT, cli.ExitError, syscall.ENOENT},
+	"internal/tree.ErrNotFound":     {tree.ErrNotFound, fault.NotFound, syscall.ENOENT, cli.ExitError, syscall.ENOENT},
+	"internal/tree.ErrExists":       {tree.ErrExists, fault.Exists, syscall.EEXIST, cli.ExitError, syscall.EEXIST},
+	"internal/tree.ErrNotEmpty":     {tree.ErrNotEmpty, fault.NotEmpty, syscall.ENOTEMPTY, cli.ExitError, syscall.ENOTEMPTY},
+	"internal/tree.ErrIsDir":        {tree.ErrIsDir, fault.IsDir, syscall.EISDIR, cli.ExitError, syscall.EISDIR},
+	"internal/tree.ErrNotDir":       {tree.ErrNotDir, fault.NotDir, syscall.ENOTDIR, cli.ExitError, syscall.ENOTDIR},
+	"internal/tree.ErrNotPermitted": {tree.ErrNotPermitted, fault.NotPermitted, syscall.EPERM, cli.ExitError, syscall.EPERM},
+	"internal/tree.ErrInvalid":      {tree.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/tree.ErrReadOnly":     {tree.ErrReadOnly, fault.ReadOnly, syscall.EROFS, cli.ExitError, syscall.EROFS},
+
+	"vault.ErrWrongPassword": {vault.ErrWrongPassword, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, vault.ErrWrongPassword},
+	"vault.ErrCorrupt":       {vault.ErrCorrupt, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"vault.ErrClosed":        {vault.ErrClosed, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
+}
+
+// TestSentinelTable walks every sentinel, bare and wrapped as the layers
+// wrap them, through the three doors: the mount's errno, the CLI's exit
+// code and the vault's error.
+func TestSentinelTable(t *testing.T) {
+	for name, row := range sentinelTable {
+		t.Run(name, func(t *testing.T) {
+			forms := []error{
+				row.err,
+				fmt.Errorf("context: %w", row.err),
+				&iofs.PathError{Op: "open", Path: "a/b", Err: fmt.Errorf("%w: detail", row.err)},
+			}
+			for _, err := range forms {
+				if got := fault.Of(err); got != row.kind {
+					t.Errorf("fault.Of(%v) = %v, want %v", err, got, row.kind)
+				}
+				if got := encfs.Errno(err); got != row.errno {
+					t.Errorf("fs.Errno(%v) = %v, want %v", err, got, row.errno)
+				}
+				if got := cli.ExitCode(err); got != row.exit {
+					t.Errorf("cli.ExitCode(%v) = %d, want %d", err, got, row.exit)
+				}
+				got := vault.PathErr("op", "a/b", err)
+				var pe *iofs.PathError
+				if !errors.As(got, &pe) || pe.Path != "a/b" {
+					t.Errorf("vault error %v is not a *fs.PathError for a/b", got)
+				}
+				if !errors.Is(got, row.err) {
+					t.Errorf("vault error %v lost %v", got, row.err)
+				}
+				if row.vault == nil {
+					if got != err && pe.Err != err {
+						t.Errorf("vault error %v changed %v", got, err)
+					}
+				} else if !errors.Is(got, row.vault) {
+					t.Errorf("vault error %v is not %v", got, row.vault)
+				}
+			}
+		})
+	}
+}
+
+// TestKindTable checks that the table's triples follow from the kind
+// alone: one classification, three derived mappings. A kernel errno of a
+// POSIX kind passes through the mount unchanged and classifies to its kind.
+func TestKindTable(t *testing.T) {
+	seen := map[fault.Kind]sentinelRow{}
+	for name, row := range sentinelTable {
+		if prev, ok := seen[row.kind]; ok && (prev.errno != row.errno || prev.exit != row.exit) {
+			t.Errorf("%s: kind %v gives (%v, %d), another sentinel of that kind (%v, %d)", name, row.kind, row.errno, row.exit, prev.errno, prev.exit)
+		}
+		seen[row.kind] = row
+	}
+	for _, k := range fault.Kinds() {
+		e := k.Errno()
+		if e == 0 {
+			continue
+		}
+		if got := fault.Of(e); got != k {
+			t.Errorf("fault.Of(%v) = %v, want %v", e, got, k)
+		}
+		if got := encfs.Errno(fmt.Errorf("x: %w", e)); got != e {
+			t.Errorf("fs.Errno(wrapped %v) = %v", e, got)
+		}
+		got := vault.PathErr("op", "p", e)
+		if !errors.Is(got, e) {
+			t.Errorf("vault error for %v = %v", e, got)
+		}
+	}
+	for _, e := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT} {
+		if got := cli.ExitCode(fmt.Errorf("write: %w", e)); got != cli.ExitNoSpace {
+			t.Errorf("cli.ExitCode(%v) = %d, want ExitNoSpace", e, got)
+		}
+	}
+}
+
+// TestSentinelTableComplete parses every package of the module and fails
+// if an exported ErrXxx variable is missing from sentinelTable (or the
+// table lists one that no longer exists).
+func TestSentinelTableComplete(t *testing.T) {
+	found := map[string]bool{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir("..", func(p string, d iofs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		dir, err := filepath.Rel("..", filepath.Dir(p))
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				for _, id := range spec.(*ast.ValueSpec).Names {
+					if strings.HasPrefix(id.Name, "Err") && id.IsExported() {
+						found[filepath.ToSlash(dir)+"."+id.Name] = true
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) < 10 {
+		t.Fatalf("found only %d sentinels: is the module root %s?", len(found), filepath.Clean(".."))
+	}
+	var missing, stale []string
+	for name := range found {
+		if _, ok := sentinelTable[name]; !ok {
+			missing = append(missing, name)
+		}
+	}
+	for name := range sentinelTable {
+		if !found[name] {
+			stale = append(stale, name)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(stale)
+	if len(missing) > 0 {
+		t.Errorf("sentinels missing from sentinelTable (classify them in internal/fault, then list them): %v", missing)
+	}
+	if len(stale) > 0 {
+		t.Errorf("sentinelTable lists sentinels that no longer exist: %v", stale)
+	}
+	if _, err := os.Stat(filepath.Join("..", "go.mod")); err != nil {
+		t.Fatalf("module root not found: %v", err)
+	}
+}
