@@ -130,19 +130,17 @@ func (j *reverseJob) work(lo, hi int) error {
 	r, e := j.r, j.r.e
 	plain := e.bufs.get(e.chunkSize)
 	defer e.bufs.put(plain)
-	sealBuf := e.bufs.get(e.cipherChunk)
-	defer e.bufs.put(sealBuf)
 	end := j.off + int64(len(j.out))
 	for k := lo; k < hi; k++ {
 		i := j.first + uint64(k)
 		start := e.cipherOffset(i)
 		n := int64(e.plainLen(i, r.size) + e.overhead)
 		if start >= j.off && start+n <= end {
-			sealed, err := r.seal((*sealBuf)[:0], *plain, i)
-			if err != nil {
+			// The capacity limit keeps Seal inside this chunk's bytes.
+			at := start - j.off
+			if _, err := r.seal(j.out[at:at:at+n], *plain, i); err != nil {
 				return err
 			}
-			copy(j.out[start-j.off:], sealed)
 			continue
 		}
 		if err := j.edge(i, start, *plain); err != nil {
