@@ -2,6 +2,7 @@ package vault
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -12,21 +13,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// inodeKey names a backing inode.
-type inodeKey struct{ dev, ino uint64 }
-
-// openInode is the one engine file of a backing inode, shared by every
-// File open on it (the engine caches the size and last chunk, so two
-// engine files on one inode would disagree).
+// openInode is the vault's state of an open backing inode, one per inode
+// in the engine's open-file table (core.Table), shared by every File open
+// on it: the engine caches the size and last chunk, so two engine files on
+// one inode would disagree.
 type openInode struct {
-	backing  *os.File
-	cf       *core.File
-	refs     int
-	writable bool
-}
-
-func (oi *openInode) close() error {
-	return errors.Join(oi.cf.Close(), oi.backing.Close())
+	backing *os.File
+	cf      *core.File
 }
 
 // File is an open plaintext file of a vault, like *os.File: ReadAt and
@@ -34,7 +27,7 @@ func (oi *openInode) close() error {
 type File struct {
 	v     *Vault
 	name  string
-	key   inodeKey
+	key   core.FileKey
 	oi    *openInode
 	flag  int
 	mu    sync.Mutex // guards off and closed
@@ -109,7 +102,7 @@ func (v *Vault) openFile(name string, flag int, perm fs.FileMode) (*File, error)
 		backing.Close(fd)
 		return nil, unix.EINVAL
 	}
-	key := inodeKey{dev: st.Dev, ino: st.Ino}
+	key := core.FileKey{Dev: st.Dev, Ino: st.Ino}
 	oi, err := v.attach(key, fd, writable, writableFD)
 	if err != nil {
 		return nil, err
@@ -125,33 +118,21 @@ func (v *Vault) openFile(name string, flag int, perm fs.FileMode) (*File, error)
 }
 
 // attach shares the inode's engine file or creates it from fd. It owns fd.
-// writableFD says whether fd itself is read-write.
-func (v *Vault) attach(key inodeKey, fd int, writable, writableFD bool) (*openInode, error) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.closed {
-		backing.Close(fd)
+// writableFD says whether fd itself is read-write. A writer cannot share an
+// engine file that sits on a read-only fd (it would have to reopen it under
+// the readers): that open fails with ETXTBSY.
+func (v *Vault) attach(key core.FileKey, fd int, writable, writableFD bool) (*openInode, error) {
+	bf := os.NewFile(uintptr(fd), "backing")
+	oi, err := v.files.Acquire(key, bf, writableFD, writable, func(cf *core.File) *openInode {
+		return &openInode{backing: bf, cf: cf}
+	})
+	switch {
+	case errors.Is(err, core.ErrBusy):
+		return nil, fmt.Errorf("%w: %w", unix.ETXTBSY, err)
+	case errors.Is(err, core.ErrClosed):
 		return nil, ErrClosed
 	}
-	if oi := v.open[key]; oi != nil {
-		backing.Close(fd)
-		if writable && !oi.writable {
-			// The shared engine file sits on a read-only fd; a writer
-			// would have to reopen it under the readers: refuse instead.
-			return nil, unix.ETXTBSY
-		}
-		oi.refs++
-		return oi, nil
-	}
-	bf := os.NewFile(uintptr(fd), "backing")
-	cf, err := v.tree.Engine().Open(bf)
-	if err != nil {
-		bf.Close()
-		return nil, err
-	}
-	oi := &openInode{backing: bf, cf: cf, refs: 1, writable: writableFD}
-	v.open[key] = oi
-	return oi, nil
+	return oi, err
 }
 
 // Name returns the path the file was opened with.
@@ -308,16 +289,7 @@ func (f *File) Close() error {
 	}
 	f.close = true
 	f.mu.Unlock()
-	v := f.v
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.open[f.key] != f.oi {
-		return nil // the vault was closed and closed it
-	}
-	f.oi.refs--
-	if f.oi.refs > 0 {
-		return nil
-	}
-	delete(v.open, f.key)
-	return pathErr("close", f.name, f.oi.close())
+	// A vault that was closed has closed the engine file already; Release
+	// then does nothing.
+	return pathErr("close", f.name, f.v.files.Release(f.key, f.oi))
 }

@@ -60,11 +60,11 @@ func (v *Vault) statEntry(ref entryRef) (*fileInfo, error) {
 // if there is one (it is authoritative while open), else from the backing
 // size.
 func (v *Vault) plainSize(st unix.Stat_t) (int64, error) {
-	v.mu.Lock()
-	oi := v.open[inodeKey{dev: st.Dev, ino: st.Ino}]
-	v.mu.Unlock()
-	if oi != nil {
-		if size, err := oi.cf.Size(); !errors.Is(err, core.ErrClosed) {
+	key := core.FileKey{Dev: st.Dev, Ino: st.Ino}
+	if oi, ok := v.files.Lookup(key); ok {
+		size, err := oi.cf.Size()
+		v.files.Release(key, oi)
+		if !errors.Is(err, core.ErrClosed) {
 			return size, err
 		}
 	}

@@ -54,7 +54,7 @@ type Vault struct {
 
 	mu     sync.Mutex
 	closed bool
-	open   map[inodeKey]*openInode // one core.File per backing inode
+	files  *core.Table[*openInode] // one core.File per backing inode
 }
 
 // Create makes a new vault in dir, which must exist and be empty, and
@@ -179,7 +179,7 @@ func newVault(dir string, p config.Params, master []byte, r io.Reader) (*Vault, 
 	return &Vault{
 		dir: dir, rootfd: rootfd, tree: t, params: p,
 		master: append([]byte(nil), master...),
-		open:   make(map[inodeKey]*openInode),
+		files:  core.NewTable[*openInode](t.Engine()),
 	}, nil
 }
 
@@ -206,10 +206,7 @@ func (v *Vault) Close() error {
 	}
 	v.closed = true
 	var errs []error
-	for k, oi := range v.open {
-		errs = append(errs, oi.close())
-		delete(v.open, k)
-	}
+	errs = append(errs, v.files.Close())
 	errs = append(errs, backing.Close(v.rootfd))
 	v.tree.Wipe()
 	clear(v.master)

@@ -195,8 +195,8 @@ func TestSharedOpenAndAppend(t *testing.T) {
 	if err := a.Close(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("second Close: %v", err)
 	}
-	if len(v.open) != 0 {
-		t.Fatalf("%d engine files left open", len(v.open))
+	if n := v.files.Len(); n != 0 {
+		t.Fatalf("%d engine files left open", n)
 	}
 }
 

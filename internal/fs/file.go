@@ -19,43 +19,73 @@ import (
 // be one filesystem: its inode numbers are the plaintext inode numbers too.
 type fileKey uint64
 
-// openFile is the one core.File of a backing inode, shared by every handle
-// and every hard link, and kept until the last handle is released: so an
-// open-but-unlinked file keeps working, and the engine's size and tail
-// caches are never duplicated (core requires one File per inode).
+// tableKey is the engine table's key of a backing inode. The device is
+// left 0: CIPHERDIR is one filesystem, and a node knows only its inode
+// number.
+func (k fileKey) tableKey() core.FileKey { return core.FileKey{Ino: uint64(k)} }
+
+// openFile is the mount's state of an open backing inode. The engine's
+// open-file table (core.Table) keeps one per inode with its core.File,
+// shared by every handle and every hard link until the last handle is
+// released: so an open-but-unlinked file keeps working, and the engine's
+// size and tail caches are never duplicated.
 type openFile struct {
 	key      fileKey
-	bf       *backing.File
 	fd       int
 	file     *core.File
-	refs     int           // guarded by openFiles.mu
-	node     *node         // the node it serves, guarded by openFiles.mu (see forNode)
 	mode     atomic.Uint32 // backing st_mode, for suid/sgid clearing on write
 	appendMu sync.Mutex    // makes size lookup + write of O_APPEND writes atomic
 	wrote    atomic.Bool   // written through since opened (see keepCache)
 }
 
-// openFiles is the table of open backing inodes.
+// openFiles is the mount's side of the open-file table.
 type openFiles struct {
-	mu sync.Mutex
-	m  map[fileKey]*openFile
+	t *core.Table[*openFile]
 	// written holds the inodes written through since their last open
-	// (see keepCache); bounded by maxWritten.
-	written map[fileKey]struct{}
+	// (see keepCache); bounded by maxWritten. Guarded by writtenMu, which
+	// is taken inside the table's lock when the last handle goes, so the
+	// next open of the inode sees the entry.
+	writtenMu sync.Mutex
+	written   map[fileKey]struct{}
 }
 
 // maxWritten bounds openFiles.written (about 40 bytes an entry). Forgetting
 // entries costs only speed: their next open keeps the page cache.
 const maxWritten = 1 << 16
 
+// init makes an empty table whose files e opens.
+func (t *openFiles) init(e *core.Engine) {
+	t.t = core.NewTable[*openFile](e)
+	t.t.OnLast = t.lastReleased
+	t.written = map[fileKey]struct{}{}
+}
+
+// lastReleased remembers an inode written through as its last handle goes.
+func (t *openFiles) lastReleased(_ core.FileKey, of *openFile) {
+	if !of.wrote.Load() {
+		return
+	}
+	t.writtenMu.Lock()
+	defer t.writtenMu.Unlock()
+	if len(t.written) >= maxWritten {
+		clear(t.written)
+	}
+	t.written[of.key] = struct{}{}
+}
+
+// takeWritten reports whether key was written through since its last open
+// and forgets it.
+func (t *openFiles) takeWritten(key fileKey) bool {
+	t.writtenMu.Lock()
+	defer t.writtenMu.Unlock()
+	_, written := t.written[key]
+	delete(t.written, key)
+	return written
+}
+
 // get returns the open file for key with a new reference, or nil.
 func (t *openFiles) get(key fileKey) *openFile {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	of := t.m[key]
-	if of != nil {
-		of.refs++
-	}
+	of, _ := t.t.Lookup(key.tableKey())
 	return of
 }
 
@@ -71,13 +101,7 @@ func (t *openFiles) forNode(n *node) *openFile {
 	if n.StableAttr().Mode != unix.S_IFREG {
 		return nil
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	of := t.m[fileKey(n.StableAttr().Ino)]
-	if of == nil || of.node != n {
-		return nil
-	}
-	of.refs++
+	of, _ := t.t.LookupOwned(fileKey(n.StableAttr().Ino).tableKey(), n)
 	return of
 }
 
@@ -86,42 +110,24 @@ func (t *openFiles) forNode(n *node) *openFile {
 // the later open wins and the other node reopens by name, which adopt
 // shares again.
 func (t *openFiles) bind(of *openFile, n *node) {
-	t.mu.Lock()
-	of.node = n
-	t.mu.Unlock()
+	t.t.Bind(of.key.tableKey(), of, n)
 }
 
 // hold takes another reference on an open file the caller already holds.
 func (t *openFiles) hold(of *openFile) {
-	t.mu.Lock()
-	of.refs++
-	t.mu.Unlock()
+	t.t.Hold(of.key.tableKey(), of)
 }
 
 // put drops a reference and closes the file after the last one.
 func (t *openFiles) put(of *openFile) error {
-	t.mu.Lock()
-	of.refs--
-	last := of.refs == 0
-	if last {
-		delete(t.m, of.key)
-		if of.wrote.Load() {
-			if len(t.written) >= maxWritten {
-				clear(t.written)
-			}
-			t.written[of.key] = struct{}{}
-		}
-	}
-	t.mu.Unlock()
-	if !last {
-		return nil
-	}
-	err := of.file.Close()
-	if cerr := of.bf.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return t.t.Release(of.key.tableKey(), of)
 }
+
+// closeAll closes every open file (at unmount, see Root.Close).
+func (t *openFiles) closeAll() { t.t.Close() }
+
+// count returns the number of open backing inodes.
+func (t *openFiles) count() int { return t.t.Len() }
 
 // adopt registers a freshly opened backing fd, or, if another handle
 // already opened the same inode, closes fd and shares that one. If want is
@@ -146,30 +152,13 @@ func (r *Root) adopt(fd int, want uint64) (*openFile, error) {
 		return nil, syscall.ENOENT
 	}
 	key := fileKey(st.Ino)
-	if of := r.files.get(key); of != nil {
-		backing.Close(fd)
-		return of, nil
-	}
-	bf := backing.NewFile(fd, &st)
-	file, err := r.tree.Engine().Open(bf)
-	if err != nil {
-		bf.Close()
-		return nil, err
-	}
-	of := &openFile{key: key, bf: bf, fd: fd, file: file, refs: 1}
-	of.mode.Store(st.Mode)
-	r.files.mu.Lock()
-	if other := r.files.m[key]; other != nil {
-		// Lost a race with another open of the same inode.
-		other.refs++
-		r.files.mu.Unlock()
-		file.Close()
-		bf.Close()
-		return other, nil
-	}
-	r.files.m[key] = of
-	r.files.mu.Unlock()
-	return of, nil
+	// The mount does not refuse writers on a read-only backing fd (the
+	// write fails instead), so every open shares as a reader.
+	return r.files.t.Acquire(key.tableKey(), backing.NewFile(fd, &st), false, false, func(file *core.File) *openFile {
+		of := &openFile{key: key, fd: fd, file: file}
+		of.mode.Store(st.Mode)
+		return of
+	})
 }
 
 // acquire returns the open file of regular-file node n, opening its backing
@@ -249,11 +238,7 @@ func (r *Root) keepCache(of *openFile) uint32 {
 	if flags&fuse.FOPEN_KEEP_CACHE == 0 {
 		return flags
 	}
-	r.files.mu.Lock()
-	_, written := r.files.written[of.key]
-	delete(r.files.written, of.key)
-	r.files.mu.Unlock()
-	if written || of.wrote.Load() {
+	if r.files.takeWritten(of.key) || of.wrote.Load() {
 		flags &^= fuse.FOPEN_KEEP_CACHE
 	}
 	return flags

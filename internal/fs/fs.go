@@ -72,8 +72,7 @@ func NewRoot(cipherDir string, t *tree.Tree, opts Options) (*Root, error) {
 	r.node.r = r
 	r.node.dirID = id
 	r.node.fd = fd // never closed by OnForget: the root is never forgotten
-	r.files.m = map[fileKey]*openFile{}
-	r.files.written = map[fileKey]struct{}{}
+	r.files.init(t.Engine())
 	return r, nil
 }
 
@@ -82,14 +81,7 @@ func NewRoot(cipherDir string, t *tree.Tree, opts Options) (*Root, error) {
 // and an unmount can overtake the last ones. Call it after the server has
 // exited, when no handle can be used any more.
 func (r *Root) Close() error {
-	r.files.mu.Lock()
-	open := r.files.m
-	r.files.m = map[fileKey]*openFile{}
-	r.files.mu.Unlock()
-	for _, of := range open {
-		of.file.Close()
-		of.bf.Close()
-	}
+	r.files.closeAll()
 	r.dirFDs.mu.Lock()
 	nodes := make([]*node, 0, len(r.dirFDs.m))
 	for n := range r.dirFDs.m {
@@ -112,10 +104,7 @@ func (r *Root) Close() error {
 // open files, for idle auto-unmount: the mount is idle when the count does
 // not move and nothing is open.
 func (r *Root) Activity() (requests uint64, openFiles int) {
-	r.files.mu.Lock()
-	n := len(r.files.m)
-	r.files.mu.Unlock()
-	return r.ops.Load(), n
+	return r.ops.Load(), r.files.count()
 }
 
 // maxCachedDirFDs bounds the directory fds kept open in nodes, well below

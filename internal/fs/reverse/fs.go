@@ -18,10 +18,11 @@ import (
 	"fmt"
 	"log"
 	"path"
-	"sync"
+	"runtime"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
@@ -77,7 +78,7 @@ type Root struct {
 	oneFS    bool
 	rootDev  uint64 // PLAINDIR's st_dev, for oneFS
 	logger   *log.Logger
-	bufs     sync.Pool // *chunkBufs
+	engine   *core.Engine // seals file contents (core.ReverseFile)
 }
 
 // NewRoot opens plainDir, reads its reverse config bytes (shown as
@@ -124,8 +125,25 @@ func NewRoot(plainDir string, p config.Params, masterKey []byte, o Options) (*Ro
 	}
 	r.rootDev = st.Dev
 	r.node = node{r: r, kind: kindDir}
-	r.bufs.New = func() any { return newChunkBufs(r.suite) }
+	r.engine = core.NewEngine(r.suite, engineOptions())
 	return r, nil
+}
+
+// minParallelChunks is the smallest read, in chunks, that the engine seals
+// on several workers. Reverse reads only seal (no backing write, no
+// read-modify-write), so splitting pays off sooner than for forward
+// requests: with 16 KiB chunks, 128 KiB reads (8-9 chunks) on two cores ran
+// at about 1.6x the sequential speed (BenchmarkRead, medians).
+const minParallelChunks = 4
+
+// engineOptions are the engine options of the view: the default worker
+// pool, bounded by GOMAXPROCS as the view's sealing was before it moved
+// into the engine, and split from minParallelChunks chunks on.
+func engineOptions() core.Options {
+	opts := core.DefaultOptions()
+	opts.Parallel.MaxWorkers = runtime.GOMAXPROCS(0)
+	opts.Parallel.MinChunks = minParallelChunks
+	return opts
 }
 
 // Close closes the PLAINDIR fd and wipes the reverse key. Call it after
