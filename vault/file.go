@@ -2,7 +2,6 @@ package vault
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -126,13 +125,10 @@ func (v *Vault) attach(key core.FileKey, fd int, writable, writableFD bool) (*op
 	oi, err := v.files.Acquire(key, bf, writableFD, writable, func(cf *core.File) *openInode {
 		return &openInode{backing: bf, cf: cf}
 	})
-	switch {
-	case errors.Is(err, core.ErrBusy):
-		return nil, fmt.Errorf("%w: %w", unix.ETXTBSY, err)
-	case errors.Is(err, core.ErrClosed):
+	if errors.Is(err, core.ErrClosed) {
 		return nil, ErrClosed
 	}
-	return oi, err
+	return oi, err // core.ErrBusy: pathErr gives it ETXTBSY (fault.Busy)
 }
 
 // Name returns the path the file was opened with.

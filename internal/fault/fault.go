@@ -66,6 +66,9 @@ const (
 	// NoSpace: the file system written to is full or over quota (ENOSPC,
 	// EDQUOT).
 	NoSpace
+	// Busy: a file open read-only elsewhere cannot be shared with a writer
+	// (ETXTBSY).
+	Busy
 	// Corrupt: data in the vault failed authentication or is malformed (a
 	// chunk, a header, a name, a symlink target, an xattr, a directory ID).
 	Corrupt
@@ -96,7 +99,7 @@ var kindNames = [...]string{
 	Other: "other", NotFound: "not found", Exists: "exists", NotEmpty: "not empty",
 	IsDir: "is a directory", NotDir: "not a directory", NotPermitted: "not permitted",
 	Invalid: "invalid", NameTooLong: "name too long", TooBig: "too big",
-	NotSupported: "not supported", ReadOnly: "read-only", NoSpace: "no space",
+	NotSupported: "not supported", ReadOnly: "read-only", NoSpace: "no space", Busy: "busy",
 	Corrupt: "corrupt", WrongPassword: "wrong password", NoConfig: "no config",
 	CorruptConfig: "corrupt config", UnsupportedVault: "unsupported vault",
 	Closed: "closed",
@@ -131,6 +134,7 @@ var posix = [...]struct {
 	{ReadOnly, unix.EROFS},
 	{NoSpace, unix.ENOSPC},
 	{NoSpace, unix.EDQUOT}, // Errno gives the first: ENOSPC
+	{Busy, unix.ETXTBSY},
 }
 
 // Errno is the errno of a POSIX kind, 0 for the others (Corrupt, Other,
@@ -192,6 +196,11 @@ var sentinels = [...]struct {
 	{meta.ErrTooLong, TooBig},
 	{meta.ErrNotUser, NotSupported},
 	{core.ErrClosed, Closed},
+	{core.ErrBusy, Busy},
+	{core.ErrNotSIV, UnsupportedVault},
+	// A reverse view's plaintext file shrank while it was read: an I/O
+	// error of the source, not damage to a vault.
+	{core.ErrChanged, Other},
 }
 
 // Of classifies err: a marked sentinel (New) first, then the lower layers'
