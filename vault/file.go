@@ -144,7 +144,7 @@ func (v *Vault) attach(key inodeKey, fd int, writable, writableFD bool) (*openIn
 		return oi, nil
 	}
 	bf := os.NewFile(uintptr(fd), "backing")
-	cf, err := v.tree.Engine().Open(bf)
+	cf, err := v.sess.Engine().Open(bf)
 	if err != nil {
 		bf.Close()
 		return nil, err

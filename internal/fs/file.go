@@ -151,7 +151,7 @@ func (r *Root) adopt(fd int, want uint64) (*openFile, error) {
 		return of, nil
 	}
 	bf := backing.NewFile(fd, &st)
-	file, err := r.tree.Engine().Open(bf)
+	file, err := r.engine.Open(bf)
 	if err != nil {
 		bf.Close()
 		return nil, err
