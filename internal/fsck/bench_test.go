@@ -2,12 +2,12 @@ package fsck
 
 import (
 	"context"
-	"github.com/encryptfs/encryptfs/internal/session"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/vault"
 )
 

@@ -3,7 +3,6 @@ package fsck
 import (
 	"context"
 	"fmt"
-	"github.com/encryptfs/encryptfs/internal/session"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/vault"
 	"golang.org/x/sys/unix"

@@ -2,7 +2,6 @@ package fsck
 
 import (
 	"encoding/json"
-	"github.com/encryptfs/encryptfs/internal/session"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/vault"
 )
 
