@@ -30,6 +30,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/fs/reverse"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/mount"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/vault"
 )
@@ -97,8 +98,14 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/fs/reverse.ErrCipher":  {reverse.ErrCipher, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/fs/reverse.ErrPattern": {reverse.ErrPattern, fault.Other, syscall.EIO, cli.ExitError, nil},
 
-	"internal/fsck.ErrSalvageDir": {fsck.ErrSalvageDir, fault.Other, syscall.EIO, cli.ExitError, nil},
-	"internal/mount.ErrNoTree":    {mount.ErrNoTree, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/fsck.ErrSalvageDir":        {fsck.ErrSalvageDir, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/session.ErrKDFParams":      {session.ErrKDFParams, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/session.ErrMasterKey":      {session.ErrMasterKey, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/session.ErrNotEmpty":       {session.ErrNotEmpty, fault.Exists, syscall.EEXIST, cli.ExitError, syscall.EEXIST},
+	"internal/session.ErrReverse":        {session.ErrReverse, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/session.ErrReverseCipher":  {session.ErrReverseCipher, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/session.ErrWrongMasterKey": {session.ErrWrongMasterKey, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, nil},
+	"internal/mount.ErrNoSession":        {mount.ErrNoSession, fault.Other, syscall.EIO, cli.ExitError, nil},
 
 	"internal/tree.ErrCorruptDir":   {tree.ErrCorruptDir, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/tree.ErrReverse":      {tree.ErrReverse, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},

@@ -72,7 +72,7 @@ func TestFIFOInPlaceOfMetadata(t *testing.T) {
 			}
 		})
 		noHang(t, fifo, func() {
-			rep, err := fsck.Check(context.Background(), v.tree, dir, fsck.Options{})
+			rep, err := fsck.Check(context.Background(), v.sess, fsck.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -68,5 +68,5 @@ func (v *Vault) plainSize(st unix.Stat_t) (int64, error) {
 			return size, err
 		}
 	}
-	return v.tree.Engine().Suite().PlainSize(st.Size)
+	return v.sess.Engine().Suite().PlainSize(st.Size)
 }

@@ -50,7 +50,7 @@ func TestTamperV1(t *testing.T) {
 		if got, err := v.ReadFile("B/secret"); err != nil || string(got) != "in A" {
 			t.Fatalf("v1 documents the moved entry as readable in B: %q, %v", got, err)
 		}
-		rep, err := fsck.Check(context.Background(), v.tree, dir, fsck.Options{})
+		rep, err := fsck.Check(context.Background(), v.sess, fsck.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +73,7 @@ func TestTamperV1(t *testing.T) {
 	// both versions. Not detected in v1 (documented limit).
 	t.Run("chunk-splice-two-versions", func(t *testing.T) {
 		v, dir := newTestVault(t)
-		cs := v.tree.Engine().Suite().ChunkSize()
+		cs := v.sess.Engine().Suite().ChunkSize()
 		old := bytes.Repeat([]byte{'a'}, 3*cs)
 		if err := v.WriteFile("f", old, 0o600); err != nil {
 			t.Fatal(err)
@@ -202,7 +202,7 @@ func TestTamperV1(t *testing.T) {
 	// another index of its own file fails authentication (index in the AD).
 	t.Run("chunk-swap-within-file", func(t *testing.T) {
 		v, dir := newTestVault(t)
-		cs := v.tree.Engine().Suite().ChunkSize()
+		cs := v.sess.Engine().Suite().ChunkSize()
 		data := append(bytes.Repeat([]byte{'0'}, cs), bytes.Repeat([]byte{'1'}, cs)...)
 		data = append(data, 'z') // chunk 2 is the final one
 		if err := v.WriteFile("f", data, 0o600); err != nil {
@@ -223,7 +223,7 @@ func TestTamperV1(t *testing.T) {
 	// from another file fails authentication (fileID key and AD).
 	t.Run("chunk-from-other-file", func(t *testing.T) {
 		v, dir := newTestVault(t)
-		cs := v.tree.Engine().Suite().ChunkSize()
+		cs := v.sess.Engine().Suite().ChunkSize()
 		for _, n := range []string{"p", "q"} {
 			if err := v.WriteFile(n, bytes.Repeat([]byte(n), 2*cs), 0o600); err != nil {
 				t.Fatal(err)
@@ -274,7 +274,7 @@ func replaceFile(t *testing.T, p string, data []byte) {
 // chunks must be full (not the final, shorter one).
 func copyChunk(t *testing.T, v *Vault, dst, src []byte, to, from int) {
 	t.Helper()
-	ccs := v.tree.Engine().Suite().CipherChunkSize()
+	ccs := v.sess.Engine().Suite().CipherChunkSize()
 	so, do := content.HeaderSize+from*ccs, content.HeaderSize+to*ccs
 	if so+ccs > len(src) || do+ccs > len(dst) {
 		t.Fatalf("chunk %d or %d out of range", from, to)

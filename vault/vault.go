@@ -15,8 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strings"
 	"sync"
 	"unicode"
@@ -25,9 +23,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
-	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
@@ -46,10 +42,9 @@ type Options struct {
 
 // Vault is an open vault. Its methods are safe for concurrent use.
 type Vault struct {
-	dir    string
+	sess   *session.Session
+	tree   *tree.Tree // sess.Tree()
 	rootfd int
-	tree   *tree.Tree
-	params config.Params
 	master []byte
 
 	mu     sync.Mutex
@@ -59,13 +54,17 @@ type Vault struct {
 
 // Create makes a new vault in dir, which must exist and be empty, and
 // returns it open. Show the user MasterKey once: it is the only way in
-// without the password.
+// without the password. It goes through the same creation code as
+// encryptfs init (internal/session.Create).
 func Create(dir string, password []byte, opts Options) (*Vault, error) {
 	r := opts.Rand
 	if r == nil {
 		r = rand.Reader
 	}
-	base, err := kdf.Default(r)
+	// The defaults are drawn with a salt of their own, unused, as before
+	// the creation code moved to session: a deterministic Rand gives the
+	// same vault as it always did.
+	base, err := session.NewKDFParams(r, session.DefaultKDFTime, session.DefaultKDFMemoryKiB, session.DefaultKDFThreads)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +78,7 @@ func Create(dir string, password []byte, opts Options) (*Vault, error) {
 	if opts.KDFThreads != 0 {
 		th = opts.KDFThreads
 	}
-	k, err := kdf.New(r, t, m, th)
+	k, err := session.NewKDFParams(r, t, m, th)
 	if err != nil {
 		return nil, err
 	}
@@ -88,53 +87,30 @@ func Create(dir string, password []byte, opts Options) (*Vault, error) {
 	}
 	alg, chunk := opts.Cipher, opts.ChunkSize
 	if alg == "" {
-		alg = string(content.AES256GCM)
+		alg = string(session.AES256GCM)
 	}
 	if chunk == 0 {
-		chunk = content.DefaultChunkSize
+		chunk = session.DefaultChunkSize
 	}
-	p := config.NewParams(alg, chunk, k)
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	if err := checkEmpty(dir); err != nil {
-		return nil, err
-	}
-	c, master, err := config.Create(p, password, r)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Creator != "" {
-		c.Creator = opts.Creator
-	}
-	v, err := newVault(dir, p, master, r)
-	clear(master)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := v.tree.InitRoot(v.rootfd); err != nil {
-		v.Close()
-		return nil, fmt.Errorf("vault: create: %w", err)
-	}
-	if err := c.Save(dir); err != nil {
-		v.Close()
-		return nil, err
-	}
-	return v, nil
-}
-
-// Open unlocks the vault in dir with password.
-func Open(dir string, password []byte) (*Vault, error) {
-	c, err := config.Load(dir)
-	if err != nil {
-		return nil, err
-	}
-	master, err := c.Unlock(password)
+	s, master, err := session.Create(dir, password, session.CreateOptions{
+		Params:  config.NewParams(alg, chunk, k),
+		Creator: opts.Creator,
+		Options: session.Options{Rand: r},
+	})
 	if err != nil {
 		return nil, err
 	}
 	defer clear(master)
-	return newVault(dir, c.Params, master, nil)
+	return fromSession(s, master)
+}
+
+// Open unlocks the vault in dir with password.
+func Open(dir string, password []byte) (*Vault, error) {
+	s, err := session.Open(dir, password, session.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return fromSession(s, nil)
 }
 
 // OpenWithMasterKey opens the vault in dir with its master key (for a
@@ -152,34 +128,37 @@ func Open(dir string, password []byte) (*Vault, error) {
 // any case (what is written under forged Params fails to read under the
 // real ones: loud, not silent). Nothing here writes a config.
 func OpenWithMasterKey(dir string, masterKey []byte) (*Vault, error) {
-	c, err := config.Load(dir)
+	if len(masterKey) != session.MasterKeySize {
+		return nil, session.ErrMasterKey
+	}
+	s, err := session.OpenWithMasterKey(dir, masterKey, session.Options{})
 	if err != nil {
 		return nil, err
 	}
-	return newVault(dir, c.Params, masterKey, nil)
+	return fromSession(s, masterKey)
 }
 
-func newVault(dir string, p config.Params, master []byte, r io.Reader) (*Vault, error) {
-	if len(master) != keys.MasterKeySize {
-		return nil, keys.ErrMasterKey
-	}
-	opts := core.DefaultOptions()
-	if r != nil {
-		opts.Rand = r
-	}
-	t, err := tree.New(p, master, opts)
+// FromSession wraps a session unlocked by encryptfs's own CLI (which loads
+// the config itself and bounds the KDF's memory) in a Vault, which then
+// owns it: Close closes it. The session type is internal, so only this
+// module can call it.
+func FromSession(s *session.Session) (*Vault, error) {
+	return fromSession(s, nil)
+}
+
+// fromSession opens the session's root and keeps a copy of master (nil
+// when the caller has no use for MasterKey) for MasterKey. On failure it
+// closes s.
+func fromSession(s *session.Session, master []byte) (*Vault, error) {
+	rootfd, err := backing.OpenRoot(s.Dir())
 	if err != nil {
-		return nil, err
-	}
-	rootfd, err := backing.OpenRoot(dir)
-	if err != nil {
-		t.Wipe()
+		s.Close()
 		return nil, err
 	}
 	return &Vault{
-		dir: dir, rootfd: rootfd, tree: t, params: p,
+		sess: s, tree: s.Tree(), rootfd: rootfd,
 		master: append([]byte(nil), master...),
-		files:  core.NewTable[*openInode](t.Engine()),
+		files:  core.NewTable[*openInode](s.Engine()),
 	}, nil
 }
 
@@ -188,13 +167,13 @@ func newVault(dir string, p config.Params, master []byte, r io.Reader) (*Vault, 
 func (v *Vault) MasterKey() []byte { return append([]byte(nil), v.master...) }
 
 // Dir returns the vault's backing directory (CIPHERDIR).
-func (v *Vault) Dir() string { return v.dir }
+func (v *Vault) Dir() string { return v.sess.Dir() }
 
 // Cipher returns the vault's content cipher name.
-func (v *Vault) Cipher() string { return v.params.Cipher }
+func (v *Vault) Cipher() string { return v.sess.Params().Cipher }
 
 // ChunkSize returns the vault's plaintext chunk size.
-func (v *Vault) ChunkSize() int { return v.params.ChunkSize }
+func (v *Vault) ChunkSize() int { return v.sess.Params().ChunkSize }
 
 // Close releases the vault and wipes its keys. Files still open are
 // closed too.
@@ -208,7 +187,7 @@ func (v *Vault) Close() error {
 	var errs []error
 	errs = append(errs, v.files.Close())
 	errs = append(errs, backing.Close(v.rootfd))
-	v.tree.Wipe()
+	errs = append(errs, v.sess.Close())
 	clear(v.master)
 	return errors.Join(errs...)
 }
@@ -218,21 +197,4 @@ func (v *Vault) Close() error {
 // override there could disguise the output.
 func printable(s string) bool {
 	return utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }) < 0
-}
-
-// checkEmpty requires dir to be an existing, empty directory.
-func checkEmpty(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(1)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("vault: %s: %w", dir, err)
-	}
-	if len(names) > 0 {
-		return fmt.Errorf("vault: %s is not empty: %w", dir, fs.ErrExist)
-	}
-	return nil
 }

@@ -89,7 +89,7 @@ func TestFileSizes(t *testing.T) {
 			t.Fatalf("size %d: Stat = %v, %v", size, fi, err)
 		}
 		st := fi.Sys().(*unix.Stat_t)
-		if want := v.tree.Engine().Suite().CipherSize(int64(size)); st.Size != want {
+		if want := v.sess.Engine().Suite().CipherSize(int64(size)); st.Size != want {
 			t.Fatalf("size %d: backing size %d, want %d", size, st.Size, want)
 		}
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
-	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
 )
 
 // runApp runs the CLI in this process (so that its KDF defaults and the
@@ -217,7 +216,7 @@ func TestPlantedConfig(t *testing.T) {
 	}
 	t.Run("reverse config", func(t *testing.T) {
 		plain := t.TempDir()
-		if err := syscall.Mkfifo(filepath.Join(plain, revfs.ConfigName), 0o600); err != nil {
+		if err := syscall.Mkfifo(filepath.Join(plain, config.ReverseFileName), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		r := runTimeout(t, "info", "--reverse", plain)

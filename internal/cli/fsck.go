@@ -48,41 +48,35 @@ func (a *App) cmdFsck(args []string) error {
 	if err != nil {
 		return err
 	}
-	var masterKey []byte
+	var secret []byte
 	if *useMasterKey {
 		if src != (passSource{}) {
 			return usageErrorf("fsck: --masterkey replaces the password; drop --passfile/--extpass")
 		}
-		if masterKey, err = a.readMasterKey(); err != nil {
-			return err
-		}
-		defer clear(masterKey)
-		// A key that decrypts no name in the root is refused; other errors
-		// (a damaged root) are for fsck itself to report.
-		if _, err := checkMasterKey(dir, c.Params, masterKey); err != nil && ExitCode(err) == ExitWrongPassword {
-			return err
-		}
+		secret, err = a.readMasterKey()
 	} else {
-		pw, err := a.readPassword(src, "Password", false)
-		if err != nil {
-			return err
-		}
-		masterKey, err = c.Unlock(pw)
-		clear(pw)
-		if errors.Is(err, config.ErrWrongPassword) {
-			return errorfCode(ExitWrongPassword, "wrong password, or the parameters in encryptfs.conf were edited "+
-				"(either makes the key unwrap fail); with the master key, fsck --masterkey checks the data without it")
-		}
-		if err != nil {
-			return err
-		}
-		defer clear(masterKey)
+		secret, err = a.readPassword(src, "Password", false)
 	}
-	t, err := openTree(c.Params, masterKey, nil)
 	if err != nil {
 		return err
 	}
-	defer t.Wipe()
+	s, err := openSession(dir, c, secret, *useMasterKey)
+	clear(secret)
+	if errors.Is(err, config.ErrWrongPassword) {
+		return errorfCode(ExitWrongPassword, "wrong password, or the parameters in encryptfs.conf were edited "+
+			"(either makes the key unwrap fail); with the master key, fsck --masterkey checks the data without it")
+	}
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if *useMasterKey {
+		// A key that decrypts no name in the root is refused; other errors
+		// (a damaged root) are for fsck itself to report.
+		if _, err := checkMasterKey(s); err != nil && ExitCode(err) == ExitWrongPassword {
+			return err
+		}
+	}
 
 	// Ctrl-C stops the walk; what was found so far is still reported.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -93,7 +87,7 @@ func (a *App) cmdFsck(args []string) error {
 		bar = &progressLine{w: f}
 		opts.Progress = bar.update
 	}
-	rep, checkErr := fsck.Check(ctx, t, dir, opts)
+	rep, checkErr := fsck.Check(ctx, s, opts)
 	bar.clear()
 	if rep == nil {
 		if errors.Is(checkErr, fsck.ErrSalvageDir) {

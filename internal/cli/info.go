@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
 )
 
 // infoJSON is the --json output of info. It holds no secret (no salt, no
@@ -114,7 +113,7 @@ func (a *App) loadAnyConfig(dir string, reverse bool) (c *config.Config, isRever
 	c, err = a.loadConfig(dir)
 	if errors.Is(err, config.ErrNotFound) {
 		if rc, rerr := a.loadReverseConfig(dir); rerr == nil {
-			fmt.Fprintf(a.Stderr, "encryptfs: %s is set up for reverse mode (%s)\n", dir, revfs.ConfigName)
+			fmt.Fprintf(a.Stderr, "encryptfs: %s is set up for reverse mode (%s)\n", dir, config.ReverseFileName)
 			return rc, true, nil
 		}
 	}

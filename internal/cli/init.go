@@ -9,8 +9,7 @@ import (
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
+	"github.com/encryptfs/encryptfs/internal/session"
 )
 
 // kdfFlags are the Argon2id cost flags shared by init and passwd.
@@ -20,13 +19,13 @@ type kdfFlags struct {
 
 func (k *kdfFlags) register(fs *flagSet) {
 	fs.UintVar(&k.time, "kdf-time", 0, "Argon2id passes (default: the built-in cost of about 1 s)")
-	fs.UintVar(&k.memoryMiB, "kdf-memory", 0, fmt.Sprintf("Argon2id memory in MiB (minimum %d; default: built in)", kdf.MinMemoryKiB/1024))
+	fs.UintVar(&k.memoryMiB, "kdf-memory", 0, fmt.Sprintf("Argon2id memory in MiB (minimum %d; default: built in)", session.MinKDFMemoryKiB/1024))
 	fs.UintVar(&k.threads, "kdf-threads", 0, "Argon2id lanes (default: built in)")
 }
 
 // params returns fresh KDF params (new salt) with the flags' costs, each
 // unset one taken from base.
-func (k kdfFlags) params(rand io.Reader, base kdfCosts) (kdf.Params, error) {
+func (k kdfFlags) params(rand io.Reader, base kdfCosts) (session.KDFParams, error) {
 	t, m, p := uint(base.time), uint(base.memoryKiB)/1024, uint(base.threads)
 	if k.time != 0 {
 		t = k.time
@@ -37,27 +36,27 @@ func (k kdfFlags) params(rand io.Reader, base kdfCosts) (kdf.Params, error) {
 	if k.threads != 0 {
 		p = k.threads
 	}
-	if t > kdf.MaxTime || m > kdf.MaxMemoryKiB/1024 || p > kdf.MaxThreads {
-		return kdf.Params{}, usageErrorf("KDF cost out of bounds: time %d (max %d), memory %d MiB (max %d), threads %d (max %d)",
-			t, kdf.MaxTime, m, kdf.MaxMemoryKiB/1024, p, kdf.MaxThreads)
+	if t > session.MaxKDFTime || m > session.MaxKDFMemoryKiB/1024 || p > session.MaxKDFThreads {
+		return session.KDFParams{}, usageErrorf("KDF cost out of bounds: time %d (max %d), memory %d MiB (max %d), threads %d (max %d)",
+			t, session.MaxKDFTime, m, session.MaxKDFMemoryKiB/1024, p, session.MaxKDFThreads)
 	}
-	params, err := kdf.New(rand, uint32(t), uint32(m*1024), uint8(p))
-	if errors.Is(err, kdf.ErrParams) {
-		return kdf.Params{}, withCode(ExitUsage, err)
+	params, err := session.NewKDFParams(rand, uint32(t), uint32(m*1024), uint8(p))
+	if errors.Is(err, session.ErrKDFParams) {
+		return session.KDFParams{}, withCode(ExitUsage, err)
 	}
 	return params, err
 }
 
 // cipherNames maps the short flag values to the stored algorithm names.
-var cipherNames = map[string]content.Algorithm{
-	"aes-gcm": content.AES256GCM, string(content.AES256GCM): content.AES256GCM,
-	"xchacha": content.XChaCha20Poly1305, string(content.XChaCha20Poly1305): content.XChaCha20Poly1305,
+var cipherNames = map[string]session.Algorithm{
+	"aes-gcm": session.AES256GCM, string(session.AES256GCM): session.AES256GCM,
+	"xchacha": session.XChaCha20Poly1305, string(session.XChaCha20Poly1305): session.XChaCha20Poly1305,
 }
 
 func (a *App) cmdInit(args []string) error {
 	fs := a.newFlagSet("init", "CIPHERDIR")
 	cipherName := fs.String("cipher", "aes-gcm", "content cipher: aes-gcm or xchacha")
-	chunk := fs.String("chunk-size", strconv.Itoa(content.DefaultChunkSize), "chunk size in bytes (power of two, 4k..1M; suffix k or M allowed)")
+	chunk := fs.String("chunk-size", strconv.Itoa(session.DefaultChunkSize), "chunk size in bytes (power of two, 4k..1M; suffix k or M allowed)")
 	var kf kdfFlags
 	kf.register(fs)
 	var src passSource
@@ -84,18 +83,21 @@ func (a *App) cmdInit(args []string) error {
 	if err := prepareEmptyDir(dir); err != nil {
 		return err
 	}
-	c, masterKey, err := a.newConfig(p, src)
+	pw, err := a.readPassword(src, "New password", true)
 	if err != nil {
 		return err
 	}
+	defer clear(pw)
+	// The same creation code as vault.Create: a failed step leaves dir
+	// empty again, so that init can be retried.
+	s, masterKey, err := session.Create(dir, pw, session.CreateOptions{
+		Params: p, Creator: creator, Options: session.Options{Rand: a.Rand},
+	})
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
 	defer clear(masterKey)
-	if err := initRoot(dir, p, masterKey, a.Rand); err != nil {
-		return err
-	}
-	if err := c.Save(dir); err != nil {
-		removeRootDirID(dir)
-		return err
-	}
+	s.Close()
 	fmt.Fprintf(a.Stdout, "Created vault %s (%s).\n", dir, describeParams(p))
 	a.printMasterKey(a.Stdout, masterKey)
 	fmt.Fprintf(a.Stdout, "Mount it with: encryptfs mount %s MOUNTPOINT\n", dir)
@@ -158,7 +160,7 @@ func (a *App) cmdInitReverse(fs *flagSet, dir, cipherName, chunk string, kf kdfF
 	// as the copy's encryptfs.conf (they are the key wrap's associated
 	// data, so they cannot be edited), and forward mode refuses
 	// Reverse=true. The file name marks the directory as reverse.
-	p, err := a.vaultParams(content.AES256SIV, chunk, kf)
+	p, err := a.vaultParams(session.AES256SIV, chunk, kf)
 	if err != nil {
 		return err
 	}
@@ -172,7 +174,7 @@ func describeParams(p config.Params) string {
 }
 
 // vaultParams builds and checks a new vault's parameters from init's flags.
-func (a *App) vaultParams(alg content.Algorithm, chunk string, kf kdfFlags) (config.Params, error) {
+func (a *App) vaultParams(alg session.Algorithm, chunk string, kf kdfFlags) (config.Params, error) {
 	chunkSize, err := parseSize(chunk)
 	if err != nil {
 		return config.Params{}, usageErrorf("init: --chunk-size: %v", err)
@@ -200,6 +202,9 @@ func (a *App) newConfig(p config.Params, src passSource) (*config.Config, []byte
 	if err != nil {
 		return nil, nil, err
 	}
-	c.Creator = "encryptfs " + Version
+	c.Creator = creator
 	return c, masterKey, nil
 }
+
+// creator is the Creator init writes into a new config.
+const creator = "encryptfs " + Version

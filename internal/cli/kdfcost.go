@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,7 +18,7 @@ type kdfCosts struct {
 	threads   uint8
 }
 
-func costsOf(p kdf.Params) kdfCosts {
+func costsOf(p session.KDFParams) kdfCosts {
 	return kdfCosts{time: p.Time, memoryKiB: p.MemoryKiB, threads: p.Threads}
 }
 

@@ -2,10 +2,10 @@
 
 package cli
 
-import "github.com/encryptfs/encryptfs/internal/crypto/kdf"
+import "github.com/encryptfs/encryptfs/internal/session"
 
 // builtinKDFDefaults are kdf's default costs (about 1 s on the reference
 // machine; docs/format.md §12).
 func builtinKDFDefaults() kdfCosts {
-	return kdfCosts{time: kdf.DefaultTime, memoryKiB: kdf.DefaultMemoryKiB, threads: kdf.DefaultThreads}
+	return kdfCosts{time: session.DefaultKDFTime, memoryKiB: session.DefaultKDFMemoryKiB, threads: session.DefaultKDFThreads}
 }

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/term"
 )
 
@@ -41,9 +41,9 @@ func parseMasterKey(s []byte) ([]byte, error) {
 	}
 	defer clear(digits)
 	key := make([]byte, hex.DecodedLen(len(digits)))
-	if _, err := hex.Decode(key, digits); err != nil || len(key) != keys.MasterKeySize {
+	if _, err := hex.Decode(key, digits); err != nil || len(key) != session.MasterKeySize {
 		clear(key)
-		return nil, errorfCode(ExitPassword, "the master key must be %d hex digits (grouping optional)", 2*keys.MasterKeySize)
+		return nil, errorfCode(ExitPassword, "the master key must be %d hex digits (grouping optional)", 2*session.MasterKeySize)
 	}
 	return key, nil
 }
@@ -62,7 +62,7 @@ func (a *App) readMasterKey() ([]byte, error) {
 		raw = b
 	} else {
 		// One line, or the two lines init prints: stop once 64 digits came.
-		for hexDigits(raw) < 2*keys.MasterKeySize {
+		for hexDigits(raw) < 2*session.MasterKeySize {
 			line, err := a.readStdinLine("master key")
 			if err != nil {
 				clear(raw)

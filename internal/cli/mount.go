@@ -94,16 +94,11 @@ func (a *App) serveMode(c *config.Config, dir, mountPoint string, m mountFlags, 
 // serve unlocks the vault with secret, mounts it, reports readiness through
 // ready (if not nil) and serves until unmounted or signalled.
 func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags, secret []byte, logger *log.Logger, ready func() error) error {
-	masterKey, err := unlockSecret(c, m, secret)
+	s, err := openSession(cipherDir, c, secret, m.masterKey)
 	if err != nil {
 		return err
 	}
-	t, err := openTree(c.Params, masterKey, nil)
-	clear(masterKey)
-	if err != nil {
-		return err
-	}
-	defer t.Wipe()
+	defer s.Close()
 	fsName := m.fsName
 	if fsName == "" {
 		fsName = cipherDir
@@ -114,7 +109,7 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	// 0644). This process is the daemon, so it owns its umask.
 	unix.Umask(0)
 	srv, err := mount.Mount(mount.Options{
-		CipherDir: cipherDir, MountPoint: mountPoint, Tree: t,
+		Session: s, MountPoint: mountPoint,
 		ReadOnly: m.readOnly, AllowOther: m.allowOther, SharedStorage: m.sharedStorage, ShowUndecryptable: m.showBad, ForceOwner: m.forceOwner, Debug: m.debug,
 		Idle: m.idle, FsName: fsName, ExtraOptions: m.extra, Logger: logger,
 	})
@@ -122,15 +117,6 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}
 	return runServer(srv, ready, logger, fmt.Sprintf("mounted %s on %s", cipherDir, mountPoint), mountPoint)
-}
-
-// unlockSecret turns the secret the user gave into the master key: the key
-// itself with --masterkey, else the password that unwraps it.
-func unlockSecret(c *config.Config, m mountFlags, secret []byte) ([]byte, error) {
-	if m.masterKey {
-		return append([]byte(nil), secret...), nil
-	}
-	return c.Unlock(secret)
 }
 
 // server is what forward and reverse mounts have in common once mounted.

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/session"
 )
 
 // mountFlags are the mount command's options, from flags or from -o.
@@ -35,7 +35,7 @@ func (m *mountFlags) register(fs *flagSet) {
 	fs.BoolVar(&m.readOnly, "ro", false, "mount read-only")
 	fs.BoolVar(&m.allowOther, "allow-other", false, "let other users access the mount (needs user_allow_other in /etc/fuse.conf unless root)")
 	fs.BoolVar(&m.sharedStorage, "shared-storage", false, "the CIPHERDIR is changed by others too (network or sync folder): no caching of attributes or entries")
-	fs.BoolVar(&m.showBad, "show-undecryptable", false, "list entries whose names do not decrypt as NAME"+tree.BadNameSuffix+", to read, rename or remove them")
+	fs.BoolVar(&m.showBad, "show-undecryptable", false, "list entries whose names do not decrypt as NAME"+session.BadNameSuffix+", to read, rename or remove them")
 	fs.Func("force-owner", "show every entry as owned by UID:GID (numbers), e.g. for a disk moved between machines; implies --allow-other", m.setForceOwner)
 	fs.BoolVar(&m.masterKey, "masterkey", false, "read the master key from stdin instead of a password")
 	fs.BoolVar(&m.debug, "debug", false, "log every FUSE request (debugging only: the log shows plaintext names and data)")

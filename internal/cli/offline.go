@@ -38,23 +38,24 @@ func (a *App) openVault(dir string, vf vaultFlags) (*vault.Vault, error) {
 			return nil, err
 		}
 		defer clear(key)
-		return vault.OpenWithMasterKey(dir, key)
-	}
-	// vault.Open loads the config again and runs Argon2id without a
-	// memory limit; refuse an oversized cost here first.
-	if err := c.CheckKDFMemory(c.Params.KDF.MemoryKiB); err != nil {
-		return nil, err
+		s, err := openSession(dir, c, key, true)
+		if err != nil {
+			return nil, err
+		}
+		return vault.FromSession(s)
 	}
 	pw, err := a.readPassword(vf.src, "Password", false)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(pw)
-	v, err := vault.Open(dir, pw)
+	// The session unlocks the config loaded above, with loadConfig's
+	// bound on the KDF's memory.
+	s, err := openSession(dir, c, pw, false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	return v, nil
+	return vault.FromSession(s)
 }
 
 // mountedAt returns where CIPHERDIR is mounted by encryptfs ("" if not),

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
 )
 
 func (a *App) cmdPasswd(args []string) error {
@@ -61,7 +60,7 @@ func (a *App) cmdPasswd(args []string) error {
 		defer clear(masterKey)
 		if isReverse { // a PLAINDIR has no encrypted names to check against
 			fmt.Fprintln(a.Stderr, "encryptfs: warning: in reverse mode the master key cannot be checked; a wrong one makes new copies of the view unreadable with the old key")
-		} else if checked, err := checkMasterKey(dir, c.Params, masterKey); err != nil {
+		} else if checked, err := a.checkVaultMasterKey(dir, c, masterKey); err != nil {
 			return err
 		} else if !checked {
 			fmt.Fprintln(a.Stderr, "encryptfs: warning: the vault has no entries, so the master key could not be checked against it")
@@ -105,6 +104,17 @@ func (a *App) cmdPasswd(args []string) error {
 	fmt.Fprintln(a.Stdout, "Password changed.")
 	a.noteBackup(*backup)
 	return nil
+}
+
+// checkVaultMasterKey opens the forward vault in dir (config c) with
+// masterKey only to check the key against the vault's root names.
+func (a *App) checkVaultMasterKey(dir string, c *config.Config, masterKey []byte) (checked bool, err error) {
+	s, err := openSession(dir, c, masterKey, true)
+	if err != nil {
+		return false, err
+	}
+	defer s.Close()
+	return checkMasterKey(s)
 }
 
 // noteBackup reminds the user what the backup passwd wrote is.
@@ -154,7 +164,7 @@ func (a *App) saveReverseConfig(dir string, c *config.Config, backup string) err
 	if err != nil {
 		return err
 	}
-	if err := config.WriteFileAtomic(dir, revfs.ConfigName, data); err != nil {
+	if err := config.WriteFileAtomic(dir, config.ReverseFileName, data); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.Stdout, "Password changed. Views mounted from now on (and copies of them) use it; a mounted view keeps the old config until remounted.\n")

@@ -10,9 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
+	"github.com/encryptfs/encryptfs/internal/session"
 )
 
 // Reverse mode (docs/reverse.md): `init --reverse PLAINDIR` writes
@@ -65,10 +64,10 @@ func flagWasSet(fs *flagSet, name string) bool {
 // aes-256-siv: derived nonces repeat for identical chunks, and only SIV
 // stays secure then. cipherSet is whether --cipher was given at all.
 func reverseCipher(cipherName string, cipherSet bool) error {
-	if !cipherSet || cipherName == "siv" || cipherName == string(content.AES256SIV) {
+	if !cipherSet || cipherName == "siv" || cipherName == string(session.AES256SIV) {
 		return nil
 	}
-	return usageErrorf("init: --reverse always uses %s (derived nonces need a misuse-resistant cipher); drop --cipher %s", content.AES256SIV, cipherName)
+	return usageErrorf("init: --reverse always uses %s (derived nonces need a misuse-resistant cipher); drop --cipher %s", session.AES256SIV, cipherName)
 }
 
 // initReverse prepares the existing plaintext directory dir for reverse
@@ -79,7 +78,7 @@ func (a *App) initReverse(dir string, p config.Params, src passSource) error {
 	if err := checkDir(dir, ExitCipherDir, "PLAINDIR"); err != nil {
 		return err
 	}
-	for _, name := range []string{revfs.ConfigName, names.ConfigFile} {
+	for _, name := range []string{config.ReverseFileName, config.FileName} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return errorfCode(ExitCipherDir, "init: %s already has %s; it is already set up (or is a vault)", dir, name)
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -95,10 +94,10 @@ func (a *App) initReverse(dir string, p config.Params, src passSource) error {
 	if err != nil {
 		return err
 	}
-	if err := config.WriteFileAtomic(dir, revfs.ConfigName, data); err != nil {
+	if err := config.WriteFileAtomic(dir, config.ReverseFileName, data); err != nil {
 		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
 	}
-	fmt.Fprintf(a.Stdout, "Created reverse config %s (%s).\n", filepath.Join(dir, revfs.ConfigName), describeParams(p))
+	fmt.Fprintf(a.Stdout, "Created reverse config %s (%s).\n", filepath.Join(dir, config.ReverseFileName), describeParams(p))
 	a.printMasterKey(a.Stdout, masterKey)
 	fmt.Fprintf(a.Stdout, "Mount the encrypted view with: encryptfs mount --reverse %s MOUNTPOINT\n", dir)
 	return nil
@@ -110,15 +109,15 @@ func (a *App) loadReverseConfig(dir string) (*config.Config, error) {
 	if err := checkDir(dir, ExitCipherDir, "PLAINDIR"); err != nil {
 		return nil, err
 	}
-	c, err := config.LoadFile(dir, revfs.ConfigName)
+	c, err := config.LoadFile(dir, config.ReverseFileName)
 	if errors.Is(err, config.ErrNotFound) {
-		return nil, errorfCode(ExitCipherDir, "%s has no %s; set it up with: encryptfs init --reverse %s", dir, revfs.ConfigName, dir)
+		return nil, errorfCode(ExitCipherDir, "%s has no %s; set it up with: encryptfs init --reverse %s", dir, config.ReverseFileName, dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	if content.Algorithm(c.Params.Cipher) != content.AES256SIV {
-		return nil, errorfCode(ExitUnsupported, "%s: reverse mode needs cipher %s, the config has %s", dir, content.AES256SIV, c.Params.Cipher)
+	if session.Algorithm(c.Params.Cipher) != session.AES256SIV {
+		return nil, errorfCode(ExitUnsupported, "%s: reverse mode needs cipher %s, the config has %s", dir, session.AES256SIV, c.Params.Cipher)
 	}
 	a.limitKDFMemory(c)
 	return c, nil
@@ -132,12 +131,16 @@ func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m moun
 	if m.idle > 0 {
 		return usageErrorf("mount: --idle is not supported with --reverse")
 	}
-	masterKey, err := unlockSecret(c, m, secret)
+	open := session.OpenReverse
+	if m.masterKey {
+		open = session.OpenReverseWithMasterKey
+	}
+	s, err := open(plainDir, secret, session.Options{Config: c})
 	if err != nil {
 		return err
 	}
-	root, err := revfs.NewRoot(plainDir, c.Params, masterKey, revfs.Options{Excludes: rev.excludes, ForceOwner: m.forceOwner, OneFileSystem: rev.oneFS, Logger: logger})
-	clear(masterKey)
+	defer s.Close()
+	root, err := revfs.NewRoot(s, revfs.Options{Excludes: rev.excludes, ForceOwner: m.forceOwner, OneFileSystem: rev.oneFS, Logger: logger})
 	if errors.Is(err, revfs.ErrPattern) {
 		return withCode(ExitUsage, fmt.Errorf("mount: --exclude: %w", err))
 	} else if err != nil {

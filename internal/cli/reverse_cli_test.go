@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
 	"github.com/encryptfs/encryptfs/internal/fstest"
+	"github.com/encryptfs/encryptfs/internal/config"
 )
 
 // TestReverseCommands: init --reverse, mount --reverse, copy the view, and
@@ -64,7 +64,7 @@ func TestReverseCommands(t *testing.T) {
 	newPF := writePassfile(t, "new")
 	run(t, "", "passwd", "--reverse", "--passfile", newPF, "--new-passfile", newPF, plain).want(t, ExitWrongPassword)
 	run(t, "", "passwd", "--reverse", "--passfile", pf, "--new-passfile", newPF, plain).want(t, 0)
-	if _, err := os.Stat(filepath.Join(plain, revfs.ConfigName+".bak")); err == nil {
+	if _, err := os.Stat(filepath.Join(plain, config.ReverseFileName+".bak")); err == nil {
 		t.Fatal("passwd left a backup in PLAINDIR (it would show in the view)")
 	}
 	run(t, "", "mount", "--reverse", "--passfile", pf, plain, view).want(t, ExitWrongPassword)

@@ -16,6 +16,12 @@ import (
 // FileName is the config's name in CIPHERDIR (and in PLAINDIR in reverse mode).
 const FileName = "encryptfs.conf"
 
+// ReverseFileName is the reverse-mode config's name in PLAINDIR
+// (docs/reverse.md). The reverse view hides it and shows its bytes in the
+// view's root as encryptfs.conf, so that a copy of the view opens as a
+// forward vault with the same password.
+const ReverseFileName = ".encryptfs.reverse.conf"
+
 // BackupName is where passwd of encryptfs 0.1.0 kept the previous config.
 // passwd no longer writes it (a copy of the old config inside a synced
 // CIPHERDIR keeps the old password working forever); fsck still knows the

@@ -19,7 +19,9 @@ import (
 	"sync/atomic"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 )
@@ -47,6 +49,7 @@ type Options struct {
 type Root struct {
 	node
 	tree   *tree.Tree
+	engine *core.Engine
 	rootfd int
 	opts   Options
 	euid   int // the daemon's uid: 0 means we chown new entries to the caller
@@ -56,10 +59,12 @@ type Root struct {
 	logged loggedSet
 }
 
-// NewRoot opens CIPHERDIR and reads its directory ID. Close releases it
-// after the filesystem is unmounted.
-func NewRoot(cipherDir string, t *tree.Tree, opts Options) (*Root, error) {
-	fd, err := backing.OpenRoot(cipherDir)
+// NewRoot opens the CIPHERDIR of session s and reads its directory ID.
+// Close releases it after the filesystem is unmounted; s stays the
+// caller's to close after that.
+func NewRoot(s *session.Session, opts Options) (*Root, error) {
+	t := s.Tree()
+	fd, err := backing.OpenRoot(s.Dir())
 	if err != nil {
 		return nil, err
 	}
@@ -68,11 +73,11 @@ func NewRoot(cipherDir string, t *tree.Tree, opts Options) (*Root, error) {
 		backing.Close(fd)
 		return nil, err
 	}
-	r := &Root{tree: t, rootfd: fd, opts: opts, euid: os.Geteuid()}
+	r := &Root{tree: t, engine: s.Engine(), rootfd: fd, opts: opts, euid: os.Geteuid()}
 	r.node.r = r
 	r.node.dirID = id
 	r.node.fd = fd // never closed by OnForget: the root is never forgotten
-	r.files.init(t.Engine())
+	r.files.init(s.Engine())
 	return r, nil
 }
 

@@ -211,7 +211,7 @@ func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, what func() string) {
 				return
 			}
 		}
-		size, err := r.tree.Engine().Suite().PlainSize(st.Size)
+		size, err := r.engine.Suite().PlainSize(st.Size)
 		if err != nil {
 			r.errno(err, "stat", what())
 			size = 0

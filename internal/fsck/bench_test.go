@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/vault"
 )
 
@@ -33,7 +32,7 @@ func BenchmarkCheck(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr, err := tree.New(c.Params, master, core.DefaultOptions())
+	s, err := session.New(dir, c.Params, master, session.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +48,7 @@ func BenchmarkCheck(b *testing.B) {
 				if salvage {
 					opts.Salvage = filepath.Join(b.TempDir(), "out")
 				}
-				rep, err := Check(context.Background(), tr, dir, opts)
+				rep, err := Check(context.Background(), s, opts)
 				if err != nil || !rep.Clean {
 					b.Fatal(err, rep)
 				}

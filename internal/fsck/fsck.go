@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/session"
 )
 
 // Kind classifies a problem. The strings are part of the --json output.
@@ -156,30 +156,31 @@ var ErrSalvageDir = errors.New("fsck: unusable salvage directory")
 // directory.
 const SalvageReportName = ".encryptfs-salvage-report.txt"
 
-// Check walks the whole vault in cipherDir with the keys in t and reports
-// every problem. Problems of the vault are in the Report; the error is for
+// Check walks the whole vault of session s (its directory, with its name
+// tree and engine) and reports every problem. Problems of the vault are in the Report; the error is for
 // failures that stop the walk (CIPHERDIR unreadable, salvage directory
 // unusable, ctx cancelled; then the partial Report is returned too).
-func Check(ctx context.Context, t *tree.Tree, cipherDir string, opts Options) (*Report, error) {
+func Check(ctx context.Context, s *session.Session, opts Options) (*Report, error) {
+	cipherDir := s.Dir()
 	rootfd, err := backing.OpenRoot(cipherDir)
 	if err != nil {
 		return nil, err
 	}
 	defer backing.Close(rootfd)
 	w := &walker{
-		ctx: ctx, t: t, eng: t.Engine(),
+		ctx: ctx, t: s.Tree(), eng: s.Engine(),
 		rep:      &Report{CipherDir: cipherDir, Salvage: opts.Salvage},
 		progress: opts.Progress,
 		seen:     make(map[inodeKey]string),
 		start:    time.Now(),
 	}
 	if opts.Salvage != "" {
-		s, err := newSalvager(cipherDir, opts.Salvage)
+		salv, err := newSalvager(cipherDir, opts.Salvage)
 		if err != nil {
 			return nil, err
 		}
-		defer s.close()
-		w.salv = s
+		defer salv.close()
+		w.salv = salv
 	}
 	if w.progress != nil {
 		w.prog.TotalFiles, w.prog.TotalBytes = w.prescan(rootfd)

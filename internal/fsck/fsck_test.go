@@ -506,7 +506,7 @@ func checkSalvage(t *testing.T, fx *fixture, dest string, c corruption) {
 func TestCheckRefusesSalvageInsideVault(t *testing.T) {
 	fx := newFixture(t)
 	for _, dest := range []string{fx.dir, filepath.Join(fx.dir, "x"), filepath.Dir(fx.dir)} {
-		_, err := Check(context.Background(), fx.tree, fx.dir, Options{Salvage: dest})
+		_, err := Check(context.Background(), fx.sess, Options{Salvage: dest})
 		if !errors.Is(err, ErrSalvageDir) {
 			t.Errorf("salvage into %s: %v", dest, err)
 		}
@@ -520,7 +520,7 @@ func TestCheckCancelled(t *testing.T) {
 	fx := newFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	rep, err := Check(ctx, fx.tree, fx.dir, Options{})
+	rep, err := Check(ctx, fx.sess, Options{})
 	if !errors.Is(err, context.Canceled) || rep == nil || rep.Clean || !rep.Interrupted {
 		t.Fatalf("cancelled check: %v, %+v", err, rep)
 	}

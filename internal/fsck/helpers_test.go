@@ -13,7 +13,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/vault"
 	"golang.org/x/sys/unix"
@@ -55,6 +55,7 @@ func testData(seed uint64, n int) []byte {
 type fixture struct {
 	dir    string
 	tree   *tree.Tree
+	sess   *session.Session
 	master []byte
 	// files maps plaintext paths of regular files to their content.
 	files map[string][]byte
@@ -112,8 +113,9 @@ func newFixtureCipher(t *testing.T, cipher string) *fixture {
 	c, err := config.Load(dir)
 	must(err)
 	fx.master = master
-	fx.tree, err = tree.New(c.Params, master, core.DefaultOptions())
+	fx.sess, err = session.New(dir, c.Params, master, session.Options{})
 	must(err)
+	fx.tree = fx.sess.Tree()
 	return fx
 }
 
@@ -158,7 +160,7 @@ func (fx *fixture) abs(t *testing.T, plain string) string {
 // check runs Check on the fixture.
 func (fx *fixture) check(t *testing.T, opts Options) *Report {
 	t.Helper()
-	rep, err := Check(context.Background(), fx.tree, fx.dir, opts)
+	rep, err := Check(context.Background(), fx.sess, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,7 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/session"
 )
 
 func TestProblemLine(t *testing.T) {
@@ -79,9 +78,10 @@ func TestHintEditedParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Params.ChunkSize = 2 * chunk
-	if fx.tree, err = tree.New(c.Params, fx.master, core.DefaultOptions()); err != nil {
+	if fx.sess, err = session.New(fx.dir, c.Params, fx.master, session.Options{}); err != nil {
 		t.Fatal(err)
 	}
+	fx.tree = fx.sess.Tree()
 	rep := fx.check(t, Options{})
 	if len(rep.Hints) != 1 || !strings.Contains(rep.Hints[0], "ChunkSize") {
 		t.Fatalf("hints %q\n%s", rep.Hints, dump(rep))

@@ -135,7 +135,7 @@ func TestFullDisk(t *testing.T) {
 	}
 
 	must(t, v.srv.Unmount())
-	rep, err := fsck.Check(context.Background(), v.tree, small, fsck.Options{})
+	rep, err := fsck.Check(context.Background(), v.session(t), fsck.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

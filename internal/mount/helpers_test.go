@@ -11,8 +11,8 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/fstest"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -66,17 +66,35 @@ type testVault struct {
 	tree        *tree.Tree
 }
 
+// testParams and testMasterKey are the parameters and key of every test
+// vault (no config file: the sessions are built from them directly).
+var (
+	testParams    = config.Params{FormatVersion: 1, Cipher: "aes-256-gcm", ChunkSize: 4096}
+	testMasterKey = bytes.Repeat([]byte{9}, 32)
+)
+
+// session returns a session of the vault in v.cipher, closed in
+// t.Cleanup.
+func (v *testVault) session(t testing.TB) *session.Session {
+	t.Helper()
+	s, err := session.New(v.cipher, testParams, testMasterKey, session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // newVault creates a vault in a temp dir and mounts it; it is unmounted
 // in t.Cleanup, even if the test fails.
 func newVault(t testing.TB, mod func(*Options)) *testVault {
 	t.Helper()
 	fstest.RequireFUSE(t)
-	p := config.Params{FormatVersion: 1, Cipher: "aes-256-gcm", ChunkSize: 4096}
-	tr, err := tree.New(p, bytes.Repeat([]byte{9}, 32), core.DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
 	cipher, mnt := t.TempDir(), t.TempDir()
+	v := &testVault{cipher: cipher, mnt: mnt, log: &syncWriter{buf: &bytes.Buffer{}}}
+	s := v.session(t)
+	tr := s.Tree()
+	v.tree = tr
 	fd, err := backing.OpenRoot(cipher)
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +103,7 @@ func newVault(t testing.TB, mod func(*Options)) *testVault {
 		t.Fatal(err)
 	}
 	backing.Close(fd)
-	v := &testVault{cipher: cipher, mnt: mnt, log: &syncWriter{buf: &bytes.Buffer{}}, tree: tr}
-	opts := Options{CipherDir: cipher, MountPoint: mnt, Tree: tr, Logger: log.New(v.log, "", 0)}
+	opts := Options{Session: s, MountPoint: mnt, Logger: log.New(v.log, "", 0)}
 	if mod != nil {
 		mod(&opts)
 	}

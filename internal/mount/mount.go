@@ -13,29 +13,29 @@ import (
 
 	encfs "github.com/encryptfs/encryptfs/internal/fs"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/session"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // Options describes one mount.
 type Options struct {
-	CipherDir, MountPoint string
-	Tree                  *tree.Tree
-	ReadOnly              bool
-	AllowOther            bool              // other users may access the mount (permissions are then checked by the kernel: default_permissions)
-	SharedStorage         bool              // CIPHERDIR may change behind our back: no kernel caching
-	ShowUndecryptable     bool              // list entries whose names do not decrypt (see fs.Options)
-	ForceOwner            *fuseserver.Owner // shown as the owner of every entry; nil: the real owners
-	Debug                 bool              // log every FUSE request and reply to Logger
-	Idle                  time.Duration     // unmount after this long without requests and open files; 0: never
-	FsName                string            // shown in /proc/mounts; default CipherDir
-	ExtraOptions          []string          // more -o options for the kernel
-	Logger                *log.Logger       // diagnostics; nil discards them
+	Session           *session.Session // the unlocked vault; its Dir is CIPHERDIR
+	MountPoint        string
+	ReadOnly          bool
+	AllowOther        bool              // other users may access the mount (permissions are then checked by the kernel: default_permissions)
+	SharedStorage     bool              // CIPHERDIR may change behind our back: no kernel caching
+	ShowUndecryptable bool              // list entries whose names do not decrypt (see fs.Options)
+	ForceOwner        *fuseserver.Owner // shown as the owner of every entry; nil: the real owners
+	Debug             bool              // log every FUSE request and reply to Logger
+	Idle              time.Duration     // unmount after this long without requests and open files; 0: never
+	FsName            string            // shown in /proc/mounts; default Session.Dir()
+	ExtraOptions      []string          // more -o options for the kernel
+	Logger            *log.Logger       // diagnostics; nil discards them
 }
 
-// ErrNoTree is returned when Options.Tree is nil.
-var ErrNoTree = errors.New("mount: no tree")
+// ErrNoSession is returned when Options.Session is nil.
+var ErrNoSession = errors.New("mount: no session")
 
 // Timeouts of the kernel's entry, attribute and negative-lookup caches.
 // We are normally the only writer of CIPHERDIR, and every change made
@@ -65,10 +65,10 @@ type Server struct {
 
 // Mount mounts the vault and returns once the kernel has the mount ready.
 func Mount(opts Options) (*Server, error) {
-	if opts.Tree == nil {
-		return nil, ErrNoTree
+	if opts.Session == nil {
+		return nil, ErrNoSession
 	}
-	root, err := encfs.NewRoot(opts.CipherDir, opts.Tree, encfs.Options{
+	root, err := encfs.NewRoot(opts.Session, encfs.Options{
 		SharedStorage:     opts.SharedStorage,
 		ShowUndecryptable: opts.ShowUndecryptable,
 		ForceOwner:        opts.ForceOwner,
@@ -83,7 +83,7 @@ func Mount(opts Options) (*Server, error) {
 	}
 	fsName := opts.FsName
 	if fsName == "" {
-		fsName = opts.CipherDir
+		fsName = opts.Session.Dir()
 	}
 	// Permission checks: with AllowOther other users reach the mount, and the
 	// kernel must check every access against the modes (default_permissions).

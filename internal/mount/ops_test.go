@@ -28,7 +28,7 @@ func remount(t *testing.T, v *testVault) { remountWith(t, v, nil) }
 func remountWith(t *testing.T, v *testVault, mod func(*Options)) {
 	t.Helper()
 	must(t, v.srv.Unmount())
-	opts := Options{CipherDir: v.cipher, MountPoint: v.mnt, Tree: v.tree, Logger: v.srv.opts.Logger}
+	opts := Options{Session: v.session(t), MountPoint: v.mnt, Logger: v.srv.opts.Logger}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -146,7 +146,7 @@ func TestTamper(t *testing.T) {
 			must(t, os.Symlink(string(tampered), p))
 		}
 	}
-	srv, err := Mount(Options{CipherDir: v.cipher, MountPoint: v.mnt, Tree: v.tree, Logger: v.srv.opts.Logger})
+	srv, err := Mount(Options{Session: v.session(t), MountPoint: v.mnt, Logger: v.srv.opts.Logger})
 	must(t, err)
 	v.srv = srv
 	for range 2 {

@@ -45,7 +45,7 @@ func TestReadOnly(t *testing.T) {
 	v := newVault(t, nil)
 	must(t, os.WriteFile(filepath.Join(v.mnt, "f"), []byte("data"), 0o644))
 	must(t, v.srv.Unmount())
-	srv, err := Mount(Options{CipherDir: v.cipher, MountPoint: v.mnt, Tree: v.tree, ReadOnly: true})
+	srv, err := Mount(Options{Session: v.session(t), MountPoint: v.mnt, ReadOnly: true})
 	must(t, err)
 	v.srv = srv
 	if b, err := os.ReadFile(filepath.Join(v.mnt, "f")); err != nil || string(b) != "data" {

@@ -15,15 +15,12 @@
 package tree
 
 import (
-	"crypto/rand"
+	cryptorand "crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
@@ -34,65 +31,42 @@ import (
 var (
 	// ErrCorruptDir: a directory's encryptfs.dirid is missing or malformed.
 	ErrCorruptDir = errors.New("tree: directory ID file missing or corrupt")
-	// ErrReverse: the vault is a reverse-mode vault; forward mode refuses it.
+	// ErrReverse: the vault is a reverse-mode vault; forward mode refuses
+	// it (internal/session checks, as session.ErrReverse).
 	ErrReverse = errors.New("tree: vault is a reverse-mode vault")
 )
 
-// Tree holds the vault's keys and ciphers. It is safe for concurrent use and
-// keeps no file descriptors: every method takes the directory fd to act in.
+// Tree holds the vault's name, symlink and xattr ciphers. It is safe for
+// concurrent use and keeps no file descriptors: every method takes the
+// directory fd to act in. The keys it is built from belong to the caller
+// (internal/session), which wipes them.
 type Tree struct {
-	keys   *keys.Keys
-	engine *core.Engine
 	names  *names.Cipher
 	links  *meta.Symlinks
 	xattrs *meta.Xattrs
 	rand   io.Reader
 }
 
-// New derives the subkeys from masterKey and builds every cipher of the
-// vault described by p. opts.Rand (nil: crypto/rand) also supplies directory
-// IDs and the nonces of symlinks and xattr values.
-func New(p config.Params, masterKey []byte, opts core.Options) (*Tree, error) {
-	if p.Reverse {
-		return nil, ErrReverse
-	}
-	k, err := keys.Derive(masterKey)
-	if err != nil {
-		return nil, err
-	}
-	t := &Tree{keys: k, rand: opts.Rand}
+// New builds the name, symlink and xattr ciphers from the vault's derived
+// subkeys k. rand (nil: crypto/rand) supplies directory IDs and the nonces
+// of symlinks and xattr values.
+func New(k *keys.Keys, rand io.Reader) (*Tree, error) {
+	t := &Tree{rand: rand}
 	if t.rand == nil {
-		t.rand = rand.Reader
+		t.rand = cryptorand.Reader
 	}
-	suite, err := content.NewSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
-	if err != nil {
-		k.Wipe()
-		return nil, fmt.Errorf("tree: content suite: %w", err)
-	}
-	t.engine = core.NewEngine(suite, opts)
+	var err error
 	if t.names, err = names.New(k.Names); err != nil {
-		k.Wipe()
 		return nil, fmt.Errorf("tree: names: %w", err)
 	}
 	if t.links, err = meta.NewSymlinks(k.Symlinks); err != nil {
-		k.Wipe()
 		return nil, fmt.Errorf("tree: symlinks: %w", err)
 	}
 	if t.xattrs, err = meta.NewXattrs(k.XattrNames, k.XattrValues); err != nil {
-		k.Wipe()
 		return nil, fmt.Errorf("tree: xattrs: %w", err)
 	}
 	return t, nil
 }
-
-// Engine returns the content engine: open regular files with
-// Engine().Open on a backing fd.
-func (t *Tree) Engine() *core.Engine { return t.engine }
-
-// Wipe overwrites the tree's copies of the subkeys. The ciphers built from
-// them keep their own key schedules until garbage collected; Wipe is a
-// best effort at unmount time, not a guarantee.
-func (t *Tree) Wipe() { t.keys.Wipe() }
 
 // NewDirID returns a fresh random directory ID.
 func (t *Tree) NewDirID() ([]byte, error) {

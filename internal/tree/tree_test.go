@@ -10,8 +10,7 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"golang.org/x/sys/unix"
@@ -20,8 +19,11 @@ import (
 // newTestTree returns a tree over a fresh vault root and the root's fd and ID.
 func newTestTree(t *testing.T) (*Tree, string, int, []byte) {
 	t.Helper()
-	p := config.Params{FormatVersion: 1, Cipher: "aes-256-gcm", ChunkSize: 4096}
-	tr, err := New(p, bytes.Repeat([]byte{7}, 32), core.Options{})
+	k, err := keys.Derive(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := New(k, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

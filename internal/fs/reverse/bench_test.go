@@ -31,7 +31,7 @@ func BenchmarkRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	master := make([]byte, 32)
-	r, err := NewRoot(plain, config.NewParams(string(content.AES256SIV), content.DefaultChunkSize, k), master, Options{})
+	r, err := newRoot(b, plain, config.NewParams(string(content.AES256SIV), content.DefaultChunkSize, k), master, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,24 +24,25 @@ import (
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	rev "github.com/encryptfs/encryptfs/internal/crypto/reverse"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
+	"github.com/encryptfs/encryptfs/internal/session"
 	fusefs "github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 )
 
-// ConfigName is the reverse config's name in PLAINDIR. The view hides it
-// and shows its bytes in the view's root as encryptfs.conf, so that a copy
-// of the view opens as a forward vault with the same password.
-const ConfigName = ".encryptfs.reverse.conf"
+// ConfigName is the reverse config's name in PLAINDIR
+// (config.ReverseFileName). The view hides it and shows its bytes in the
+// view's root as encryptfs.conf, so that a copy of the view opens as a
+// forward vault with the same password.
+const ConfigName = config.ReverseFileName
 
 // Errors.
 var (
 	// ErrCipher: reverse mode needs aes-256-siv (derived nonces repeat).
-	ErrCipher = errors.New("reverse: the config's cipher is not aes-256-siv")
+	ErrCipher = session.ErrReverseCipher
 	// ErrPattern: an --exclude pattern is malformed.
 	ErrPattern = errors.New("reverse: bad exclude pattern")
 )
@@ -81,37 +82,21 @@ type Root struct {
 	engine   *core.Engine // seals file contents (core.ReverseFile)
 }
 
-// NewRoot opens plainDir, reads its reverse config bytes (shown as
-// encryptfs.conf) and builds the ciphers from masterKey and p. Close
-// releases it after the filesystem is unmounted.
-func NewRoot(plainDir string, p config.Params, masterKey []byte, o Options) (*Root, error) {
-	if content.Algorithm(p.Cipher) != content.AES256SIV {
-		return nil, fmt.Errorf("%w (it is %q)", ErrCipher, p.Cipher)
-	}
+// NewRoot opens the PLAINDIR of the reverse session s, reads its reverse
+// config bytes (shown as encryptfs.conf) and takes the ciphers from s.
+// Close releases it after the filesystem is unmounted.
+func NewRoot(s *session.Reverse, o Options) (*Root, error) {
 	for _, pat := range o.Excludes {
 		if _, err := path.Match(pat, ""); err != nil || pat == "" {
 			return nil, fmt.Errorf("%w: %q", ErrPattern, pat)
 		}
 	}
-	k, err := keys.Derive(masterKey)
-	if err != nil {
-		return nil, err
+	r := &Root{
+		suite: s.Suite(), names: s.Names(), links: s.Symlinks(), derive: s.Deriver(),
+		excludes: append([]string(nil), o.Excludes...), owner: o.ForceOwner, oneFS: o.OneFileSystem, logger: o.Logger,
 	}
-	defer k.Wipe() // every cipher below keeps its own copy
-	r := &Root{excludes: append([]string(nil), o.Excludes...), owner: o.ForceOwner, oneFS: o.OneFileSystem, logger: o.Logger}
-	if r.suite, err = content.NewSuite(content.AES256SIV, p.ChunkSize, k.Contents, k.HeaderMAC); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
-	}
-	if r.names, err = names.New(k.Names); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
-	}
-	if r.links, err = meta.NewSymlinks(k.Symlinks); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
-	}
-	if r.derive, err = rev.New(k.Reverse); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
-	}
-	if r.rootfd, err = backing.OpenRoot(plainDir); err != nil {
+	var err error
+	if r.rootfd, err = backing.OpenRoot(s.Dir()); err != nil {
 		return nil, err
 	}
 	if r.config, err = backing.ReadFileAt(r.rootfd, ConfigName, config.MaxFileSize); err != nil {
@@ -146,10 +131,9 @@ func engineOptions() core.Options {
 	return opts
 }
 
-// Close closes the PLAINDIR fd and wipes the reverse key. Call it after
-// the server has exited.
+// Close closes the PLAINDIR fd. Call it after the server has exited; the
+// session's Close wipes the reverse key.
 func (r *Root) Close() error {
-	r.derive.Wipe()
 	return backing.Close(r.rootfd)
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/fstest"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/sys/unix"
 )
 
@@ -103,6 +104,18 @@ func initPlain(t *testing.T, plain string) (*config.Config, []byte) {
 	return c, master
 }
 
+// newRoot builds the reverse session of plainDir from p and master and
+// the view's Root over it; the session is closed in t.Cleanup.
+func newRoot(t testing.TB, plainDir string, p config.Params, master []byte, o Options) (*Root, error) {
+	t.Helper()
+	s, err := session.NewReverse(plainDir, p, master)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { s.Close() })
+	return NewRoot(s, o)
+}
+
 // mountView mounts the reverse view of plain on a new temp dir; it is
 // unmounted in t.Cleanup even if the test fails. unmount can also be called
 // earlier (a second call does nothing).
@@ -112,7 +125,7 @@ func mountView(t *testing.T, plain string, c *config.Config, master []byte, o Op
 	mnt = t.TempDir()
 	logs := &syncBuffer{}
 	o.Logger = log.New(logs, "", 0)
-	root, err := NewRoot(plain, c.Params, master, o)
+	root, err := newRoot(t, plain, c.Params, master, o)
 	if err != nil {
 		t.Fatal(err)
 	}

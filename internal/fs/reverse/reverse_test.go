@@ -12,13 +12,12 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/mount"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/vault"
 	"golang.org/x/sys/unix"
 )
@@ -81,11 +80,12 @@ func TestCopyIsForwardVault(t *testing.T) {
 		checkVault(t, v, plain)
 	})
 	t.Run("fsck", func(t *testing.T) {
-		tr, err := tree.New(c.Params, master, core.DefaultOptions())
+		s, err := session.New(rsynced, c.Params, master, session.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := fsck.Check(context.Background(), tr, rsynced, fsck.Options{})
+		defer s.Close()
+		rep, err := fsck.Check(context.Background(), s, fsck.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,11 +95,12 @@ func TestCopyIsForwardVault(t *testing.T) {
 	})
 	t.Run("forward mount", func(t *testing.T) {
 		fwd := t.TempDir()
-		tr, err := tree.New(c.Params, master, core.DefaultOptions())
+		s, err := session.New(copied, c.Params, master, session.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv, err := mount.Mount(mount.Options{CipherDir: copied, MountPoint: fwd, Tree: tr, ReadOnly: true})
+		t.Cleanup(func() { s.Close() })
+		srv, err := mount.Mount(mount.Options{Session: s, MountPoint: fwd, ReadOnly: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +233,7 @@ func viewPath(t *testing.T, c *config.Config, master []byte, name string) string
 	t.Helper()
 	plain := t.TempDir()
 	os.WriteFile(filepath.Join(plain, ConfigName), []byte("{}"), 0o400)
-	r, err := NewRoot(plain, c.Params, master, Options{})
+	r, err := newRoot(t, plain, c.Params, master, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +346,7 @@ func TestNewRootChecks(t *testing.T) {
 		{"no config", empty, siv, nil, fs.ErrNotExist},
 		{"ok", withConf, siv, []string{"*.tmp", "a/b"}, nil},
 	} {
-		r, err := NewRoot(tc.dir, tc.p, master, Options{Excludes: tc.exclude})
+		r, err := newRoot(t, tc.dir, tc.p, master, Options{Excludes: tc.exclude})
 		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("%s: %v, want %v", tc.what, err, tc.want)
 		}

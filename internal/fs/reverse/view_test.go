@@ -22,7 +22,7 @@ func newTestRoot(t *testing.T, plain string, excludes ...string) *Root {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRoot(plain, config.NewParams(string(content.AES256SIV), testChunk, k), make([]byte, 32), Options{Excludes: excludes})
+	r, err := newRoot(t, plain, config.NewParams(string(content.AES256SIV), testChunk, k), make([]byte, 32), Options{Excludes: excludes})
 	if err != nil {
 		t.Fatal(err)
 	}

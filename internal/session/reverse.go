@@ -1,0 +1,108 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/crypto/meta"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	rev "github.com/encryptfs/encryptfs/internal/crypto/reverse"
+)
+
+// ErrReverseCipher: reverse mode needs aes-256-siv (derived nonces repeat
+// for identical chunks, and only a misuse-resistant cipher stays secure
+// then).
+var ErrReverseCipher = errors.New("reverse: the config's cipher is not aes-256-siv")
+
+// Reverse is an unlocked reverse-mode config: the ciphers the reverse view
+// of PLAINDIR computes its encrypted names, contents and symlink targets
+// with (docs/reverse.md). The subkeys themselves are wiped as soon as the
+// ciphers are built; Close wipes the reverse key the deriver keeps.
+type Reverse struct {
+	dir    string
+	params config.Params
+	suite  *content.Suite
+	names  *names.Cipher
+	links  *meta.Symlinks
+	derive *rev.Deriver
+}
+
+// NewReverse builds the reverse session of PLAINDIR plainDir with
+// parameters p (whose cipher must be aes-256-siv) from its master key,
+// which stays the caller's to clear. It reads nothing from plainDir.
+func NewReverse(plainDir string, p config.Params, masterKey []byte) (*Reverse, error) {
+	if content.Algorithm(p.Cipher) != content.AES256SIV {
+		return nil, fmt.Errorf("%w (it is %q)", ErrReverseCipher, p.Cipher)
+	}
+	k, err := keys.Derive(masterKey)
+	if err != nil {
+		return nil, err
+	}
+	defer k.Wipe() // every cipher below keeps its own copy
+	r := &Reverse{dir: plainDir, params: p}
+	if r.suite, err = content.NewSuite(content.AES256SIV, p.ChunkSize, k.Contents, k.HeaderMAC); err != nil {
+		return nil, fmt.Errorf("reverse: %w", err)
+	}
+	if r.names, err = names.New(k.Names); err != nil {
+		return nil, fmt.Errorf("reverse: %w", err)
+	}
+	if r.links, err = meta.NewSymlinks(k.Symlinks); err != nil {
+		return nil, fmt.Errorf("reverse: %w", err)
+	}
+	if r.derive, err = rev.New(k.Reverse); err != nil {
+		return nil, fmt.Errorf("reverse: %w", err)
+	}
+	return r, nil
+}
+
+// OpenReverse unlocks PLAINDIR's reverse config (config.ReverseFileName)
+// with password.
+func OpenReverse(plainDir string, password []byte, o Options) (*Reverse, error) {
+	c, err := o.loadConfig(plainDir, config.ReverseFileName)
+	if err != nil {
+		return nil, err
+	}
+	master, err := c.Unlock(password)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(master)
+	return NewReverse(plainDir, c.Params, master)
+}
+
+// OpenReverseWithMasterKey opens PLAINDIR's reverse config with its master
+// key. A PLAINDIR has no encrypted names to check the key against.
+func OpenReverseWithMasterKey(plainDir string, masterKey []byte, o Options) (*Reverse, error) {
+	c, err := o.loadConfig(plainDir, config.ReverseFileName)
+	if err != nil {
+		return nil, err
+	}
+	return NewReverse(plainDir, c.Params, masterKey)
+}
+
+// Dir returns PLAINDIR.
+func (r *Reverse) Dir() string { return r.dir }
+
+// Params returns the reverse config's parameters.
+func (r *Reverse) Params() config.Params { return r.params }
+
+// Suite returns the content suite (aes-256-siv).
+func (r *Reverse) Suite() *content.Suite { return r.suite }
+
+// Names returns the name cipher.
+func (r *Reverse) Names() *names.Cipher { return r.names }
+
+// Symlinks returns the symlink target cipher.
+func (r *Reverse) Symlinks() *meta.Symlinks { return r.links }
+
+// Deriver returns the derivation of directory IDs, file IDs and nonces.
+func (r *Reverse) Deriver() *rev.Deriver { return r.derive }
+
+// Close wipes the reverse key. Call it after the view is unmounted.
+func (r *Reverse) Close() error {
+	r.derive.Wipe()
+	return nil
+}

@@ -1,0 +1,176 @@
+// Package session is the unlocked vault: the one place where a vault's
+// config is unlocked, its subkeys derived and its content engine and name
+// tree built. Every door into a vault goes through it: the forward mount
+// (internal/mount, internal/fs), the reverse view (internal/fs/reverse,
+// through Reverse), fsck, the public vault package and, through those, the
+// CLI. A Session owns the derived keys and wipes them on Close.
+package session
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/tree"
+)
+
+// Errors of the session layer.
+var (
+	// ErrReverse: the vault is a reverse-mode vault; forward mode refuses it.
+	ErrReverse = tree.ErrReverse
+	// ErrWrongMasterKey: no name in the vault's root decrypts with the
+	// master key given (see CheckMasterKey).
+	ErrWrongMasterKey = fault.New(fault.WrongPassword, "session: wrong master key: no file name in the vault's root decrypts with it")
+	// ErrMasterKey: a master key of the wrong size.
+	ErrMasterKey = keys.ErrMasterKey
+)
+
+// Options configure how a vault is unlocked and served. The zero value
+// gives the defaults.
+type Options struct {
+	// Rand supplies file IDs, chunk nonces, directory IDs and the nonces
+	// of symlinks and xattr values; nil means crypto/rand. Tests inject a
+	// deterministic reader.
+	Rand io.Reader
+	// Engine are the content engine's options; nil: core.DefaultOptions.
+	// Rand above, if set, replaces Engine.Rand.
+	Engine *core.Options
+	// MaxKDFMemoryKiB bounds the Argon2id memory unlocking with a password
+	// may take (config.LimitKDFMemory); 0: no bound beyond kdf's own.
+	MaxKDFMemoryKiB uint64
+	// Config is the vault's config when the caller has already loaded it
+	// (the CLI does, to tell a missing vault from a corrupt config before
+	// asking for the password); nil: Open and OpenWithMasterKey load it.
+	Config *config.Config
+}
+
+func (o Options) engineOptions() core.Options {
+	eo := core.DefaultOptions()
+	if o.Engine != nil {
+		eo = *o.Engine
+	}
+	if o.Rand != nil {
+		eo.Rand = o.Rand
+	}
+	if eo.Rand == nil {
+		eo.Rand = rand.Reader
+	}
+	return eo
+}
+
+// Session is an unlocked forward-mode vault: its directory, parameters,
+// subkeys, content engine and name tree. It is safe for concurrent use.
+type Session struct {
+	dir    string
+	params config.Params
+	engine *core.Engine
+	tree   *tree.Tree
+
+	mu   sync.Mutex
+	keys *keys.Keys // nil after Close
+}
+
+// New builds the session of the vault in dir with parameters p from its
+// master key. It reads nothing from dir: Open and OpenWithMasterKey load
+// the config, tests build sessions of vaults they make themselves.
+// masterKey stays the caller's to clear.
+func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, error) {
+	if p.Reverse {
+		return nil, ErrReverse
+	}
+	k, err := keys.Derive(masterKey)
+	if err != nil {
+		return nil, err
+	}
+	suite, err := content.NewSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
+	if err != nil {
+		k.Wipe()
+		return nil, fmt.Errorf("session: content suite: %w", err)
+	}
+	eo := o.engineOptions()
+	t, err := tree.New(k, eo.Rand)
+	if err != nil {
+		k.Wipe()
+		return nil, err
+	}
+	return &Session{dir: dir, params: p, engine: core.NewEngine(suite, eo), tree: t, keys: k}, nil
+}
+
+// loadConfig returns o.Config or loads dir's config, with the KDF memory
+// bound of o applied.
+func (o Options) loadConfig(dir, name string) (*config.Config, error) {
+	c := o.Config
+	if c == nil {
+		var err error
+		if c, err = config.LoadFile(dir, name); err != nil {
+			return nil, err
+		}
+	}
+	if o.MaxKDFMemoryKiB > 0 {
+		c.LimitKDFMemory(o.MaxKDFMemoryKiB)
+	}
+	return c, nil
+}
+
+// Open unlocks the vault in dir with password (config.ErrWrongPassword if
+// it does not unwrap the master key).
+func Open(dir string, password []byte, o Options) (*Session, error) {
+	c, err := o.loadConfig(dir, config.FileName)
+	if err != nil {
+		return nil, err
+	}
+	master, err := c.Unlock(password)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(master)
+	return New(dir, c.Params, master, o)
+}
+
+// OpenWithMasterKey opens the vault in dir with its master key (for a
+// forgotten password). A wrong key is not noticed here; CheckMasterKey
+// tells, where the vault has a name to try it on.
+//
+// Without the password the config's Params are not authenticated, so they
+// are taken as they stand; an attacker's edit can only make reads fail,
+// never return wrong plaintext or weaken what is written (docs/format.md
+// §3, "The master-key paths").
+func OpenWithMasterKey(dir string, masterKey []byte, o Options) (*Session, error) {
+	c, err := o.loadConfig(dir, config.FileName)
+	if err != nil {
+		return nil, err
+	}
+	return New(dir, c.Params, masterKey, o)
+}
+
+// Dir returns the vault's backing directory (CIPHERDIR).
+func (s *Session) Dir() string { return s.dir }
+
+// Params returns the vault's parameters.
+func (s *Session) Params() config.Params { return s.params }
+
+// Engine returns the content engine: open regular files with
+// Engine().Open on a backing fd.
+func (s *Session) Engine() *core.Engine { return s.engine }
+
+// Tree returns the name tree: names, directory IDs, symlinks, xattrs.
+func (s *Session) Tree() *tree.Tree { return s.tree }
+
+// Close overwrites the session's copies of the subkeys. The ciphers built
+// from them keep their own key schedules until garbage collected; Close is
+// a best effort at unmount time, not a guarantee. Close is idempotent.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keys != nil {
+		s.keys.Wipe()
+		s.keys = nil
+	}
+	return nil
+}
