@@ -37,7 +37,7 @@
 // re-sealed from the tail cache): the file keeps its old size, and only
 // bytes inside the failed request's range may already be new. Left open: a
 // write into a hole inside a sparse file is not reserved (reserving over
-// punched holes lost data on ext4, see writeLocked), so a full disk in the
+// punched holes lost data on ext4, see planWrite), so a full disk in the
 // middle of one can leave the chunk it tore failing authentication. Measured cost of the extra
 // fallocate: about 2% on an untar of 38k files through the mount (three
 // interleaved rounds, 10.89 s against 11.07 s median).

@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
@@ -31,6 +32,8 @@ func (r *Root) errno(err error, op, what string) syscall.Errno {
 		return syscall.EOPNOTSUPP
 	case errors.Is(err, meta.ErrTooLong):
 		return syscall.E2BIG
+	case errors.Is(err, core.ErrTooLarge):
+		return syscall.EFBIG
 	case errors.Is(err, names.ErrBadName), errors.Is(err, meta.ErrCorrupt),
 		errors.Is(err, content.ErrCorruptChunk), errors.Is(err, content.ErrBadHeader),
 		errors.Is(err, content.ErrTruncated), errors.Is(err, tree.ErrCorruptDir),

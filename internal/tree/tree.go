@@ -88,10 +88,11 @@ func New(p config.Params, masterKey []byte, opts core.Options) (*Tree, error) {
 // Engine().Open on a backing fd.
 func (t *Tree) Engine() *core.Engine { return t.engine }
 
-// Wipe overwrites the tree's copies of the subkeys. The ciphers built from
-// them keep their own key schedules until garbage collected; Wipe is a
-// best effort at unmount time, not a guarantee.
-func (t *Tree) Wipe() { t.keys.Wipe() }
+// Wipe overwrites the tree's copies of the subkeys and the content suite's
+// copies of its keys. The ciphers built from them keep their own key
+// schedules until garbage collected; Wipe is a best effort at unmount time,
+// not a guarantee.
+func (t *Tree) Wipe() { t.keys.Wipe(); t.engine.Suite().Wipe() }
 
 // NewDirID returns a fresh random directory ID.
 func (t *Tree) NewDirID() ([]byte, error) {

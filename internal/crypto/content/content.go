@@ -148,8 +148,8 @@ func (s *Suite) Wipe() {
 	s.wiped = true
 }
 
-// MaxPlainSize is the largest plaintext size whose backing file size
-// (CipherSize) fits in an int64: a whole number of chunks. Larger files are
+// MaxPlainSize is the largest whole number of chunks whose backing file
+// size (CipherSize) fits in an int64 (about 2^63 - 2^56 bytes). Larger files are
 // refused (by the engine, with an error the FUSE layer reports as EFBIG)
 // instead of letting a backing offset overflow.
 func (s *Suite) MaxPlainSize() int64 {

@@ -132,6 +132,7 @@ func NewRoot(plainDir string, p config.Params, masterKey []byte, o Options) (*Ro
 // the server has exited.
 func (r *Root) Close() error {
 	r.derive.Wipe()
+	r.suite.Wipe()
 	return backing.Close(r.rootfd)
 }
 
