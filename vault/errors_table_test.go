@@ -61,11 +61,13 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/config.ErrKDFMemory":      {config.ErrKDFMemory, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 	"internal/config.ErrNotFound":       {config.ErrNotFound, fault.NoConfig, syscall.EIO, cli.ExitCipherDir, nil},
 
-	"internal/core.ErrClosed":  {core.ErrClosed, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
-	"internal/core.ErrBusy":    {core.ErrBusy, fault.Busy, syscall.ETXTBSY, cli.ExitError, syscall.ETXTBSY},
-	"internal/core.ErrNotSIV":  {core.ErrNotSIV, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
-	"internal/core.ErrChanged": {core.ErrChanged, fault.Other, syscall.EIO, cli.ExitError, nil},
-	"internal/core.ErrInvalid": {core.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/core.ErrClosed":          {core.ErrClosed, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
+	"internal/crypto/content.ErrWiped": {content.ErrWiped, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
+	"internal/core.ErrTooLarge":        {core.ErrTooLarge, fault.FileTooBig, syscall.EFBIG, cli.ExitError, syscall.EFBIG},
+	"internal/core.ErrBusy":            {core.ErrBusy, fault.Busy, syscall.ETXTBSY, cli.ExitError, syscall.ETXTBSY},
+	"internal/core.ErrNotSIV":          {core.ErrNotSIV, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/core.ErrChanged":         {core.ErrChanged, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/core.ErrInvalid":         {core.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
 
 	"internal/crypto/content.ErrBadHeader":    {content.ErrBadHeader, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/content.ErrCorruptChunk": {content.ErrCorruptChunk, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},

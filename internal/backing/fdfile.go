@@ -10,7 +10,8 @@ import (
 )
 
 // File is an open backing file used through its raw fd: the engine's
-// Backing (ReadAt, WriteAt, Truncate, Stat, Sync, Fd). Compared with an
+// Backing (ReadAt, WriteAt, Truncate, Stat, Sync, Fd, and the optional
+// ReserveSpace, PunchHole and SeekHole of space.go). Compared with an
 // *os.File it saves, per open, the fcntl of os.NewFile and the fstat of
 // the engine's first Stat (NewFile takes the stat its caller already
 // made), and per read or write the poller's reference counting: small-file

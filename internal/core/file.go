@@ -1,12 +1,9 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sync"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
@@ -30,6 +27,12 @@ type File struct {
 	// and opening it again.
 	tail   *[]byte
 	tailOK bool
+
+	// Hole tracking of a SPARSE file (holes.go): hole is a chunk stored as
+	// a hole when holeKnown; chunks below dense are known not to be holes.
+	hole      uint64
+	holeKnown bool
+	dense     uint64
 }
 
 // Size returns the plaintext size.
@@ -130,8 +133,9 @@ func (f *File) prepareHeader(withHoles bool) error {
 	return nil
 }
 
-// clearSparse drops the SPARSE flag of an empty file (after truncate to 0),
-// narrowing the residual hole risk described in docs/format.md §5.4.
+// clearSparse drops the SPARSE flag of a file without holes (after
+// truncate to 0, or once its last hole is filled: holes.go), narrowing the
+// residual hole risk described in docs/format.md §5.4.
 func (f *File) clearSparse() error {
 	if !f.sparse() {
 		return nil
@@ -199,33 +203,6 @@ func (f *File) chunkPlain(dst []byte, i uint64) ([]byte, error) {
 	return f.openChunk(dst, *buf, i, i == last, f.sparse())
 }
 
-// reserve allocates the backing space of the byte ranges [r[0], r[1]),
-// [r[2], r[3])... (fallocate with FALLOC_FL_KEEP_SIZE) before a write that
-// grows the file or fills holes, so that a full disk (ENOSPC, EDQUOT) fails
-// the write before any byte of the file has changed. Only what the write
-// stores is reserved: holes it leaves stay holes. A backing that cannot
-// reserve (no fd, or a file system without fallocate) is written
-// unreserved; undoGrow covers it.
-func (f *File) reserve(r ...int64) error {
-	fb, ok := f.b.(fdBacking)
-	if !ok {
-		return nil
-	}
-	for k := 0; k+1 < len(r); k += 2 {
-		if r[k+1] <= r[k] {
-			continue
-		}
-		err := unix.Fallocate(int(fb.Fd()), unix.FALLOC_FL_KEEP_SIZE, r[k], r[k+1]-r[k])
-		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
-			return fmt.Errorf("core: reserve backing space: %w", err)
-		}
-		if err != nil {
-			return nil // cannot reserve here: written unreserved
-		}
-	}
-	return nil
-}
-
 // undoGrow puts a file back to its old size after a write that grew it
 // failed part way (a full disk on a backing file that could not reserve,
 // an I/O error): the backing file is cut to the old length and the old last
@@ -235,7 +212,8 @@ func (f *File) reserve(r ...int64) error {
 // ending in a chunk that fails authentication. Without the old plaintext
 // (its read failed) or if the repair fails too, it falls back to
 // afterFailedWrite.
-func (f *File) undoGrow(oldSize int64, hadHeader bool) {
+// It reports whether the file is back at its old size.
+func (f *File) undoGrow(oldSize int64, hadHeader bool) bool {
 	if oldSize == 0 {
 		keep := int64(0)
 		if hadHeader {
@@ -243,14 +221,26 @@ func (f *File) undoGrow(oldSize int64, hadHeader bool) {
 		}
 		if err := f.b.Truncate(keep); err != nil {
 			f.afterFailedWrite()
-			return
+			return false
 		}
 		f.size, f.hasHeader = 0, hadHeader
 		f.dropTail()
-		return
+		return true
 	}
 	if !f.tailOK || f.cutTo(oldSize, *f.tail) != nil {
 		f.afterFailedWrite()
+		return false
+	}
+	return true
+}
+
+// restoreHeader writes back the header h a failed write had replaced (to
+// set SPARSE), once the file is back at its old size, so that a failed
+// write leaves the flag as it was. If that fails too, SPARSE stays set:
+// the weaker, but readable, state.
+func (f *File) restoreHeader(h content.Header) {
+	if writeFullAt(f.b, f.e.suite.MarshalHeader(h), 0) == nil {
+		f.hdr = h
 	}
 }
 

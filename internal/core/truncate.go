@@ -5,8 +5,6 @@ import (
 	"io"
 	"math"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
@@ -14,6 +12,9 @@ import (
 func (f *File) Truncate(size int64) error {
 	if size < 0 {
 		return ErrInvalid
+	}
+	if size > f.e.lay.maxSize {
+		return ErrTooLarge
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -47,6 +48,7 @@ func (f *File) truncateToEmpty() error {
 	}
 	f.size = 0
 	f.dropTail()
+	f.forgetHoles(0)
 	return f.clearSparse()
 }
 
@@ -61,7 +63,17 @@ func (f *File) shrink(size int64) error {
 	if err != nil {
 		return err
 	}
-	return f.cutTo(size, plain)
+	if err := f.cutTo(size, plain); err != nil {
+		f.forgetHoles(0)
+		return err
+	}
+	// The holes past the new end are gone; maybe the last one was.
+	f.dense = min(f.dense, newLast)
+	if f.holeKnown && f.hole >= newLast {
+		f.holeKnown = false
+	}
+	f.checkHoles()
+	return nil
 }
 
 // cutTo makes the file size bytes long (size > 0, not beyond the stored
@@ -99,7 +111,7 @@ func (f *File) cutTo(size int64, last []byte) error {
 }
 
 // PunchHole zeroes [off, off+length) without changing the size, deallocating
-// whole chunks in the backing file where it can.
+// whole chunks in the backing file where it can (planPunch).
 func (f *File) PunchHole(off, length int64) error {
 	if off < 0 || length < 0 || length > math.MaxInt64-off {
 		return ErrInvalid
@@ -113,28 +125,22 @@ func (f *File) PunchHole(off, length int64) error {
 	if off >= end {
 		return nil
 	}
-	e := f.e
-	cs := int64(e.chunkSize)
-	// Whole chunks inside the range become holes, except the last chunk of the
-	// file: it keeps the size authenticated, so it is re-sealed with zeros.
-	holeFirst := uint64((off + cs - 1) / cs)
-	holeEnd := uint64(end / cs) // exclusive
-	if fileLast := f.lastIndex(); holeEnd > fileLast {
-		holeEnd = fileLast
-	}
-	if holeFirst >= holeEnd {
-		return f.writeZeros(off, end)
-	}
-	if err := f.writeZeros(off, int64(holeFirst)*cs); err != nil {
+	pp := planPunch(f.e.lay, f.size, off, end)
+	if err := f.writeZeros(pp.headFrom, pp.headTo); err != nil {
 		return err
+	}
+	if pp.holeEnd <= pp.holeFirst {
+		return nil
 	}
 	if err := f.prepareHeader(true); err != nil {
 		return err
 	}
-	if err := f.punchStored(holeFirst, holeEnd); err != nil {
+	f.forgetHoles(pp.holeFirst)
+	if err := f.punchStored(pp.holeFirst, pp.holeEnd); err != nil {
 		return err
 	}
-	return f.writeZeros(int64(holeEnd)*cs, end)
+	f.hole, f.holeKnown = pp.holeFirst, true
+	return f.writeZeros(pp.tailFrom, pp.tailTo)
 }
 
 // writeZeros re-seals [from, to) as zeros through the write path, one chunk
@@ -147,29 +153,6 @@ func (f *File) writeZeros(from, to int64) error {
 			return err
 		}
 		from += n
-	}
-	return nil
-}
-
-// punchStored turns stored chunks [first, end) into holes: deallocated with
-// fallocate when the backing is a real file, else overwritten with zeros.
-func (f *File) punchStored(first, end uint64) error {
-	e := f.e
-	start, stop := e.cipherOffset(first), e.cipherOffset(end)
-	if fb, ok := f.b.(fdBacking); ok {
-		err := unix.Fallocate(int(fb.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, start, stop-start)
-		if err == nil {
-			return nil
-		}
-		// Not supported by the backing file system: fall through to zeros.
-	}
-	for pos := start; pos < stop; {
-		n := min(stop-pos, int64(len(e.zeroStore)))
-		if err := writeFullAt(f.b, e.zeroStore[:n], pos); err != nil {
-			f.afterFailedWrite()
-			return err
-		}
-		pos += n
 	}
 	return nil
 }

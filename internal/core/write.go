@@ -12,6 +12,9 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 || int64(len(p)) > math.MaxInt64-off {
 		return 0, ErrInvalid
 	}
+	if len(p) > 0 && off+int64(len(p)) > f.e.lay.maxSize {
+		return 0, ErrTooLarge
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -30,95 +33,74 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 // (newSize >= f.size, newSize >= off+len(p), newSize > 0). With an empty p it
 // only grows the file: Truncate uses it that way. Caller holds mu for writing.
 //
-// The chunks touched by p are sealed from p directly when p covers them, and
-// from a merged copy (old plaintext, zero fill, then p) at the edges. If the
-// file grows past its old last chunk, that chunk is re-sealed with final=0,
-// zero-extended to a full chunk. Chunks strictly between the old last chunk
-// and the first touched chunk become holes. See the package comment for the
-// crash ordering.
+// planWrite decides which chunks are re-sealed, merged, reserved and left
+// as holes, and whether SPARSE is set; this executor carries the plan out in
+// the crash order of the package comment: reserve, header, the old last
+// chunk when holes separate it, then the run.
 func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	e := f.e
-	cs := int64(e.chunkSize)
 	oldSize := f.size
-
-	var first, last uint64 // chunks touched by p (for an empty p: the new last chunk)
-	if len(p) > 0 {
-		first, last = uint64(off/cs), uint64((off+int64(len(p))-1)/cs)
-	} else {
-		first = uint64((newSize - 1) / cs)
-		last = first
+	pl, err := planWrite(e.lay, oldSize, f.hasHeader, f.sparse(), off, int64(len(p)), newSize)
+	if err != nil {
+		return err
 	}
-	newLast := uint64((newSize - 1) / cs)
-	hasOld := oldSize > 0
-	oldLast := uint64(0)
-	if hasOld {
-		oldLast = f.lastIndex()
-	}
-	// The old last chunk changes its final flag and lies before p's chunks.
-	resealOld := hasOld && newLast > oldLast && oldLast < first
-	holes := first > 0 && (!hasOld || first > oldLast+1)
-
-	// A full disk must not cost the file its tail: the backing space the
-	// write needs is reserved first (see reserve), and a growing write
-	// that fails anyway is undone (see undoGrow), for which the old last
-	// chunk's plaintext must be at hand in the tail cache.
-	growing := newSize > oldSize
-	if growing && hasOld && !f.tailOK {
+	// A growing write that fails is undone (undoGrow), for which the old
+	// last chunk's plaintext must be at hand in the tail cache.
+	if pl.growing && oldSize > 0 && !f.tailOK {
 		buf := e.bufs.get(e.chunkSize)
-		if plain, err := f.chunkPlain((*buf)[:0], oldLast); err == nil {
+		if plain, err := f.chunkPlain((*buf)[:0], pl.oldLast); err == nil {
 			f.setTail(plain)
 		}
 		e.bufs.put(buf)
 	}
-	// The chunks written: [runStart, last], and the old last chunk on its
-	// own when holes separate it from them.
-	runStart := first
-	separate := resealOld && oldLast+1 < first
-	if resealOld && !separate {
-		runStart = oldLast
-	}
-	if growing {
-		// What the write stores past the backing file's end; holes it
-		// leaves stay holes. Only past the end: reserving inside the file
-		// as well (over punched holes) lost freshly written chunks on ext4
-		// in the multi-process fsx test (2 runs in 55, none in 40 without),
-		// so a write that fills holes inside a file is not reserved (see
-		// the package comment).
-		from := e.suite.CipherSize(oldSize)
-		if !f.hasHeader {
-			from = 0
-		}
-		if err := f.reserve(max(from, e.cipherOffset(runStart)), e.suite.CipherSize(newSize)); err != nil {
-			return err
-		}
-	}
-	hadHeader := f.hasHeader
-	if err := f.prepareHeader(holes); err != nil {
+	if err := f.reserve(pl.reserveFrom, pl.reserveTo); err != nil {
 		return err
 	}
+	hadHeader, oldHdr := f.hasHeader, f.hdr
+	if err := f.prepareHeader(pl.setSparse); err != nil {
+		return err
+	}
+	if err := f.store(&pl, p, off, newSize); err != nil {
+		f.forgetHoles(0)
+		if !pl.growing {
+			f.afterFailedWrite()
+		} else if f.undoGrow(oldSize, hadHeader) && pl.setSparse && hadHeader {
+			f.restoreHeader(oldHdr)
+		}
+		return err
+	}
+	f.size = newSize
+	f.afterWrite(&pl)
+	return nil
+}
 
+// store seals and writes the chunks of plan pl for p at off, and caches the
+// new last chunk when the write sealed it.
+func (f *File) store(pl *writePlan, p []byte, off, newSize int64) error {
+	e := f.e
+	oldSize := f.size
 	job := e.sealJobs.Get().(*sealJob)
 	defer job.release()
-	*job = sealJob{f: f, p: p, off: off, newSize: newSize, newLast: newLast}
-	if resealOld {
-		if err := job.addMerged(oldLast, oldSize); err != nil {
+	*job = sealJob{f: f, p: p, off: off, newSize: newSize, newLast: pl.newLast}
+	if pl.resealOld {
+		if err := job.addMerged(pl.oldLast, oldSize); err != nil {
 			return err
 		}
 	}
-	if !job.direct(first) {
-		if err := job.addMerged(first, oldSize); err != nil {
+	if pl.mergeFirst {
+		if err := job.addMerged(pl.first, oldSize); err != nil {
 			return err
 		}
 	}
-	if last != first && !job.direct(last) {
-		if err := job.addMerged(last, oldSize); err != nil {
+	if pl.mergeLast {
+		if err := job.addMerged(pl.last, oldSize); err != nil {
 			return err
 		}
 	}
 
-	count := int(last-runStart) + 1
+	count := int(pl.last-pl.runStart) + 1
 	total := count
-	if separate {
+	if pl.separate {
 		total++
 	}
 	// All nonces of the request in one read from the random source.
@@ -129,27 +111,18 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	if _, err := io.ReadFull(e.rand, *nonces); err != nil {
 		return fmt.Errorf("core: random nonces: %w", err)
 	}
-	failed := func(err error) error {
-		if growing {
-			f.undoGrow(oldSize, hadHeader)
-		} else {
-			f.afterFailedWrite()
-		}
-		return err
-	}
-	if separate {
+	if pl.separate {
 		// Old last chunk first: a crash before the new tail is written
 		// leaves a file ending in a final=0 chunk, which fails to open.
-		if err := job.sealAndWrite(oldLast, 1, (*nonces)[count*e.nonceSize:]); err != nil {
-			return failed(err)
+		if err := job.sealAndWrite(pl.oldLast, 1, (*nonces)[count*e.nonceSize:]); err != nil {
+			return err
 		}
 	}
-	if err := job.sealAndWrite(runStart, count, (*nonces)[:count*e.nonceSize]); err != nil {
-		return failed(err)
+	if err := job.sealAndWrite(pl.runStart, count, (*nonces)[:count*e.nonceSize]); err != nil {
+		return err
 	}
-	f.size = newSize
-	if last == newLast {
-		f.setTail(job.plain(newLast))
+	if pl.last == pl.newLast {
+		f.setTail(job.plain(pl.newLast))
 	}
 	return nil
 }
@@ -176,13 +149,6 @@ type sealJob struct {
 	runFirst uint64
 	stored   []byte
 	nonces   []byte
-}
-
-// direct reports whether p covers all of chunk i's new plaintext.
-func (j *sealJob) direct(i uint64) bool {
-	cs := int64(j.f.e.chunkSize)
-	start := int64(i) * cs
-	return start >= j.off && start+int64(j.f.e.plainLen(i, j.newSize)) <= j.off+int64(len(j.p))
 }
 
 // addMerged builds chunk i's new plaintext: the old plaintext (if the old

@@ -66,6 +66,9 @@ const (
 	// NoSpace: the file system written to is full or over quota (ENOSPC,
 	// EDQUOT).
 	NoSpace
+	// FileTooBig: an offset or size beyond the largest file the format and
+	// an int64 backing offset allow (EFBIG).
+	FileTooBig
 	// Busy: a file open read-only elsewhere cannot be shared with a writer
 	// (ETXTBSY).
 	Busy
@@ -99,7 +102,7 @@ var kindNames = [...]string{
 	Other: "other", NotFound: "not found", Exists: "exists", NotEmpty: "not empty",
 	IsDir: "is a directory", NotDir: "not a directory", NotPermitted: "not permitted",
 	Invalid: "invalid", NameTooLong: "name too long", TooBig: "too big",
-	NotSupported: "not supported", ReadOnly: "read-only", NoSpace: "no space", Busy: "busy",
+	NotSupported: "not supported", ReadOnly: "read-only", NoSpace: "no space", FileTooBig: "file too big", Busy: "busy",
 	Corrupt: "corrupt", WrongPassword: "wrong password", NoConfig: "no config",
 	CorruptConfig: "corrupt config", UnsupportedVault: "unsupported vault",
 	Closed: "closed",
@@ -134,6 +137,7 @@ var posix = [...]struct {
 	{ReadOnly, unix.EROFS},
 	{NoSpace, unix.ENOSPC},
 	{NoSpace, unix.EDQUOT}, // Errno gives the first: ENOSPC
+	{FileTooBig, unix.EFBIG},
 	{Busy, unix.ETXTBSY},
 }
 
@@ -196,7 +200,9 @@ var sentinels = [...]struct {
 	{meta.ErrTooLong, TooBig},
 	{meta.ErrNotUser, NotSupported},
 	{core.ErrClosed, Closed},
+	{content.ErrWiped, Closed}, // the session's keys were wiped: used after Close
 	{core.ErrBusy, Busy},
+	{core.ErrTooLarge, FileTooBig},
 	{core.ErrNotSIV, UnsupportedVault},
 	// A reverse view's plaintext file shrank while it was read: an I/O
 	// error of the source, not damage to a vault.

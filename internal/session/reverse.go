@@ -101,8 +101,10 @@ func (r *Reverse) Symlinks() *meta.Symlinks { return r.links }
 // Deriver returns the derivation of directory IDs, file IDs and nonces.
 func (r *Reverse) Deriver() *rev.Deriver { return r.derive }
 
-// Close wipes the reverse key. Call it after the view is unmounted.
+// Close wipes the reverse key and the content suite's keys. Call it after
+// the view is unmounted.
 func (r *Reverse) Close() error {
 	r.derive.Wipe()
+	r.suite.Wipe()
 	return nil
 }

@@ -162,14 +162,16 @@ func (s *Session) Engine() *core.Engine { return s.engine }
 // Tree returns the name tree: names, directory IDs, symlinks, xattrs.
 func (s *Session) Tree() *tree.Tree { return s.tree }
 
-// Close overwrites the session's copies of the subkeys. The ciphers built
-// from them keep their own key schedules until garbage collected; Close is
-// a best effort at unmount time, not a guarantee. Close is idempotent.
+// Close overwrites the session's copies of the subkeys and the content
+// suite's copies of its keys. The ciphers built from them keep their own key
+// schedules until garbage collected; Close is a best effort at unmount time,
+// not a guarantee. Close is idempotent.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys != nil {
 		s.keys.Wipe()
+		s.engine.Suite().Wipe()
 		s.keys = nil
 	}
 	return nil

@@ -24,7 +24,13 @@ const adSize = FileIDSize + 8 + 1
 // a chunk moved to another file fails under the wrong key, and the algorithm
 // in the label keeps one key from ever serving two AEADs.
 func (s *Suite) File(id FileID) (*FileCipher, error) {
+	s.keyMu.RLock()
+	if s.wiped {
+		s.keyMu.RUnlock()
+		return nil, ErrWiped
+	}
 	key, err := hkdf.Key(sha256.New, s.contentsKey, id[:], FileKeyInfoPrefix+string(s.alg), s.fileKeySize)
+	s.keyMu.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("content: derive file key: %w", err)
 	}

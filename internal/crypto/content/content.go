@@ -9,6 +9,8 @@ package content
 import (
 	"errors"
 	"fmt"
+	"math"
+	"sync"
 )
 
 // Algorithm names a chunk AEAD. The strings are stored in the config.
@@ -54,6 +56,8 @@ var (
 	ErrCorruptChunk = errors.New("content: chunk failed authentication")
 	ErrTruncated    = errors.New("content: ciphertext size is impossible (truncated file)")
 	ErrUnsupported  = errors.New("content: unsupported cipher or chunk size")
+	// ErrWiped is returned by a Suite whose keys were wiped.
+	ErrWiped = errors.New("content: keys were wiped")
 )
 
 // FileID is a file's random 128-bit identity.
@@ -68,11 +72,16 @@ type Header struct {
 // Suite is the vault-wide content cipher: algorithm, chunk size and keys.
 // It is safe for concurrent use.
 type Suite struct {
-	alg          Algorithm
-	chunkSize    int
-	nonceSize    int
-	fileKeySize  int
-	contentsKey  []byte
+	alg         Algorithm
+	chunkSize   int
+	nonceSize   int
+	fileKeySize int
+
+	// keyMu guards the keys against Wipe: File and the header MAC read
+	// them under the read lock (once per file open or header write).
+	keyMu        sync.RWMutex
+	wiped        bool
+	contentsKey  []byte // the key every per-file key is derived from
 	headerMACKey []byte
 }
 
@@ -123,6 +132,31 @@ func NewSuite(alg Algorithm, chunkSize int, contentsKey, headerMACKey []byte) (*
 	}, nil
 }
 
+// Wipe overwrites the suite's copies of the contents key (from which every
+// per-file key is derived) and the header MAC key; they are the only key
+// copies the package keeps (a per-file key is cleared as soon as its cipher
+// is built). Afterwards File fails with ErrWiped, ParseHeader with
+// ErrBadHeader, and MarshalHeader panics: a header sealed with a wiped key
+// would make its file unreadable. FileCiphers already built keep working:
+// their key schedules live inside the standard library's ciphers, out of
+// reach, until garbage collected. Call Wipe after the last use (unmount).
+func (s *Suite) Wipe() {
+	s.keyMu.Lock()
+	defer s.keyMu.Unlock()
+	clear(s.contentsKey)
+	clear(s.headerMACKey)
+	s.wiped = true
+}
+
+// MaxPlainSize is the largest whole number of chunks whose backing file
+// size (CipherSize) fits in an int64 (about 2^63 - 2^56 bytes). Larger files are
+// refused (by the engine, with an error the FUSE layer reports as EFBIG)
+// instead of letting a backing offset overflow.
+func (s *Suite) MaxPlainSize() int64 {
+	chunks := (math.MaxInt64 - HeaderSize) / int64(s.CipherChunkSize())
+	return chunks * int64(s.chunkSize)
+}
+
 // Algorithm returns the chunk cipher.
 func (s *Suite) Algorithm() Algorithm { return s.alg }
 
@@ -139,7 +173,8 @@ func (s *Suite) Overhead() int { return s.nonceSize + TagSize }
 func (s *Suite) CipherChunkSize() int { return s.chunkSize + s.Overhead() }
 
 // CipherSize maps a plaintext size to the backing file size (0 -> 0).
-// A negative size is a programmer error and panics.
+// A negative size is a programmer error and panics; a size above
+// MaxPlainSize overflows (callers bound sizes first).
 func (s *Suite) CipherSize(plain int64) int64 {
 	if plain < 0 {
 		panic("content: negative plaintext size")

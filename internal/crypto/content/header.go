@@ -12,20 +12,31 @@ import (
 // and headers are only checked online (each guess costs an I/O).
 const headerMACSize = 16
 
-// headerMAC computes HMAC-SHA256(header MAC key, first 20 header bytes)[:16].
-func (s *Suite) headerMAC(first20 []byte) []byte {
+// headerMAC computes HMAC-SHA256(header MAC key, first 20 header bytes)[:16],
+// or reports false once the key was wiped.
+func (s *Suite) headerMAC(first20 []byte) ([]byte, bool) {
+	s.keyMu.RLock()
+	defer s.keyMu.RUnlock()
+	if s.wiped {
+		return nil, false
+	}
 	m := hmac.New(sha256.New, s.headerMACKey)
 	m.Write(first20)
-	return m.Sum(nil)[:headerMACSize]
+	return m.Sum(nil)[:headerMACSize], true
 }
 
-// MarshalHeader returns the 36 header bytes with their MAC.
+// MarshalHeader returns the 36 header bytes with their MAC. Calling it
+// after Wipe is a programmer error and panics.
 func (s *Suite) MarshalHeader(h Header) []byte {
 	b := make([]byte, HeaderSize)
 	binary.BigEndian.PutUint16(b[0:2], Version)
 	binary.BigEndian.PutUint16(b[2:4], h.Flags)
 	copy(b[4:20], h.FileID[:])
-	copy(b[20:], s.headerMAC(b[:20]))
+	mac, ok := s.headerMAC(b[:20])
+	if !ok {
+		panic("content: MarshalHeader after Wipe")
+	}
+	copy(b[20:], mac)
 	return b
 }
 
@@ -36,7 +47,11 @@ func (s *Suite) ParseHeader(b []byte) (Header, error) {
 	if len(b) != HeaderSize {
 		return Header{}, fmt.Errorf("%w: %d bytes, want %d", ErrBadHeader, len(b), HeaderSize)
 	}
-	if !hmac.Equal(b[20:], s.headerMAC(b[:20])) {
+	mac, ok := s.headerMAC(b[:20])
+	if !ok {
+		return Header{}, fmt.Errorf("%w: %w", ErrBadHeader, ErrWiped)
+	}
+	if !hmac.Equal(b[20:], mac) {
 		return Header{}, fmt.Errorf("%w: MAC mismatch", ErrBadHeader)
 	}
 	if v := binary.BigEndian.Uint16(b[0:2]); v != Version {

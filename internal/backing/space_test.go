@@ -1,0 +1,39 @@
+package backing
+
+import (
+	"bytes"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestSpace: ReserveSpace keeps the size, PunchHole zeroes a range and
+// SeekHole finds it (the test's temp dir supports holes: ext4 or tmpfs).
+func TestSpace(t *testing.T) {
+	_, root := setup(t)
+	fd, err := Openat(root, "s", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+	must(t, err)
+	f := NewFile(fd, nil)
+	defer f.Close()
+	data := bytes.Repeat([]byte{0xaa}, 1<<20)
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	must(t, f.ReserveSpace(1<<20, 1<<20))
+	if fi, err := f.Stat(); err != nil || fi.Size() != 1<<20 {
+		t.Fatalf("after ReserveSpace: %v, %v", fi, err)
+	}
+	if h, err := f.SeekHole(0); err != nil || h != 1<<20 {
+		t.Fatalf("SeekHole before punching = %d, %v, want the end", h, err)
+	}
+	must(t, f.PunchHole(256<<10, 256<<10))
+	got := make([]byte, 256<<10)
+	if _, err := f.ReadAt(got, 256<<10); err != nil || !bytes.Equal(got, make([]byte, len(got))) {
+		t.Fatalf("punched range does not read as zeros: %v", err)
+	}
+	if h, err := f.SeekHole(0); err != nil || h != 256<<10 {
+		t.Fatalf("SeekHole = %d, %v, want %d", h, err, 256<<10)
+	}
+	must(t, f.ReserveSpace(0, 0))
+	must(t, f.PunchHole(0, 0))
+}
