@@ -43,7 +43,7 @@ fi
 # go-fuse or on the packages that mount, or runs the encryptfs binary.
 all_pkgs=$(go list ./...)
 fuse_pkgs=$(go list -f '{{.ImportPath}} {{join .Deps " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
-	awk '/hanwen\/go-fuse|encryptfs\/internal\/(mount|fs|fstest)( |$|\/)|encryptfs\/internal\/cli( |$)/ {print $1}')
+	awk '/hanwen\/go-fuse|encryptfs\/internal\/(mount|forwardfs|reversefs|fstest)( |$|\/)|encryptfs\/internal\/cli( |$)/ {print $1}')
 other_pkgs=$(comm -23 <(echo "$all_pkgs" | sort) <(echo "$fuse_pkgs" | sort))
 
 status=0

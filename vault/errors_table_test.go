@@ -23,13 +23,13 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
-	cryptoreverse "github.com/encryptfs/encryptfs/internal/crypto/reverse"
+	"github.com/encryptfs/encryptfs/internal/crypto/reverse"
 	"github.com/encryptfs/encryptfs/internal/crypto/siv"
 	"github.com/encryptfs/encryptfs/internal/fault"
-	encfs "github.com/encryptfs/encryptfs/internal/fs"
-	"github.com/encryptfs/encryptfs/internal/fs/reverse"
+	"github.com/encryptfs/encryptfs/internal/forwardfs"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/mount"
+	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/vault"
@@ -89,16 +89,16 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/crypto/names.ErrDirID":       {names.ErrDirID, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/crypto/names.ErrKeySize":     {names.ErrKeySize, fault.Other, syscall.EIO, cli.ExitError, nil},
 
-	"internal/crypto/reverse.ErrKeySize": {cryptoreverse.ErrKeySize, fault.Other, syscall.EIO, cli.ExitError, nil},
-	"internal/crypto/reverse.ErrPath":    {cryptoreverse.ErrPath, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/crypto/reverse.ErrKeySize": {reverse.ErrKeySize, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/crypto/reverse.ErrPath":    {reverse.ErrPath, fault.Other, syscall.EIO, cli.ExitError, nil},
 
 	"internal/crypto/siv.ErrOpen":    {siv.ErrOpen, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/siv.ErrKeySize": {siv.ErrKeySize, fault.Other, syscall.EIO, cli.ExitError, nil},
 
-	"internal/fs/reverse.ErrNoRoot":  {reverse.ErrNoRoot, fault.Other, syscall.EIO, cli.ExitError, nil},
-	"internal/fs/reverse.ErrChanged": {reverse.ErrChanged, fault.Other, syscall.EIO, cli.ExitError, nil},
-	"internal/fs/reverse.ErrCipher":  {reverse.ErrCipher, fault.Other, syscall.EIO, cli.ExitError, nil},
-	"internal/fs/reverse.ErrPattern": {reverse.ErrPattern, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/reversefs.ErrNoRoot":  {reversefs.ErrNoRoot, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/reversefs.ErrChanged": {reversefs.ErrChanged, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/reversefs.ErrCipher":  {reversefs.ErrCipher, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/reversefs.ErrPattern": {reversefs.ErrPattern, fault.Other, syscall.EIO, cli.ExitError, nil},
 
 	"internal/fsck.ErrSalvageDir":        {fsck.ErrSalvageDir, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/session.ErrKDFParams":      {session.ErrKDFParams, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
@@ -141,7 +141,7 @@ func TestSentinelTable(t *testing.T) {
 				if got := fault.Of(err); got != row.kind {
 					t.Errorf("fault.Of(%v) = %v, want %v", err, got, row.kind)
 				}
-				if got := encfs.Errno(err); got != row.errno {
+				if got := forwardfs.Errno(err); got != row.errno {
 					t.Errorf("fs.Errno(%v) = %v, want %v", err, got, row.errno)
 				}
 				if got := cli.ExitCode(err); got != row.exit {
@@ -186,7 +186,7 @@ func TestKindTable(t *testing.T) {
 		if got := fault.Of(e); got != k {
 			t.Errorf("fault.Of(%v) = %v, want %v", e, got, k)
 		}
-		if got := encfs.Errno(fmt.Errorf("x: %w", e)); got != e {
+		if got := forwardfs.Errno(fmt.Errorf("x: %w", e)); got != e {
 			t.Errorf("fs.Errno(wrapped %v) = %v", e, got)
 		}
 		got := vault.PathErr("op", "p", e)

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	revfs "github.com/encryptfs/encryptfs/internal/fs/reverse"
+	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
 
@@ -140,8 +140,8 @@ func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m moun
 		return err
 	}
 	defer s.Close()
-	root, err := revfs.NewRoot(s, revfs.Options{Excludes: rev.excludes, ForceOwner: m.forceOwner, OneFileSystem: rev.oneFS, Logger: logger})
-	if errors.Is(err, revfs.ErrPattern) {
+	root, err := reversefs.NewRoot(s, reversefs.Options{Excludes: rev.excludes, ForceOwner: m.forceOwner, OneFileSystem: rev.oneFS, Logger: logger})
+	if errors.Is(err, reversefs.ErrPattern) {
 		return withCode(ExitUsage, fmt.Errorf("mount: --exclude: %w", err))
 	} else if err != nil {
 		return withCode(ExitCipherDir, fmt.Errorf("mount: %w", err))
@@ -150,14 +150,14 @@ func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m moun
 	if fsName == "" {
 		fsName = plainDir
 	}
-	opts := revfs.MountOptions{
+	opts := reversefs.MountOptions{
 		PlainDir: plainDir, MountPoint: mountPoint, Root: root,
 		AllowOther: m.allowOther, Debug: m.debug, FsName: fsName, ExtraOptions: m.extra, Logger: logger,
 	}
 	if m.sharedStorage { // PLAINDIR changes a lot: show every change at once
 		opts.CacheTimeout = -1
 	}
-	srv, err := revfs.Mount(opts)
+	srv, err := reversefs.Mount(opts)
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/encryptfs/encryptfs/internal/fstest"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/fstest"
 )
 
 // TestReverseCommands: init --reverse, mount --reverse, copy the view, and

@@ -1,7 +1,7 @@
 // Package fault classifies the errors of every layer below the FUSE
 // frontends and the CLI into a few kinds (not found, corrupt, wrong
 // password, ...). It is the one place that knows which sentinel means what:
-// the FUSE layer's errnos (internal/fs), the vault package's errors and the
+// the FUSE layer's errnos (internal/forwardfs), the vault package's errors and the
 // CLI's exit codes are all derived from Of, so a damaged vault reads as
 // damaged through every door.
 //

@@ -1,7 +1,7 @@
 // Package fuseserver runs a mounted go-fuse server: it waits until the kernel
 // has the mount, serialises unmounts, waits for the end, and unmounts on
 // SIGINT/SIGTERM. The forward mount (internal/mount) and the reverse view
-// (internal/fs/reverse) share it; it imports nothing of EncryptFS.
+// (internal/reversefs) share it; it imports nothing of EncryptFS.
 package fuseserver
 
 import (

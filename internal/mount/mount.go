@@ -11,10 +11,10 @@ import (
 	"runtime/pprof"
 	"time"
 
-	encfs "github.com/encryptfs/encryptfs/internal/fs"
+	"github.com/encryptfs/encryptfs/internal/forwardfs"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/session"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -58,7 +58,7 @@ const maxWrite = 1 << 20
 // the shared fuseserver lifecycle.
 type Server struct {
 	*fuseserver.Server
-	root     *encfs.Root
+	root     *forwardfs.Root
 	opts     Options
 	stopIdle chan struct{}
 }
@@ -68,7 +68,7 @@ func Mount(opts Options) (*Server, error) {
 	if opts.Session == nil {
 		return nil, ErrNoSession
 	}
-	root, err := encfs.NewRoot(opts.Session, encfs.Options{
+	root, err := forwardfs.NewRoot(opts.Session, forwardfs.Options{
 		SharedStorage:     opts.SharedStorage,
 		ShowUndecryptable: opts.ShowUndecryptable,
 		ForceOwner:        opts.ForceOwner,
@@ -101,7 +101,7 @@ func Mount(opts Options) (*Server, error) {
 		mo = append(mo, "ro")
 	}
 	mo = append(mo, opts.ExtraOptions...)
-	fopts := &fusefs.Options{
+	fopts := &fs.Options{
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
 		NegativeTimeout: &timeout,
@@ -121,7 +121,7 @@ func Mount(opts Options) (*Server, error) {
 			DirectMount:       true, // fall back to fusermount3 if this fails
 		},
 	}
-	srv, err := fuse.NewServer(fusefs.NewNodeFS(root, fopts), opts.MountPoint, &fopts.MountOptions)
+	srv, err := fuse.NewServer(fs.NewNodeFS(root, fopts), opts.MountPoint, &fopts.MountOptions)
 	if err != nil {
 		root.Close()
 		return nil, fmt.Errorf("mount: %w", err)

@@ -9,7 +9,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
-	rev "github.com/encryptfs/encryptfs/internal/crypto/reverse"
+	"github.com/encryptfs/encryptfs/internal/crypto/reverse"
 )
 
 // ErrReverseCipher: reverse mode needs aes-256-siv (derived nonces repeat
@@ -27,7 +27,7 @@ type Reverse struct {
 	suite  *content.Suite
 	names  *names.Cipher
 	links  *meta.Symlinks
-	derive *rev.Deriver
+	derive *reverse.Deriver
 }
 
 // NewReverse builds the reverse session of PLAINDIR plainDir with
@@ -52,7 +52,7 @@ func NewReverse(plainDir string, p config.Params, masterKey []byte) (*Reverse, e
 	if r.links, err = meta.NewSymlinks(k.Symlinks); err != nil {
 		return nil, fmt.Errorf("reverse: %w", err)
 	}
-	if r.derive, err = rev.New(k.Reverse); err != nil {
+	if r.derive, err = reverse.New(k.Reverse); err != nil {
 		return nil, fmt.Errorf("reverse: %w", err)
 	}
 	return r, nil
@@ -99,7 +99,7 @@ func (r *Reverse) Names() *names.Cipher { return r.names }
 func (r *Reverse) Symlinks() *meta.Symlinks { return r.links }
 
 // Deriver returns the derivation of directory IDs, file IDs and nonces.
-func (r *Reverse) Deriver() *rev.Deriver { return r.derive }
+func (r *Reverse) Deriver() *reverse.Deriver { return r.derive }
 
 // Close wipes the reverse key and the content suite's keys. Call it after
 // the view is unmounted.

@@ -1,7 +1,7 @@
 // Package session is the unlocked vault: the one place where a vault's
 // config is unlocked, its subkeys derived and its content engine and name
 // tree built. Every door into a vault goes through it: the forward mount
-// (internal/mount, internal/fs), the reverse view (internal/fs/reverse,
+// (internal/mount, internal/forwardfs), the reverse view (internal/reversefs,
 // through Reverse), fsck, the public vault package and, through those, the
 // CLI. A Session owns the derived keys and wipes them on Close.
 package session

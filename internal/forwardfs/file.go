@@ -1,4 +1,4 @@
-package fs
+package forwardfs
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -245,7 +245,7 @@ func (r *Root) keepCache(of *openFile) uint32 {
 }
 
 // Open opens a regular file. An alias opens for reading only (readOnly).
-func (n *node) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	n.r.touch()
 	if flags&unix.O_ACCMODE != unix.O_RDONLY || flags&unix.O_TRUNC != 0 {
 		if err := n.readOnly(); err != nil {
@@ -362,11 +362,11 @@ func (h *handle) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 }
 
 var (
-	_ fusefs.FileReader    = (*handle)(nil)
-	_ fusefs.FileWriter    = (*handle)(nil)
-	_ fusefs.FileFlusher   = (*handle)(nil)
-	_ fusefs.FileFsyncer   = (*handle)(nil)
-	_ fusefs.FileReleaser  = (*handle)(nil)
-	_ fusefs.FileAllocater = (*handle)(nil)
-	_ fusefs.NodeOpener    = (*node)(nil)
+	_ fs.FileReader    = (*handle)(nil)
+	_ fs.FileWriter    = (*handle)(nil)
+	_ fs.FileFlusher   = (*handle)(nil)
+	_ fs.FileFsyncer   = (*handle)(nil)
+	_ fs.FileReleaser  = (*handle)(nil)
+	_ fs.FileAllocater = (*handle)(nil)
+	_ fs.NodeOpener    = (*node)(nil)
 )

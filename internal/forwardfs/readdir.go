@@ -1,4 +1,4 @@
-package fs
+package forwardfs
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/fs/dircursor"
+	"github.com/encryptfs/encryptfs/internal/dircursor"
 	"github.com/encryptfs/encryptfs/internal/tree"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +26,7 @@ type dirHandle struct {
 }
 
 // OpendirHandle opens and lists a directory.
-func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	n.r.touch()
 	pfd, id, release, err := n.openDir()
 	if err != nil {
@@ -106,7 +106,7 @@ func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 }
 
 // Lookup answers the READDIRPLUS lookup of the entry just returned.
-func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	i := d.cur.Last()
 	if i < 0 || i >= len(d.entries) || d.entries[i].Name.Plain != name {
 		return d.n.Lookup(ctx, name, out)
@@ -147,10 +147,10 @@ func dtToMode(t uint8) uint32 {
 }
 
 var (
-	_ fusefs.NodeOpendirHandler = (*node)(nil)
-	_ fusefs.FileReaddirenter   = (*dirHandle)(nil)
-	_ fusefs.FileLookuper       = (*dirHandle)(nil)
-	_ fusefs.FileSeekdirer      = (*dirHandle)(nil)
-	_ fusefs.FileFsyncdirer     = (*dirHandle)(nil)
-	_ fusefs.FileReleasedirer   = (*dirHandle)(nil)
+	_ fs.NodeOpendirHandler = (*node)(nil)
+	_ fs.FileReaddirenter   = (*dirHandle)(nil)
+	_ fs.FileLookuper       = (*dirHandle)(nil)
+	_ fs.FileSeekdirer      = (*dirHandle)(nil)
+	_ fs.FileFsyncdirer     = (*dirHandle)(nil)
+	_ fs.FileReleasedirer   = (*dirHandle)(nil)
 )

@@ -1,4 +1,4 @@
-package fs
+package forwardfs
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/tree"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -32,7 +32,7 @@ func (r *Root) setOwner(ctx context.Context, pfd int, name string) error {
 
 // created finishes a create-type operation: chown to the caller, stat, and
 // a new child inode. On failure the entry is removed again by undo.
-func (n *node) created(ctx context.Context, e entry, dirID []byte, out *fuse.EntryOut, undo func()) (*fusefs.Inode, syscall.Errno) {
+func (n *node) created(ctx context.Context, e entry, dirID []byte, out *fuse.EntryOut, undo func()) (*fs.Inode, syscall.Errno) {
 	if err := n.r.setOwner(ctx, e.pfd, e.name.Backing); err != nil {
 		undo()
 		return nil, n.r.errno(err, "chown", e.name.Plain)
@@ -47,7 +47,7 @@ func (n *node) created(ctx context.Context, e entry, dirID []byte, out *fuse.Ent
 
 // Mkdir creates a directory with a fresh directory ID. Create-type
 // operations refuse to make entries in an alias directory (readOnly).
-func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	n.r.touch()
 	if err := n.readOnly(); err != nil {
 		return nil, n.errno(err, "mkdir")
@@ -108,7 +108,7 @@ func (n *node) remove(name, what string, op func(e entry) error) syscall.Errno {
 }
 
 // Create creates and opens a regular file.
-func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
+func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	n.r.touch()
 	if err := n.readOnly(); err != nil {
 		return nil, nil, 0, n.errno(err, "create")
@@ -144,7 +144,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 }
 
 // openExisting opens the existing regular file e for Create.
-func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
+func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	st, err := n.r.statEntry(e)
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
@@ -174,7 +174,7 @@ func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fus
 }
 
 // Mknod creates a fifo, socket, device node or empty regular file.
-func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	n.r.touch()
 	if err := n.readOnly(); err != nil {
 		return nil, n.errno(err, "mknod")
@@ -192,7 +192,7 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 
 // Symlink creates a symlink whose target is encrypted and bound to its
 // directory and name.
-func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	n.r.touch()
 	if err := n.readOnly(); err != nil {
 		return nil, n.errno(err, "symlink")
@@ -233,7 +233,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 // Link makes a hard link. Symlinks cannot be hard-linked (EPERM): their
 // encrypted target is bound to one directory and name.
-func (n *node) Link(ctx context.Context, target fusefs.InodeEmbedder, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	n.r.touch()
 	if err := n.readOnly(); err != nil {
 		return nil, n.errno(err, "link")
@@ -264,7 +264,7 @@ func (n *node) Link(ctx context.Context, target fusefs.InodeEmbedder, name strin
 
 // Rename renames within or between directories; flags may be
 // RENAME_NOREPLACE or RENAME_EXCHANGE.
-func (n *node) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	n.r.touch()
 	if flags&^(unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE) != 0 {
 		return syscall.EINVAL
@@ -302,13 +302,13 @@ func (n *node) Rename(ctx context.Context, name string, newParent fusefs.InodeEm
 }
 
 var (
-	_ fusefs.NodeMkdirer    = (*node)(nil)
-	_ fusefs.NodeRmdirer    = (*node)(nil)
-	_ fusefs.NodeUnlinker   = (*node)(nil)
-	_ fusefs.NodeCreater    = (*node)(nil)
-	_ fusefs.NodeMknoder    = (*node)(nil)
-	_ fusefs.NodeSymlinker  = (*node)(nil)
-	_ fusefs.NodeReadlinker = (*node)(nil)
-	_ fusefs.NodeLinker     = (*node)(nil)
-	_ fusefs.NodeRenamer    = (*node)(nil)
+	_ fs.NodeMkdirer    = (*node)(nil)
+	_ fs.NodeRmdirer    = (*node)(nil)
+	_ fs.NodeUnlinker   = (*node)(nil)
+	_ fs.NodeCreater    = (*node)(nil)
+	_ fs.NodeMknoder    = (*node)(nil)
+	_ fs.NodeSymlinker  = (*node)(nil)
+	_ fs.NodeReadlinker = (*node)(nil)
+	_ fs.NodeLinker     = (*node)(nil)
+	_ fs.NodeRenamer    = (*node)(nil)
 )

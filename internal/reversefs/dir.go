@@ -1,11 +1,11 @@
-package reverse
+package reversefs
 
 import (
 	"context"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/fs/dircursor"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/encryptfs/encryptfs/internal/dircursor"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -19,7 +19,7 @@ type dirHandle struct {
 }
 
 // OpendirHandle lists a directory.
-func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if n.kind != kindDir {
 		return nil, 0, syscall.ENOTDIR
 	}
@@ -63,7 +63,7 @@ func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 }
 
 // Lookup answers the READDIRPLUS lookup of the entry just returned.
-func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	i := d.cur.Last()
 	if i < 0 || i >= len(d.entries) || d.entries[i].name != name {
 		return d.n.Lookup(ctx, name, out)
@@ -78,32 +78,32 @@ func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) { d.entries = 
 // EROFS (the mount is also "ro", so the kernel normally answers first).
 
 // Setattr fails: read-only.
-func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	return syscall.EROFS
 }
 
 // Create fails: read-only.
-func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, fusefs.FileHandle, uint32, syscall.Errno) {
+func (n *node) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	return nil, nil, 0, syscall.EROFS
 }
 
 // Mkdir fails: read-only.
-func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	return nil, syscall.EROFS
 }
 
 // Mknod fails: read-only.
-func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	return nil, syscall.EROFS
 }
 
 // Link fails: read-only.
-func (n *node) Link(ctx context.Context, target fusefs.InodeEmbedder, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	return nil, syscall.EROFS
 }
 
 // Symlink fails: read-only.
-func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	return nil, syscall.EROFS
 }
 
@@ -114,7 +114,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno { return s
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
 
 // Rename fails: read-only.
-func (n *node) Rename(ctx context.Context, name string, newParent fusefs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	return syscall.EROFS
 }
 
@@ -127,20 +127,20 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.EROFS }
 
 var (
-	_ fusefs.NodeOpendirHandler = (*node)(nil)
-	_ fusefs.FileReaddirenter   = (*dirHandle)(nil)
-	_ fusefs.FileLookuper       = (*dirHandle)(nil)
-	_ fusefs.FileSeekdirer      = (*dirHandle)(nil)
-	_ fusefs.FileReleasedirer   = (*dirHandle)(nil)
-	_ fusefs.NodeSetattrer      = (*node)(nil)
-	_ fusefs.NodeCreater        = (*node)(nil)
-	_ fusefs.NodeMkdirer        = (*node)(nil)
-	_ fusefs.NodeMknoder        = (*node)(nil)
-	_ fusefs.NodeLinker         = (*node)(nil)
-	_ fusefs.NodeSymlinker      = (*node)(nil)
-	_ fusefs.NodeUnlinker       = (*node)(nil)
-	_ fusefs.NodeRmdirer        = (*node)(nil)
-	_ fusefs.NodeRenamer        = (*node)(nil)
-	_ fusefs.NodeSetxattrer     = (*node)(nil)
-	_ fusefs.NodeRemovexattrer  = (*node)(nil)
+	_ fs.NodeOpendirHandler = (*node)(nil)
+	_ fs.FileReaddirenter   = (*dirHandle)(nil)
+	_ fs.FileLookuper       = (*dirHandle)(nil)
+	_ fs.FileSeekdirer      = (*dirHandle)(nil)
+	_ fs.FileReleasedirer   = (*dirHandle)(nil)
+	_ fs.NodeSetattrer      = (*node)(nil)
+	_ fs.NodeCreater        = (*node)(nil)
+	_ fs.NodeMkdirer        = (*node)(nil)
+	_ fs.NodeMknoder        = (*node)(nil)
+	_ fs.NodeLinker         = (*node)(nil)
+	_ fs.NodeSymlinker      = (*node)(nil)
+	_ fs.NodeUnlinker       = (*node)(nil)
+	_ fs.NodeRmdirer        = (*node)(nil)
+	_ fs.NodeRenamer        = (*node)(nil)
+	_ fs.NodeSetxattrer     = (*node)(nil)
+	_ fs.NodeRemovexattrer  = (*node)(nil)
 )

@@ -1,4 +1,4 @@
-package fs
+package forwardfs
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/tree"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -19,7 +19,7 @@ import (
 // devices and sockets. It stores nothing but the directory ID (directories
 // only, read once): names are taken from the go-fuse tree.
 type node struct {
-	fusefs.Inode
+	fs.Inode
 	r *Root
 
 	mu        sync.Mutex
@@ -247,9 +247,9 @@ func (r *Root) linkSize(e entry, st *unix.Stat_t) {
 }
 
 // newChild turns a backing stat into a child inode of n and fills out.
-func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out *fuse.EntryOut, what string) *fusefs.Inode {
+func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out *fuse.EntryOut, what string) *fs.Inode {
 	n.r.fillAttr(st, &out.Attr, func() string { return what })
-	id := fusefs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino}
+	id := fs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino}
 	if id.Mode == unix.S_IFLNK {
 		// A renamed symlink is re-created in the backing store (its
 		// target is bound to its name), so its backing inode number
@@ -263,7 +263,7 @@ func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out 
 
 // Lookup finds a child by plaintext name, as every door into the vault
 // does (tree.Resolve): its own encrypted name, else an alias.
-func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	n.r.touch()
 	fd, id, release, err := n.openDir()
 	if err != nil {
@@ -280,7 +280,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fu
 
 // newEntryChild is newChild for a looked-up entry, marking aliases, which
 // are shown without write bits (see readOnly).
-func (n *node) newEntryChild(ctx context.Context, st *unix.Stat_t, nm tree.Name, out *fuse.EntryOut) *fusefs.Inode {
+func (n *node) newEntryChild(ctx context.Context, st *unix.Stat_t, nm tree.Name, out *fuse.EntryOut) *fs.Inode {
 	child := n.newChild(ctx, st, nil, out, nm.Plain)
 	cn := child.Operations().(nodeOps).self()
 	cn.alias.Store(nm.Alias())
@@ -326,7 +326,7 @@ func (n *node) stat() (unix.Stat_t, error) {
 }
 
 // Getattr reports the plaintext attributes.
-func (n *node) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	n.r.touch()
 	var st unix.Stat_t
 	var err error
@@ -358,8 +358,8 @@ func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 }
 
 var (
-	_ fusefs.NodeLookuper    = (*node)(nil)
-	_ fusefs.NodeGetattrer   = (*node)(nil)
-	_ fusefs.NodeStatfser    = (*node)(nil)
-	_ fusefs.NodeOnForgetter = (*node)(nil)
+	_ fs.NodeLookuper    = (*node)(nil)
+	_ fs.NodeGetattrer   = (*node)(nil)
+	_ fs.NodeStatfser    = (*node)(nil)
+	_ fs.NodeOnForgetter = (*node)(nil)
 )

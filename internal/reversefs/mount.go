@@ -1,4 +1,4 @@
-package reverse
+package reversefs
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -67,7 +67,7 @@ func Mount(opts MountOptions) (*Server, error) {
 		return nil, fmt.Errorf("reverse: stat %s: %w", opts.PlainDir, err)
 	}
 	rootAttr := root.stableAttr(viewEntry{kind: kindDir, st: rootSt})
-	fopts := &fusefs.Options{
+	fopts := &fs.Options{
 		EntryTimeout:    &timeout,
 		AttrTimeout:     &timeout,
 		NegativeTimeout: &timeout,
@@ -85,7 +85,7 @@ func Mount(opts MountOptions) (*Server, error) {
 			DirectMount: true, // fall back to fusermount3 if this fails
 		},
 	}
-	srv, err := fuse.NewServer(fusefs.NewNodeFS(root, fopts), opts.MountPoint, &fopts.MountOptions)
+	srv, err := fuse.NewServer(fs.NewNodeFS(root, fopts), opts.MountPoint, &fopts.MountOptions)
 	if err != nil {
 		root.Close()
 		return nil, fmt.Errorf("reverse: mount: %w", err)

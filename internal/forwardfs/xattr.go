@@ -1,4 +1,4 @@
-package fs
+package forwardfs
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 )
 
@@ -158,8 +158,8 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 }
 
 var (
-	_ fusefs.NodeGetxattrer    = (*node)(nil)
-	_ fusefs.NodeSetxattrer    = (*node)(nil)
-	_ fusefs.NodeRemovexattrer = (*node)(nil)
-	_ fusefs.NodeListxattrer   = (*node)(nil)
+	_ fs.NodeGetxattrer    = (*node)(nil)
+	_ fs.NodeSetxattrer    = (*node)(nil)
+	_ fs.NodeRemovexattrer = (*node)(nil)
+	_ fs.NodeListxattrer   = (*node)(nil)
 )

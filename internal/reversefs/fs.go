@@ -11,7 +11,7 @@
 // openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) and O_NOFOLLOW (through
 // internal/backing), so a symlink in PLAINDIR is shown as a symlink and
 // never followed.
-package reverse
+package reversefs
 
 import (
 	"errors"
@@ -26,10 +26,10 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
-	rev "github.com/encryptfs/encryptfs/internal/crypto/reverse"
+	"github.com/encryptfs/encryptfs/internal/crypto/reverse"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/session"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 )
 
@@ -72,7 +72,7 @@ type Root struct {
 	suite    *content.Suite
 	names    *names.Cipher
 	links    *meta.Symlinks
-	derive   *rev.Deriver
+	derive   *reverse.Deriver
 	config   []byte
 	excludes []string
 	owner    *fuseserver.Owner
@@ -168,4 +168,4 @@ func (r *Root) logf(format string, args ...any) {
 	}
 }
 
-var _ fusefs.InodeEmbedder = (*Root)(nil)
+var _ fs.InodeEmbedder = (*Root)(nil)

@@ -1,4 +1,4 @@
-package reverse
+package reversefs
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -19,7 +19,7 @@ var ErrChanged = core.ErrChanged
 
 // Open opens a regular file (the plaintext, read-only) or a virtual file.
 // Any write access fails with EROFS.
-func (n *node) Open(ctx context.Context, flags uint32) (fusefs.FileHandle, uint32, syscall.Errno) {
+func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
 		return nil, 0, syscall.EROFS
 	}
@@ -123,8 +123,8 @@ func (v *virtHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.Rea
 }
 
 var (
-	_ fusefs.NodeOpener   = (*node)(nil)
-	_ fusefs.FileReader   = (*fileHandle)(nil)
-	_ fusefs.FileReleaser = (*fileHandle)(nil)
-	_ fusefs.FileReader   = (*virtHandle)(nil)
+	_ fs.NodeOpener   = (*node)(nil)
+	_ fs.FileReader   = (*fileHandle)(nil)
+	_ fs.FileReleaser = (*fileHandle)(nil)
+	_ fs.FileReader   = (*virtHandle)(nil)
 )

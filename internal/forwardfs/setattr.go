@@ -1,4 +1,4 @@
-package fs
+package forwardfs
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -44,7 +44,7 @@ func (t attrTarget) utimens(ts [2]unix.Timespec) error {
 // Setattr handles truncate, chmod, chown and utimens (to the nanosecond).
 // Truncate runs first and the times last, so explicit times survive. An
 // alias's attributes do not change (readOnly).
-func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	n.r.touch()
 	if err := n.readOnly(); err != nil {
 		return n.errno(err, "setattr")
@@ -149,4 +149,4 @@ func (n *node) Setattr(ctx context.Context, f fusefs.FileHandle, in *fuse.SetAtt
 	return 0
 }
 
-var _ fusefs.NodeSetattrer = (*node)(nil)
+var _ fs.NodeSetattrer = (*node)(nil)

@@ -1,4 +1,4 @@
-package reverse
+package reversefs
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/fault"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +16,7 @@ import (
 // the plaintext path of that object; both are fixed for the node's life
 // (a plaintext rename makes a new node, see stableAttr).
 type node struct {
-	fusefs.Inode
+	fs.Inode
 	r    *Root
 	kind kind
 	rel  string
@@ -27,7 +27,7 @@ type node struct {
 const virtualIno = 1 << 63
 
 // pathHash is the keyed number of a kind and a path
-// (rev.Deriver.InodeNumber): stable across mounts with the same key, and
+// (reverse.Deriver.InodeNumber): stable across mounts with the same key, and
 // no use for testing guesses of plaintext paths without it.
 func (r *Root) pathHash(k kind, rel string) uint64 {
 	return r.derive.InodeNumber(byte(k), rel)
@@ -39,16 +39,16 @@ func (r *Root) pathHash(k kind, rel string) uint64 {
 // because its fileID and directory ID are derived from that path. Virtual
 // files get an inode number derived from their kind and path under the
 // reverse key (bit 63 set, the rest keyed), the same on every mount.
-func (r *Root) stableAttr(e viewEntry) fusefs.StableAttr {
+func (r *Root) stableAttr(e viewEntry) fs.StableAttr {
 	h := r.pathHash(e.kind, e.rel)
 	if e.kind.virtual() {
-		return fusefs.StableAttr{Mode: unix.S_IFREG, Ino: virtualIno | h&(virtualIno-1), Gen: 1}
+		return fs.StableAttr{Mode: unix.S_IFREG, Ino: virtualIno | h&(virtualIno-1), Gen: 1}
 	}
 	ino := e.st.Ino
 	if ino == ^uint64(0) { // reserved by go-fuse
 		ino = virtualIno | h&(virtualIno-1)
 	}
-	return fusefs.StableAttr{Mode: e.st.Mode & unix.S_IFMT, Ino: ino, Gen: h}
+	return fs.StableAttr{Mode: e.st.Mode & unix.S_IFMT, Ino: ino, Gen: h}
 }
 
 // errno maps an error to an errno, logging those not from the kernel with
@@ -112,7 +112,7 @@ func (r *Root) fillAttr(e viewEntry, out *fuse.Attr) error {
 }
 
 // newChild makes (or finds) the inode of a view entry below n.
-func (n *node) newChild(ctx context.Context, e viewEntry, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (n *node) newChild(ctx context.Context, e viewEntry, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if err := n.r.fillAttr(e, &out.Attr); err != nil {
 		return nil, n.r.errno(err, "lookup", e.rel)
 	}
@@ -121,7 +121,7 @@ func (n *node) newChild(ctx context.Context, e viewEntry, out *fuse.EntryOut) (*
 }
 
 // Lookup finds a view entry of directory n.
-func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fusefs.Inode, syscall.Errno) {
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if n.kind != kindDir {
 		return nil, syscall.ENOTDIR
 	}
@@ -140,7 +140,7 @@ func (n *node) entry() (viewEntry, error) {
 
 // Getattr reports the view attributes. An open file reports the size it
 // was opened with, so that size and contents agree.
-func (n *node) Getattr(ctx context.Context, f fusefs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	e, err := n.entry()
 	if err != nil {
 		return n.r.errno(err, "getattr", n.rel)
@@ -190,10 +190,10 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 }
 
 var (
-	_ fusefs.NodeLookuper    = (*node)(nil)
-	_ fusefs.NodeGetattrer   = (*node)(nil)
-	_ fusefs.NodeReadlinker  = (*node)(nil)
-	_ fusefs.NodeStatfser    = (*node)(nil)
-	_ fusefs.NodeGetxattrer  = (*node)(nil)
-	_ fusefs.NodeListxattrer = (*node)(nil)
+	_ fs.NodeLookuper    = (*node)(nil)
+	_ fs.NodeGetattrer   = (*node)(nil)
+	_ fs.NodeReadlinker  = (*node)(nil)
+	_ fs.NodeStatfser    = (*node)(nil)
+	_ fs.NodeGetxattrer  = (*node)(nil)
+	_ fs.NodeListxattrer = (*node)(nil)
 )

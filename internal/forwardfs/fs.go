@@ -10,7 +10,7 @@
 // and O_NOFOLLOW. The backing path is recomputed from the plaintext path and
 // the directory IDs cached in the nodes (a directory's ID never changes), so
 // renames need no bookkeeping.
-package fs
+package forwardfs
 
 import (
 	"log"
@@ -23,7 +23,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
-	fusefs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fs"
 )
 
 // Options configures the filesystem.
@@ -185,4 +185,4 @@ func (s *loggedSet) first(key string) bool {
 	return true
 }
 
-var _ fusefs.InodeEmbedder = (*Root)(nil)
+var _ fs.InodeEmbedder = (*Root)(nil)
