@@ -183,7 +183,9 @@ func Readlinkat(dirfd int, name string) (string, error) {
 		return "", err
 	}
 	if n > unix.PathMax {
-		return "", unix.ENAMETOOLONG
+		// No Linux file system stores a longer target: the backing is
+		// damaged or not what it claims to be.
+		return "", fmt.Errorf("%w: symlink target over %d bytes", ErrTooBig, unix.PathMax)
 	}
 	return string(buf[:n]), nil
 }

@@ -1,0 +1,277 @@
+package layers
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/encryptfs/encryptfs/"
+
+// rank orders the packages from the backing store (low) to the command
+// (high). A package may import only packages of a strictly lower rank: data
+// flows cmd -> cli -> mount/vault -> FUSE frontends/fsck -> session ->
+// fault -> tree -> core/config -> crypto/backing (docs/architecture.md).
+// A package missing from this table fails the test, so that every new
+// package gets a place.
+var rank = map[string]int{
+	"internal/backing":                    10,
+	"internal/crypto":                     10, // and everything below it
+	"internal/config":                     20,
+	"internal/core":                       20,
+	"internal/tree":                       30,
+	"internal/fault":                      40,
+	"internal/session":                    50,
+	"internal/fuseserver":                 55,
+	"internal/dircursor":                  55,
+	"internal/forwardfs":                  60,
+	"internal/reversefs":                  60,
+	"internal/fsck":                       60,
+	"internal/mount":                      70,
+	"vault":                               70,
+	"internal/cli":                        80,
+	"cmd/encryptfs":                       90,
+	"internal/fstest":                     -1, // test support: imported by tests only
+	"internal/layers":                     -1,
+	"internal/crypto/internal/vectortest": -1, // test vectors loader
+}
+
+// fuseLayer is the rank of the FUSE frontends: below it, no package turns
+// an error into an errno (STYLE.md, "Errors").
+const fuseLayer = 60
+
+// notFromCLI are the internals the CLI must reach only through the vault
+// session (internal/session) or the public vault package.
+var notFromCLI = []string{
+	"internal/core", "internal/tree", "internal/crypto/content", "internal/crypto/kdf",
+	"internal/crypto/keys", "internal/crypto/names", "internal/crypto/meta",
+}
+
+type pkg struct {
+	dir     string   // module-relative directory
+	imports []string // module-relative for our packages, full path otherwise
+	files   map[string]*ast.File
+	fset    *token.FileSet
+}
+
+// repoRoot is two levels up from this package's directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(filepath.Dir(wd))
+}
+
+// loadPackages parses the non-test Go files of every package in the module.
+func loadPackages(t *testing.T) map[string]*pkg {
+	t.Helper()
+	root := repoRoot(t)
+	pkgs := map[string]*pkg{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		p := pkgs[rel]
+		if p == nil {
+			p = &pkg{dir: rel, files: map[string]*ast.File{}, fset: fset}
+			pkgs[rel] = p
+		}
+		p.files[path] = f
+		for _, imp := range f.Imports {
+			p.imports = append(p.imports, strings.TrimPrefix(strings.Trim(imp.Path.Value, `"`), module))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("found only %d packages under %s", len(pkgs), root)
+	}
+	return pkgs
+}
+
+// rankOf returns the rank of a module-relative package directory: that of
+// the longest table entry it is or lies below.
+func rankOf(dir string) (int, bool) {
+	best, r, ok := -1, 0, false
+	for k, v := range rank {
+		if (dir == k || strings.HasPrefix(dir, k+"/")) && len(k) > best {
+			best, r, ok = len(k), v, true
+		}
+	}
+	return r, ok
+}
+
+func ours(imp string) bool {
+	return !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && strings.Contains(imp, "/") && (strings.HasPrefix(imp, "internal/") || strings.HasPrefix(imp, "vault") || strings.HasPrefix(imp, "cmd/"))
+}
+
+// TestLayers fails when an import points up (or sideways) in the layering.
+func TestLayers(t *testing.T) {
+	pkgs := loadPackages(t)
+	for _, p := range sorted(pkgs) {
+		r, ok := rankOf(p.dir)
+		if !ok {
+			t.Errorf("%s: package has no place in the layer table (internal/layers)", p.dir)
+			continue
+		}
+		for _, imp := range p.imports {
+			if !ours(imp) {
+				continue
+			}
+			ir, ok := rankOf(imp)
+			switch {
+			case !ok:
+				t.Errorf("%s imports %s, which has no place in the layer table", p.dir, imp)
+			case ir < 0:
+				t.Errorf("%s imports the test-support package %s", p.dir, imp)
+			case r >= 0 && ir >= r && !sameCrypto(p.dir, imp):
+				t.Errorf("%s (rank %d) imports %s (rank %d): imports must point down", p.dir, r, imp, ir)
+			}
+		}
+	}
+}
+
+// sameCrypto allows the crypto packages to use each other (siv under names,
+// content under reverse...): they form one layer with no I/O.
+func sameCrypto(a, b string) bool {
+	return strings.HasPrefix(a, "internal/crypto/") && strings.HasPrefix(b, "internal/crypto/")
+}
+
+// TestCryptoImports: crypto packages use only the standard library,
+// golang.org/x/crypto and each other, and no I/O (os, syscall, log).
+func TestCryptoImports(t *testing.T) {
+	for _, p := range sorted(loadPackages(t)) {
+		if r, _ := rankOf(p.dir); !strings.HasPrefix(p.dir, "internal/crypto/") || r < 0 {
+			continue
+		}
+		for _, imp := range p.imports {
+			std := !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && !ours(imp)
+			switch {
+			case strings.HasPrefix(imp, "internal/crypto/"), strings.HasPrefix(imp, "golang.org/x/crypto/"):
+			case std && (imp == "os" || imp == "syscall" || imp == "log" || strings.HasPrefix(imp, "os/") || strings.HasPrefix(imp, "log/")):
+				t.Errorf("%s imports %s: crypto does no I/O", p.dir, imp)
+			case std:
+			default:
+				t.Errorf("%s imports %s: crypto may use only the standard library and golang.org/x/crypto", p.dir, imp)
+			}
+		}
+	}
+}
+
+// TestCLIThroughSession: the CLI opens vaults only through the session or
+// the public vault package, never through the engine or the ciphers.
+func TestCLIThroughSession(t *testing.T) {
+	p := loadPackages(t)["internal/cli"]
+	if p == nil {
+		t.Fatal("internal/cli not found")
+	}
+	for _, imp := range p.imports {
+		for _, bad := range notFromCLI {
+			if imp == bad {
+				t.Errorf("internal/cli imports %s; use internal/session or vault", imp)
+			}
+		}
+	}
+}
+
+// errnoName matches an errno constant: unix.ENOENT, syscall.EIO...
+var errnoName = regexp.MustCompile(`^E[A-Z0-9]+$`)
+
+// TestNoErrnoBelowFUSE: below the FUSE frontends an errno may be compared
+// (errors.Is, ==, case) but never produced: such layers return sentinel
+// errors or pass the kernel's own error through.
+func TestNoErrnoBelowFUSE(t *testing.T) {
+	for _, p := range sorted(loadPackages(t)) {
+		r, ok := rankOf(p.dir)
+		// internal/fault holds the one table of kinds and errnos: it
+		// classifies the kernel's errnos coming up from the backing store
+		// and gives the doors (forwardfs, vault) the errno of each kind.
+		// It returns none of them as an error itself.
+		if !ok || r < 0 || r >= fuseLayer || p.dir == "internal/fault" {
+			continue
+		}
+		for name, f := range p.files {
+			for _, use := range producedErrnos(f) {
+				t.Errorf("%s:%d: %s creates an errno below the FUSE layer; return a sentinel error",
+					filepath.Join(p.dir, filepath.Base(name)), p.fset.Position(use.pos).Line, use.name)
+			}
+		}
+	}
+}
+
+type errnoUse struct {
+	name string
+	pos  token.Pos
+}
+
+// producedErrnos lists the errno constants in f that are not just compared.
+func producedErrnos(f *ast.File) []errnoUse {
+	compared := map[ast.Node]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Is" && len(n.Args) == 2 {
+				compared[n.Args[1]] = true
+			}
+		case *ast.BinaryExpr:
+			if n.Op == token.EQL || n.Op == token.NEQ {
+				compared[n.X], compared[n.Y] = true, true
+			}
+		case *ast.CaseClause:
+			for _, e := range n.List {
+				compared[e] = true
+			}
+		}
+		return true
+	})
+	var out []errnoUse
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok || compared[sel] {
+			return true
+		}
+		id, ok := sel.X.(*ast.Ident)
+		if !ok || (id.Name != "unix" && id.Name != "syscall") || !errnoName.MatchString(sel.Sel.Name) {
+			return true
+		}
+		out = append(out, errnoUse{name: id.Name + "." + sel.Sel.Name, pos: sel.Pos()})
+		return true
+	})
+	return out
+}
+
+// sorted returns the packages in directory order, for stable messages.
+func sorted(pkgs map[string]*pkg) []*pkg {
+	out := make([]*pkg, 0, len(pkgs))
+	for _, p := range pkgs {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].dir < out[j].dir })
+	return out
+}
