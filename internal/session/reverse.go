@@ -61,16 +61,12 @@ func NewReverse(plainDir string, p config.Params, masterKey []byte) (*Reverse, e
 // OpenReverse unlocks PLAINDIR's reverse config (config.ReverseFileName)
 // with password.
 func OpenReverse(plainDir string, password []byte, o Options) (*Reverse, error) {
-	c, err := o.loadConfig(plainDir, config.ReverseFileName)
-	if err != nil {
-		return nil, err
-	}
-	master, err := c.Unlock(password)
+	p, master, err := o.unlock(plainDir, config.ReverseFileName, password)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(master)
-	return NewReverse(plainDir, c.Params, master)
+	return NewReverse(plainDir, p, master)
 }
 
 // OpenReverseWithMasterKey opens PLAINDIR's reverse config with its master

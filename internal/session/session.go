@@ -121,16 +121,26 @@ func (o Options) loadConfig(dir, name string) (*config.Config, error) {
 // Open unlocks the vault in dir with password (config.ErrWrongPassword if
 // it does not unwrap the master key).
 func Open(dir string, password []byte, o Options) (*Session, error) {
-	c, err := o.loadConfig(dir, config.FileName)
-	if err != nil {
-		return nil, err
-	}
-	master, err := c.Unlock(password)
+	p, master, err := o.unlock(dir, config.FileName, password)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(master)
-	return New(dir, c.Params, master, o)
+	return New(dir, p, master, o)
+}
+
+// unlock loads the config file name in dir and unwraps its master key with
+// password; the caller clears the key.
+func (o Options) unlock(dir, name string, password []byte) (config.Params, []byte, error) {
+	c, err := o.loadConfig(dir, name)
+	if err != nil {
+		return config.Params{}, nil, err
+	}
+	master, err := c.Unlock(password)
+	if err != nil {
+		return config.Params{}, nil, err
+	}
+	return c.Params, master, nil
 }
 
 // OpenWithMasterKey opens the vault in dir with its master key (for a
