@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"github.com/encryptfs/encryptfs/internal/crypto/internal/buf"
 	"sync"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/siv"
@@ -117,7 +118,7 @@ func (f *FileCipher) Seal(dst, plain []byte, index uint64, final bool, nonce []b
 	defer f.adPool.Put(ad)
 	f.associatedData(ad, index, final)
 
-	ret, out := sliceForAppend(dst, f.nonceSize+len(plain)+TagSize)
+	ret, out := buf.SliceForAppend(dst, f.nonceSize+len(plain)+TagSize)
 	copy(out, nonce)
 	storedNonce := out[:f.nonceSize]
 	if f.aead != nil {
@@ -155,16 +156,4 @@ func (f *FileCipher) Open(dst, chunk []byte, index uint64, final bool) ([]byte, 
 		return dst, fmt.Errorf("%w: chunk %d", ErrCorruptChunk, index)
 	}
 	return out, nil
-}
-
-// sliceForAppend extends in by n bytes, reusing its capacity when it can, and
-// returns the whole slice and the n new bytes.
-func sliceForAppend(in []byte, n int) (whole, tail []byte) {
-	if total := len(in) + n; cap(in) >= total {
-		whole = in[:total]
-	} else {
-		whole = make([]byte, total)
-		copy(whole, in)
-	}
-	return whole, whole[len(in):]
 }

@@ -12,6 +12,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/encryptfs/encryptfs/internal/crypto/internal/buf"
 	"sync"
 )
 
@@ -84,7 +85,7 @@ func (s *SIV) Seal(dst, plaintext []byte, ad ...[]byte) []byte {
 	sc := s.scratch.Get().(*scratch)
 	defer s.scratch.Put(sc)
 
-	ret, out := sliceForAppend(dst, Overhead+len(plaintext))
+	ret, out := buf.SliceForAppend(dst, Overhead+len(plaintext))
 	s.s2v(sc, ad, plaintext)
 	copy(out, sc.v[:])
 	s.xorKeyStream(sc, out[Overhead:], plaintext)
@@ -108,7 +109,7 @@ func (s *SIV) Open(dst, ciphertext []byte, ad ...[]byte) ([]byte, error) {
 	var tag [Overhead]byte // plain value: never passed to an interface
 	copy(tag[:], ciphertext[:Overhead])
 	copy(sc.v[:], tag[:])
-	ret, out := sliceForAppend(dst, len(ciphertext)-Overhead)
+	ret, out := buf.SliceForAppend(dst, len(ciphertext)-Overhead)
 	s.xorKeyStream(sc, out, ciphertext[Overhead:])
 	s.s2v(sc, ad, out)
 	// Why constant time: a timing leak of the matching prefix would let an
@@ -173,15 +174,4 @@ func increment(q *[blockSize]byte) {
 			return
 		}
 	}
-}
-
-// sliceForAppend extends in by n bytes, reusing its capacity when it can.
-func sliceForAppend(in []byte, n int) (whole, tail []byte) {
-	if total := len(in) + n; cap(in) >= total {
-		whole = in[:total]
-	} else {
-		whole = make([]byte, total)
-		copy(whole, in)
-	}
-	return whole, whole[len(in):]
 }
