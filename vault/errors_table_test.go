@@ -95,7 +95,6 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/crypto/siv.ErrOpen":    {siv.ErrOpen, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/siv.ErrKeySize": {siv.ErrKeySize, fault.Other, syscall.EIO, cli.ExitError, nil},
 
-	"internal/reversefs.ErrNoRoot":  {reversefs.ErrNoRoot, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/reversefs.ErrChanged": {reversefs.ErrChanged, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/reversefs.ErrCipher":  {reversefs.ErrCipher, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/reversefs.ErrPattern": {reversefs.ErrPattern, fault.Other, syscall.EIO, cli.ExitError, nil},
@@ -108,6 +107,7 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/session.ErrReverseCipher":  {session.ErrReverseCipher, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/session.ErrWrongMasterKey": {session.ErrWrongMasterKey, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, nil},
 	"internal/mount.ErrNoSession":        {mount.ErrNoSession, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/mount.ErrNoRoot":           {mount.ErrNoRoot, fault.Other, syscall.EIO, cli.ExitError, nil},
 
 	"internal/tree.ErrCorruptDir":   {tree.ErrCorruptDir, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/tree.ErrReverse":      {tree.ErrReverse, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},

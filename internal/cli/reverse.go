@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
@@ -150,14 +151,14 @@ func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m moun
 	if fsName == "" {
 		fsName = plainDir
 	}
-	opts := reversefs.MountOptions{
+	opts := mount.ReverseOptions{
 		PlainDir: plainDir, MountPoint: mountPoint, Root: root,
 		AllowOther: m.allowOther, Debug: m.debug, FsName: fsName, ExtraOptions: m.extra, Logger: logger,
 	}
 	if m.sharedStorage { // PLAINDIR changes a lot: show every change at once
 		opts.CacheTimeout = -1
 	}
-	srv, err := reversefs.Mount(opts)
+	srv, err := mount.MountReverse(opts)
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}

@@ -1,9 +1,14 @@
-// Package mount builds and runs the FUSE server of a forward-mode vault:
-// mount options, timeouts, idle auto-unmount and clean unmount on signals.
-// It holds no global state: everything lives in the Server it returns.
+// Package mount builds and runs the FUSE servers of both modes: Mount for
+// a forward-mode vault (internal/forwardfs), MountReverse for the
+// read-only encrypted view of a plaintext directory (internal/reversefs).
+// It chooses mount options and cache timeouts, and runs the idle
+// auto-unmount; the server lifecycle (clean unmount on signals) is
+// internal/fuseserver's. It holds no global state: everything lives in the
+// servers it returns.
 package mount
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log"
@@ -14,7 +19,6 @@ import (
 	"github.com/encryptfs/encryptfs/internal/forwardfs"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/session"
-	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -60,6 +64,7 @@ type Server struct {
 	*fuseserver.Server
 	root     *forwardfs.Root
 	opts     Options
+	logf     func(format string, args ...any)
 	stopIdle chan struct{}
 }
 
@@ -81,10 +86,6 @@ func Mount(opts Options) (*Server, error) {
 	if opts.SharedStorage {
 		timeout = 0
 	}
-	fsName := opts.FsName
-	if fsName == "" {
-		fsName = opts.Session.Dir()
-	}
 	// Permission checks: with AllowOther other users reach the mount, and the
 	// kernel must check every access against the modes (default_permissions).
 	// Without it only the mounting user can reach the mount at all, and the
@@ -100,35 +101,22 @@ func Mount(opts Options) (*Server, error) {
 	if opts.ReadOnly {
 		mo = append(mo, "ro")
 	}
-	mo = append(mo, opts.ExtraOptions...)
-	fopts := &fs.Options{
-		EntryTimeout:    &timeout,
-		AttrTimeout:     &timeout,
-		NegativeTimeout: &timeout,
-		Logger:          opts.Logger,
-		NullPermissions: true, // mode 0 stays 0
-		MountOptions: fuse.MountOptions{
-			AllowOther: opts.AllowOther,
-			Options:    mo,
-			FsName:     fsName,
-			Name:       "encryptfs", // type "fuse.encryptfs"
-			MaxWrite:   maxWrite,
-			Debug:      opts.Debug,
-			Logger:     opts.Logger,
-			// The daemon clears suid/sgid on write itself, so the kernel
-			// need not ask for security.capability before each write.
-			ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
-			DirectMount:       true, // fall back to fusermount3 if this fails
-		},
-	}
-	srv, err := fuse.NewServer(fs.NewNodeFS(root, fopts), opts.MountPoint, &fopts.MountOptions)
-	if err != nil {
-		root.Close()
-		return nil, fmt.Errorf("mount: %w", err)
-	}
-	s := &Server{root: root, opts: opts, stopIdle: make(chan struct{})}
+	s := &Server{root: root, opts: opts, logf: logfTo(opts.Logger), stopIdle: make(chan struct{})}
 	stopProfile := s.startCPUProfile()
-	s.Server, err = fuseserver.Start(srv, opts.MountPoint, s.logf, func() {
+	s.Server, err = serve(root, serverConfig{
+		mountPoint:   opts.MountPoint,
+		fsName:       cmp.Or(opts.FsName, opts.Session.Dir()),
+		typeName:     "encryptfs", // type "fuse.encryptfs"
+		options:      append(mo, opts.ExtraOptions...),
+		allowOther:   opts.AllowOther,
+		debug:        opts.Debug,
+		cacheTimeout: timeout,
+		maxIO:        maxWrite,
+		// The daemon clears suid/sgid on write itself, so the kernel
+		// need not ask for security.capability before each write.
+		capabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
+		logger:       opts.Logger,
+	}, func() {
 		stopProfile()
 		root.Close()
 		close(s.stopIdle)
@@ -200,11 +188,5 @@ func (s *Server) startCPUProfile() (stop func()) {
 		if err := f.Close(); err != nil {
 			s.logf("%s: %v", cpuProfileEnv, err)
 		}
-	}
-}
-
-func (s *Server) logf(format string, args ...any) {
-	if s.opts.Logger != nil {
-		s.opts.Logger.Printf(format, args...)
 	}
 }

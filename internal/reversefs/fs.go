@@ -1,4 +1,4 @@
-// Package reverse is the reverse-mode FUSE filesystem: a read-only view
+// Package reversefs is the reverse-mode FUSE filesystem: a read-only view
 // that shows an encrypted version of a plaintext directory (PLAINDIR), for
 // encrypted backups. A copy of the view is a normal forward-mode vault with
 // the same password (docs/reverse.md).

@@ -1,7 +1,6 @@
-package reversefs
+package reversefs_test
 
 import (
-	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,66 +20,25 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/fstest"
-	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
+	"github.com/encryptfs/encryptfs/internal/mount"
+	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"golang.org/x/sys/unix"
 )
-
-// testChunk is the chunk size of the test vaults (the smallest allowed,
-// so that multi-chunk files stay small).
-const testChunk = content.MinChunk
 
 var testPassword = []byte("reverse test password")
 
 // TestMain fails the suite if a test left a mount behind.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if left := leftMounts(); len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "mounts left behind: %v\n", left)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mounttest.Main(m) }
 
-// ourTests name the tests of this package that mount; their temp dirs
-// start with the test name, which tells our mounts from those of other
-// packages' tests running at the same time.
-var ourTests = []string{"TestDeterministic", "TestCopyIsForwardVault", "TestChangeOneFile", "TestExcludes", "TestReadOnly"}
+// What the tests here share with the package's internal tests
+// (export_test.go).
+const testChunk = reversefs.TestChunk
 
-// leftMounts lists this package's test mounts still in /proc/mounts.
-func leftMounts() []string {
-	b, _ := os.ReadFile("/proc/mounts")
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		if len(f) < 3 || !strings.HasPrefix(f[2], "fuse.encryptfs") {
-			continue
-		}
-		for _, name := range ourTests {
-			if strings.HasPrefix(f[1], filepath.Join(os.TempDir(), name)) {
-				out = append(out, l)
-			}
-		}
-	}
-	return out
-}
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
+var (
+	fill    = reversefs.Fill
+	newRoot = reversefs.NewTestRoot
+)
 
 // initPlain writes a reverse config (cheapest KDF) into plain and returns
 // it with its master key.
@@ -98,38 +56,27 @@ func initPlain(t *testing.T, plain string) (*config.Config, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := config.WriteFileAtomic(plain, ConfigName, data); err != nil {
+	if err := config.WriteFileAtomic(plain, reversefs.ConfigName, data); err != nil {
 		t.Fatal(err)
 	}
 	return c, master
 }
 
-// newRoot builds the reverse session of plainDir from p and master and
-// the view's Root over it; the session is closed in t.Cleanup.
-func newRoot(t testing.TB, plainDir string, p config.Params, master []byte, o Options) (*Root, error) {
-	t.Helper()
-	s, err := session.NewReverse(plainDir, p, master)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() { s.Close() })
-	return NewRoot(s, o)
-}
-
 // mountView mounts the reverse view of plain on a new temp dir; it is
 // unmounted in t.Cleanup even if the test fails. unmount can also be called
 // earlier (a second call does nothing).
-func mountView(t *testing.T, plain string, c *config.Config, master []byte, o Options) (mnt string, unmount func()) {
+func mountView(t *testing.T, plain string, c *config.Config, master []byte, o reversefs.Options) (mnt string, unmount func()) {
 	t.Helper()
 	fstest.RequireFUSE(t)
 	mnt = t.TempDir()
-	logs := &syncBuffer{}
+	logs := &mounttest.SyncWriter{}
 	o.Logger = log.New(logs, "", 0)
 	root, err := newRoot(t, plain, c.Params, master, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Mount(MountOptions{PlainDir: plain, MountPoint: mnt, Root: root, Logger: o.Logger})
+	mounttest.Track(mnt)
+	srv, err := mount.MountReverse(mount.ReverseOptions{PlainDir: plain, MountPoint: mnt, Root: root, Logger: o.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,17 +94,6 @@ func mountView(t *testing.T, plain string, c *config.Config, master []byte, o Op
 	}
 	t.Cleanup(unmount)
 	return mnt, unmount
-}
-
-// fill returns n deterministic pseudo-random bytes for seed.
-func fill(seed string, n int) []byte {
-	out := make([]byte, 0, n+sha256.Size)
-	block := sha256.Sum256([]byte(seed))
-	for len(out) < n {
-		out = append(out, block[:]...)
-		block = sha256.Sum256(block[:])
-	}
-	return out[:n]
 }
 
 // testTime is the mtime the fixture sets, so snapshots can compare times.

@@ -1,13 +1,13 @@
-package reversefs
+package reversefs_test
 
 import (
-	"hash/fnv"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/reversefs"
 )
 
 // virtualInos returns the inode numbers of the virtual files of the view
@@ -26,16 +26,6 @@ func virtualInos(t *testing.T, mnt string) map[string]uint64 {
 	return out
 }
 
-// fnvIno is the inode number of a virtual file before the keyed
-// derivation: 2^63 | FNV-64a(kind ‖ rel), which anyone could compute from
-// a guessed plaintext path (security review, issue 7 item 8).
-func fnvIno(k kind, rel string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte{byte(k)})
-	h.Write([]byte(rel))
-	return virtualIno | h.Sum64()&(virtualIno-1)
-}
-
 // TestInodeNumbersKeyed: virtual files' inode numbers are the same on every
 // mount with the same key, differ under another key, have bit 63 set and
 // are not the unkeyed FNV-64a of the path any more.
@@ -43,21 +33,20 @@ func TestInodeNumbersKeyed(t *testing.T) {
 	plain := t.TempDir()
 	makeTree(t, plain)
 	c, master := initPlain(t, plain)
-	mnt1, unmount1 := mountView(t, plain, c, master, Options{})
+	mnt1, unmount1 := mountView(t, plain, c, master, reversefs.Options{})
 	first := virtualInos(t, mnt1)
 	unmount1()
-	mnt2, unmount2 := mountView(t, plain, c, master, Options{})
+	mnt2, unmount2 := mountView(t, plain, c, master, reversefs.Options{})
 	second := virtualInos(t, mnt2)
 	unmount2()
-	kinds := map[string]kind{names.ConfigFile: kindConfig, names.DirIDFile: kindDirID}
 	for n, ino := range first {
 		if second[n] != ino {
 			t.Errorf("%s: inode %#x on the first mount, %#x on the second", n, ino, second[n])
 		}
-		if ino&virtualIno == 0 {
+		if ino&reversefs.VirtualIno == 0 {
 			t.Errorf("%s: inode %#x has bit 63 clear", n, ino)
 		}
-		if ino == fnvIno(kinds[n], "") {
+		if ino == reversefs.UnkeyedVirtualIno(n) {
 			t.Errorf("%s: inode %#x is the unkeyed FNV-64a of its path", n, ino)
 		}
 	}
@@ -66,7 +55,7 @@ func TestInodeNumbersKeyed(t *testing.T) {
 	other := t.TempDir()
 	makeTree(t, other)
 	c2, master2 := initPlain(t, other)
-	mnt3, _ := mountView(t, other, c2, master2, Options{})
+	mnt3, _ := mountView(t, other, c2, master2, reversefs.Options{})
 	third := virtualInos(t, mnt3)
 	for n, ino := range first {
 		if third[n] == ino {

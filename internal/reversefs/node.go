@@ -51,6 +51,17 @@ func (r *Root) stableAttr(e viewEntry) fs.StableAttr {
 	return fs.StableAttr{Mode: e.st.Mode & unix.S_IFMT, Ino: ino, Gen: h}
 }
 
+// RootAttr is the StableAttr of the view's root directory, for go-fuse's
+// Options.RootStableAttr: the root keeps PLAINDIR's inode number, as
+// every other directory of the view keeps its own.
+func (r *Root) RootAttr() (fs.StableAttr, error) {
+	st, err := r.lstat("")
+	if err != nil {
+		return fs.StableAttr{}, err
+	}
+	return r.stableAttr(viewEntry{kind: kindDir, st: st}), nil
+}
+
 // errno maps an error to an errno, logging those not from the kernel with
 // the path: the kernel's errno passes through, others get the errno of
 // their fault.Kind (as in forward mode) or EIO.

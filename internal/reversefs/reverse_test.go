@@ -1,4 +1,4 @@
-package reversefs
+package reversefs_test
 
 import (
 	"bytes"
@@ -15,8 +15,10 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/fsck"
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/mount"
+	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/vault"
 	"golang.org/x/sys/unix"
@@ -28,10 +30,10 @@ func TestDeterministic(t *testing.T) {
 	plain := t.TempDir()
 	makeTree(t, plain)
 	c, master := initPlain(t, plain)
-	mnt1, unmount1 := mountView(t, plain, c, master, Options{})
+	mnt1, unmount1 := mountView(t, plain, c, master, reversefs.Options{})
 	first := snapshot(t, mnt1, true)
 	unmount1()
-	mnt2, _ := mountView(t, plain, c, master, Options{})
+	mnt2, _ := mountView(t, plain, c, master, reversefs.Options{})
 	second := snapshot(t, mnt2, true)
 	if d := diffSnapshots(first, second); len(d) > 0 {
 		t.Fatalf("views differ between mounts:\n%s", strings.Join(d, "\n"))
@@ -44,7 +46,7 @@ func TestDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := os.ReadFile(filepath.Join(plain, ConfigName))
+	want, _ := os.ReadFile(filepath.Join(plain, reversefs.ConfigName))
 	if !bytes.Equal(conf, want) {
 		t.Fatal("encryptfs.conf in the view is not the reverse config")
 	}
@@ -63,8 +65,8 @@ func TestCopyIsForwardVault(t *testing.T) {
 	plain := t.TempDir()
 	makeTree(t, plain)
 	c, master := initPlain(t, plain)
-	mnt, _ := mountView(t, plain, c, master, Options{})
-	want := snapshot(t, plain, true, ConfigName)
+	mnt, _ := mountView(t, plain, c, master, reversefs.Options{})
+	want := snapshot(t, plain, true, reversefs.ConfigName)
 
 	rsynced := t.TempDir()
 	run(t, "rsync", "-a", mnt+"/", rsynced+"/")
@@ -100,6 +102,7 @@ func TestCopyIsForwardVault(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
+		mounttest.Track(fwd)
 		srv, err := mount.Mount(mount.Options{Session: s, MountPoint: fwd, ReadOnly: true})
 		if err != nil {
 			t.Fatal(err)
@@ -113,7 +116,7 @@ func TestCopyIsForwardVault(t *testing.T) {
 		if d := diffSnapshots(want, got); len(d) > 0 {
 			t.Fatalf("forward mount of the copy differs from the plaintext:\n%s", strings.Join(d, "\n"))
 		}
-		run(t, "diff", "-r", "--no-dereference", "--exclude="+ConfigName, "--exclude=fifo", plain, fwd)
+		run(t, "diff", "-r", "--no-dereference", "--exclude="+reversefs.ConfigName, "--exclude=fifo", plain, fwd)
 	})
 }
 
@@ -126,7 +129,7 @@ func checkVault(t *testing.T, v *vault.Vault, plain string) {
 			return err
 		}
 		rel, _ := filepath.Rel(plain, p)
-		if rel == "." || rel == ConfigName {
+		if rel == "." || rel == reversefs.ConfigName {
 			return nil
 		}
 		n++
@@ -182,7 +185,7 @@ func TestChangeOneFile(t *testing.T) {
 	plain := t.TempDir()
 	makeTree(t, plain)
 	c, master := initPlain(t, plain)
-	mnt, unmount := mountView(t, plain, c, master, Options{})
+	mnt, unmount := mountView(t, plain, c, master, reversefs.Options{})
 	before := snapshot(t, mnt, false)
 	enc := viewPath(t, c, master, "many")
 	oldCipher, err := os.ReadFile(filepath.Join(mnt, enc))
@@ -204,7 +207,7 @@ func TestChangeOneFile(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	mnt2, _ := mountView(t, plain, c, master, Options{})
+	mnt2, _ := mountView(t, plain, c, master, reversefs.Options{})
 	after := snapshot(t, mnt2, false)
 	d := diffSnapshots(before, after)
 	if len(d) != 1 || !strings.HasPrefix(d[0], enc+":") {
@@ -232,13 +235,13 @@ func TestChangeOneFile(t *testing.T) {
 func viewPath(t *testing.T, c *config.Config, master []byte, name string) string {
 	t.Helper()
 	plain := t.TempDir()
-	os.WriteFile(filepath.Join(plain, ConfigName), []byte("{}"), 0o400)
-	r, err := newRoot(t, plain, c.Params, master, Options{})
+	os.WriteFile(filepath.Join(plain, reversefs.ConfigName), []byte("{}"), 0o400)
+	r, err := newRoot(t, plain, c.Params, master, reversefs.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	_, viewName, _, err := r.encName(name)
+	viewName, err := r.ViewName(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +254,7 @@ func TestExcludes(t *testing.T) {
 	plain := t.TempDir()
 	makeTree(t, plain)
 	c, master := initPlain(t, plain)
-	mnt, _ := mountView(t, plain, c, master, Options{Excludes: []string{"*.tmp", "keep/skip", "d1/sub"}})
+	mnt, _ := mountView(t, plain, c, master, reversefs.Options{Excludes: []string{"*.tmp", "keep/skip", "d1/sub"}})
 	cp := t.TempDir()
 	run(t, "rsync", "-a", mnt+"/", cp+"/")
 	v, err := vault.Open(cp, testPassword)
@@ -285,7 +288,7 @@ func TestReadOnly(t *testing.T) {
 	plain := t.TempDir()
 	makeTree(t, plain)
 	c, master := initPlain(t, plain)
-	mnt, _ := mountView(t, plain, c, master, Options{})
+	mnt, _ := mountView(t, plain, c, master, reversefs.Options{})
 	file := filepath.Join(mnt, viewPath(t, c, master, "chunk"))
 	dir := filepath.Join(mnt, viewPath(t, c, master, "d1"))
 	for _, tc := range []struct {
@@ -332,7 +335,7 @@ func TestNewRootChecks(t *testing.T) {
 	siv := config.NewParams("aes-256-siv", testChunk, k)
 	gcm := config.NewParams("aes-256-gcm", testChunk, k)
 	withConf, empty := t.TempDir(), t.TempDir()
-	os.WriteFile(filepath.Join(withConf, ConfigName), []byte("{}"), 0o400)
+	os.WriteFile(filepath.Join(withConf, reversefs.ConfigName), []byte("{}"), 0o400)
 	for _, tc := range []struct {
 		what    string
 		dir     string
@@ -340,13 +343,13 @@ func TestNewRootChecks(t *testing.T) {
 		exclude []string
 		want    error
 	}{
-		{"gcm", withConf, gcm, nil, ErrCipher},
-		{"bad pattern", withConf, siv, []string{"[x"}, ErrPattern},
-		{"empty pattern", withConf, siv, []string{""}, ErrPattern},
+		{"gcm", withConf, gcm, nil, reversefs.ErrCipher},
+		{"bad pattern", withConf, siv, []string{"[x"}, reversefs.ErrPattern},
+		{"empty pattern", withConf, siv, []string{""}, reversefs.ErrPattern},
 		{"no config", empty, siv, nil, fs.ErrNotExist},
 		{"ok", withConf, siv, []string{"*.tmp", "a/b"}, nil},
 	} {
-		r, err := newRoot(t, tc.dir, tc.p, master, Options{Excludes: tc.exclude})
+		r, err := newRoot(t, tc.dir, tc.p, master, reversefs.Options{Excludes: tc.exclude})
 		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("%s: %v, want %v", tc.what, err, tc.want)
 		}
@@ -361,7 +364,7 @@ func TestForceOwner(t *testing.T) {
 	plain := t.TempDir()
 	makeTree(t, plain)
 	c, master := initPlain(t, plain)
-	mnt, _ := mountView(t, plain, c, master, Options{ForceOwner: &fuseserver.Owner{UID: 1234, GID: 5678}})
+	mnt, _ := mountView(t, plain, c, master, reversefs.Options{ForceOwner: &fuseserver.Owner{UID: 1234, GID: 5678}})
 	n := 0
 	err := filepath.WalkDir(mnt, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -386,12 +389,7 @@ func TestForceOwner(t *testing.T) {
 // PLAINDIR shows up as an empty directory, and its entries cannot be looked
 // up; without it the view goes through.
 func TestOneFileSystem(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but not root")
-		}
-		t.Skip("needs root to mount a tmpfs")
-	}
+	mounttest.RequireRoot(t) // to mount a tmpfs
 	plain := t.TempDir()
 	makeTree(t, plain)
 	c, master := initPlain(t, plain)
@@ -399,6 +397,7 @@ func TestOneFileSystem(t *testing.T) {
 	if err := os.Mkdir(inner, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	mounttest.Track(inner)
 	if err := unix.Mount("tmpfs", inner, "tmpfs", 0, "size=1m"); err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +410,7 @@ func TestOneFileSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, one := range []bool{false, true} {
-		mnt, unmount := mountView(t, plain, c, master, Options{OneFileSystem: one})
+		mnt, unmount := mountView(t, plain, c, master, reversefs.Options{OneFileSystem: one})
 		dir := viewPath(t, c, master, "mnt")
 		ents, err := os.ReadDir(filepath.Join(mnt, dir))
 		if err != nil {

@@ -1,4 +1,4 @@
-package mount
+package forwardfs_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,20 +22,20 @@ import (
 // displayed name is never listed twice: a real entry "readme (1)" hides a
 // copy shown under that name.
 func TestConflictAliasAttack(t *testing.T) {
-	v := newVault(t, nil)
-	pub, priv := filepath.Join(v.mnt, "public"), filepath.Join(v.mnt, "private")
+	v := mounttest.NewVault(t, nil)
+	pub, priv := filepath.Join(v.Mnt, "public"), filepath.Join(v.Mnt, "private")
 	must(t, os.Mkdir(pub, 0o755))
 	must(t, os.Mkdir(priv, 0o755))
 	must(t, os.WriteFile(filepath.Join(pub, "readme"), []byte("public text"), 0o644))
 	must(t, os.WriteFile(filepath.Join(pub, "readme (1)"), []byte("real (1)"), 0o644))
 	must(t, os.WriteFile(filepath.Join(priv, "key"), []byte("SECRET"), 0o600))
-	must(t, v.srv.Unmount())
+	must(t, v.Srv.Unmount())
 
 	pubB, pubID := backingDir(t, v, "public")
 	privB, privID := backingDir(t, v, "private")
-	readme, err := v.tree.Name(pubID, "readme")
+	readme, err := v.Tree.Name(pubID, "readme")
 	must(t, err)
-	key, err := v.tree.Name(privID, "key")
+	key, err := v.Tree.Name(privID, "key")
 	must(t, err)
 	secret, err := os.ReadFile(filepath.Join(privB, key.Backing))
 	must(t, err)
@@ -51,7 +52,7 @@ func TestConflictAliasAttack(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(pubB, readme.Backing+sync), pubData, 0o644))
 	must(t, os.WriteFile(filepath.Join(pubB, readme.Backing+sync2), pubData, 0o644))
 
-	remount(t, v)
+	v.Remount(t)
 	// Cold lookups first, then the listing.
 	for _, sfx := range crafted {
 		if _, err := os.Lstat(filepath.Join(pub, "readme"+sfx)); !errors.Is(err, os.ErrNotExist) {
@@ -101,26 +102,26 @@ func TestConflictAliasAttack(t *testing.T) {
 	if got := listNames(t, pub); !slices.Equal(got, want) {
 		t.Fatalf("listing after adopt/remove %q, want %q", got, want)
 	}
-	remount(t, v)
+	v.Remount(t)
 	if got, err := os.ReadFile(adopted); err != nil || string(got) != "edited" {
 		t.Fatalf("adopted copy after remount: %q %v", got, err)
 	}
 }
 
 // backingDir returns the backing path and ID of top-level directory name.
-func backingDir(t *testing.T, v *testVault, name string) (string, []byte) {
+func backingDir(t *testing.T, v *mounttest.Vault, name string) (string, []byte) {
 	t.Helper()
-	rootfd, err := backing.OpenRoot(v.cipher)
+	rootfd, err := backing.OpenRoot(v.Cipher)
 	must(t, err)
 	defer backing.Close(rootfd)
-	rootID, err := v.tree.ReadDirID(rootfd)
+	rootID, err := v.Tree.ReadDirID(rootfd)
 	must(t, err)
-	n, err := v.tree.Name(rootID, name)
+	n, err := v.Tree.Name(rootID, name)
 	must(t, err)
 	fd, err := backing.OpenSubdir(rootfd, n.Backing)
 	must(t, err)
 	defer backing.Close(fd)
-	id, err := v.tree.ReadDirID(fd)
+	id, err := v.Tree.ReadDirID(fd)
 	must(t, err)
-	return filepath.Join(v.cipher, n.Backing), id
+	return filepath.Join(v.Cipher, n.Backing), id
 }

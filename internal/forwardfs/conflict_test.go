@@ -1,4 +1,4 @@
-package mount
+package forwardfs_test
 
 import (
 	"os"
@@ -7,21 +7,23 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
 )
 
 // TestSyncConflictCopy: a sync tool's conflict copy "<encname> (1)" in
 // CIPHERDIR shows up as "<name> (1)" and can be read, renamed and removed.
 func TestSyncConflictCopy(t *testing.T) {
-	v := newVault(t, nil)
-	must(t, os.WriteFile(filepath.Join(v.mnt, "report.txt"), []byte("v1"), 0o644))
-	bf := backingFiles(t, v.cipher)
+	v := mounttest.NewVault(t, nil)
+	must(t, os.WriteFile(filepath.Join(v.Mnt, "report.txt"), []byte("v1"), 0o644))
+	bf := mounttest.BackingFiles(t, v.Cipher)
 	if len(bf) != 1 {
 		t.Fatalf("backing %v", bf)
 	}
 	b, err := os.ReadFile(bf[0])
 	must(t, err)
 	must(t, os.WriteFile(bf[0]+" (1)", b, 0o644))
-	ents, err := os.ReadDir(v.mnt)
+	ents, err := os.ReadDir(v.Mnt)
 	must(t, err)
 	var names []string
 	for _, e := range ents {
@@ -30,17 +32,17 @@ func TestSyncConflictCopy(t *testing.T) {
 	if strings.Join(names, ",") != "report.txt,report.txt (1)" && strings.Join(names, ",") != "report.txt (1),report.txt" {
 		t.Fatalf("listing %v", names)
 	}
-	remount(t, v) // cold lookup, not through readdirplus
-	conflict := filepath.Join(v.mnt, "report.txt (1)")
+	v.Remount(t) // cold lookup, not through readdirplus
+	conflict := filepath.Join(v.Mnt, "report.txt (1)")
 	if got, err := os.ReadFile(conflict); err != nil || string(got) != "v1" {
 		t.Fatalf("read conflict copy: %q %v", got, err)
 	}
-	must(t, os.Rename(conflict, filepath.Join(v.mnt, "kept.txt")))
-	if got, err := os.ReadFile(filepath.Join(v.mnt, "kept.txt")); err != nil || string(got) != "v1" {
+	must(t, os.Rename(conflict, filepath.Join(v.Mnt, "kept.txt")))
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, "kept.txt")); err != nil || string(got) != "v1" {
 		t.Fatalf("read renamed copy: %q %v", got, err)
 	}
-	must(t, os.Remove(filepath.Join(v.mnt, "kept.txt")))
-	if left := backingFiles(t, v.cipher); len(left) != 1 {
+	must(t, os.Remove(filepath.Join(v.Mnt, "kept.txt")))
+	if left := mounttest.BackingFiles(t, v.Cipher); len(left) != 1 {
 		t.Fatalf("backing left %v", left)
 	}
 }
@@ -51,23 +53,23 @@ func TestSyncConflictCopy(t *testing.T) {
 // by path: a conflict copy's backing name is not the encryption of its
 // displayed name, so that path is found through the parent instead.
 func TestSyncConflictDir(t *testing.T) {
-	v := newVault(t, nil)
-	must(t, os.MkdirAll(filepath.Join(v.mnt, "a", "docs"), 0o755))
-	must(t, os.WriteFile(filepath.Join(v.mnt, "a", "docs", "f"), []byte("in copy"), 0o644))
-	must(t, v.srv.Unmount())
-	top := backingFiles(t, v.cipher)
+	v := mounttest.NewVault(t, nil)
+	must(t, os.MkdirAll(filepath.Join(v.Mnt, "a", "docs"), 0o755))
+	must(t, os.WriteFile(filepath.Join(v.Mnt, "a", "docs", "f"), []byte("in copy"), 0o644))
+	must(t, v.Srv.Unmount())
+	top := mounttest.BackingFiles(t, v.Cipher)
 	if len(top) != 1 {
 		t.Fatalf("backing %v", top)
 	}
-	sub := backingFiles(t, top[0])
+	sub := mounttest.BackingFiles(t, top[0])
 	if len(sub) != 1 {
 		t.Fatalf("backing %v", sub)
 	}
 	if out, err := exec.Command("cp", "-a", sub[0], sub[0]+" (1)").CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
 	}
-	remount(t, v)
-	if got, err := os.ReadFile(filepath.Join(v.mnt, "a", "docs (1)", "f")); err != nil || string(got) != "in copy" {
+	v.Remount(t)
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, "a", "docs (1)", "f")); err != nil || string(got) != "in copy" {
 		t.Fatalf("read in conflict copy dir: %q %v", got, err)
 	}
 }
@@ -78,19 +80,19 @@ func TestSyncConflictDir(t *testing.T) {
 // show up with the original's name plus the suffix, are found by a cold
 // lookup, and can be renamed and removed without touching the original.
 func TestSyncConflictLongName(t *testing.T) {
-	v := newVault(t, nil)
+	v := mounttest.NewVault(t, nil)
 	long := strings.Repeat("long name ", 20) + ".txt"
-	must(t, os.WriteFile(filepath.Join(v.mnt, long), []byte("v1"), 0o644))
-	must(t, v.srv.Unmount())
+	must(t, os.WriteFile(filepath.Join(v.Mnt, long), []byte("v1"), 0o644))
+	must(t, v.Srv.Unmount())
 	var entry string
-	for _, p := range backingFiles(t, v.cipher) {
+	for _, p := range mounttest.BackingFiles(t, v.Cipher) {
 		entry = p
 	}
-	ents, err := os.ReadDir(v.cipher)
+	ents, err := os.ReadDir(v.Cipher)
 	must(t, err)
 	for _, e := range ents {
 		if n := e.Name(); strings.HasPrefix(n, "encryptfs.long.") && !strings.HasSuffix(n, ".name") {
-			entry = filepath.Join(v.cipher, n)
+			entry = filepath.Join(v.Cipher, n)
 		}
 	}
 	if entry == "" {
@@ -101,27 +103,27 @@ func TestSyncConflictLongName(t *testing.T) {
 	h := strings.TrimPrefix(filepath.Base(entry), "encryptfs.long.")
 	const sync = ".sync-conflict-20261122-101010-ABCDEFG"
 	must(t, os.WriteFile(entry+" (1)", data, 0o644))
-	must(t, os.WriteFile(filepath.Join(v.cipher, "encryptfs.long"+sync+"."+h), data, 0o644))
+	must(t, os.WriteFile(filepath.Join(v.Cipher, "encryptfs.long"+sync+"."+h), data, 0o644))
 
-	remount(t, v) // cold lookups first
+	v.Remount(t) // cold lookups first
 	for _, name := range []string{long + " (1)", long + sync} {
-		if got, err := os.ReadFile(filepath.Join(v.mnt, name)); err != nil || string(got) != "v1" {
+		if got, err := os.ReadFile(filepath.Join(v.Mnt, name)); err != nil || string(got) != "v1" {
 			t.Fatalf("read %q: %q %v", name, got, err)
 		}
 	}
 	want := []string{long, long + " (1)", long + sync}
 	slices.Sort(want)
-	if names := listNames(t, v.mnt); !slices.Equal(names, want) {
+	if names := listNames(t, v.Mnt); !slices.Equal(names, want) {
 		t.Fatalf("listing %q, want %q", names, want)
 	}
-	must(t, os.Rename(filepath.Join(v.mnt, long+" (1)"), filepath.Join(v.mnt, "kept.txt")))
-	must(t, os.Remove(filepath.Join(v.mnt, long+sync)))
-	if names := listNames(t, v.mnt); !slices.Equal(names, []string{"kept.txt", long}) {
+	must(t, os.Rename(filepath.Join(v.Mnt, long+" (1)"), filepath.Join(v.Mnt, "kept.txt")))
+	must(t, os.Remove(filepath.Join(v.Mnt, long+sync)))
+	if names := listNames(t, v.Mnt); !slices.Equal(names, []string{"kept.txt", long}) {
 		t.Fatalf("listing after cleanup %q", names)
 	}
-	remount(t, v)
+	v.Remount(t)
 	for _, name := range []string{long, "kept.txt"} {
-		if got, err := os.ReadFile(filepath.Join(v.mnt, name)); err != nil || string(got) != "v1" {
+		if got, err := os.ReadFile(filepath.Join(v.Mnt, name)); err != nil || string(got) != "v1" {
 			t.Fatalf("read %q after cleanup: %q %v", name, got, err)
 		}
 	}

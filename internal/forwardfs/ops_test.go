@@ -1,4 +1,4 @@
-package mount
+package forwardfs_test
 
 import (
 	"bytes"
@@ -11,50 +11,28 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
 	"golang.org/x/sys/unix"
 )
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// remount unmounts v and mounts CIPHERDIR again (fresh kernel caches).
-func remount(t *testing.T, v *testVault) { remountWith(t, v, nil) }
-
-// remountWith is remount with options changed by mod (may be nil).
-func remountWith(t *testing.T, v *testVault, mod func(*Options)) {
-	t.Helper()
-	must(t, v.srv.Unmount())
-	opts := Options{Session: v.session(t), MountPoint: v.mnt, Logger: v.srv.opts.Logger}
-	if mod != nil {
-		mod(&opts)
-	}
-	srv, err := Mount(opts)
-	must(t, err)
-	v.srv = srv
-}
 
 // TestCiphertext writes known plaintext (names, contents, symlink targets,
 // xattrs) and checks that none of it appears in CIPHERDIR.
 func TestCiphertext(t *testing.T) {
-	v := newVault(t, nil)
+	v := mounttest.NewVault(t, nil)
 	const marker = "PLAINTEXTMARKER"
 	content := bytes.Repeat([]byte(marker), 10000)
-	must(t, os.MkdirAll(filepath.Join(v.mnt, marker+"dir", marker+"sub"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(v.Mnt, marker+"dir", marker+"sub"), 0o755))
 	for _, name := range []string{marker + "file", strings.Repeat(marker, 17)} { // short and long name
-		p := filepath.Join(v.mnt, marker+"dir", name)
+		p := filepath.Join(v.Mnt, marker+"dir", name)
 		must(t, os.WriteFile(p, content, 0o644))
 		must(t, unix.Setxattr(p, "user."+marker, []byte(marker), 0))
 	}
-	must(t, os.Symlink(marker+"target", filepath.Join(v.mnt, marker+"link")))
-	must(t, os.Symlink(strings.Repeat(marker, 250), filepath.Join(v.mnt, marker+"longlink")))
-	must(t, unix.Setxattr(filepath.Join(v.mnt, marker+"dir"), "user."+marker, []byte(marker), 0))
+	must(t, os.Symlink(marker+"target", filepath.Join(v.Mnt, marker+"link")))
+	must(t, os.Symlink(strings.Repeat(marker, 250), filepath.Join(v.Mnt, marker+"longlink")))
+	must(t, unix.Setxattr(filepath.Join(v.Mnt, marker+"dir"), "user."+marker, []byte(marker), 0))
 
 	var files int
-	err := filepath.WalkDir(v.cipher, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(v.Cipher, func(p string, d fs.DirEntry, err error) error {
 		must(t, err)
 		if strings.Contains(d.Name(), marker) {
 			t.Errorf("plaintext name in CIPHERDIR: %s", p)
@@ -93,39 +71,24 @@ func TestCiphertext(t *testing.T) {
 		t.Fatalf("walked only %d files", files)
 	}
 	// And everything reads back.
-	b, err := os.ReadFile(filepath.Join(v.mnt, marker+"dir", strings.Repeat(marker, 17)))
+	b, err := os.ReadFile(filepath.Join(v.Mnt, marker+"dir", strings.Repeat(marker, 17)))
 	if err != nil || !bytes.Equal(b, content) {
 		t.Fatalf("read back: %v", err)
 	}
-	if target, err := os.Readlink(filepath.Join(v.mnt, marker+"longlink")); err != nil || target != strings.Repeat(marker, 250) {
+	if target, err := os.Readlink(filepath.Join(v.Mnt, marker+"longlink")); err != nil || target != strings.Repeat(marker, 250) {
 		t.Fatalf("long symlink: %v", err)
 	}
 }
 
-// backingOf returns the only regular file in dir of CIPHERDIR that is not
-// a reserved one.
-func backingFiles(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	must(t, err)
-	var out []string
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), "encryptfs.") {
-			out = append(out, filepath.Join(dir, e.Name()))
-		}
-	}
-	return out
-}
-
 // TestTamper flips ciphertext bytes and expects EIO, logged once.
 func TestTamper(t *testing.T) {
-	v := newVault(t, nil)
-	f := filepath.Join(v.mnt, "file")
+	v := mounttest.NewVault(t, nil)
+	f := filepath.Join(v.Mnt, "file")
 	must(t, os.WriteFile(f, bytes.Repeat([]byte("a"), 10000), 0o644))
-	must(t, os.Symlink("target", filepath.Join(v.mnt, "link")))
-	must(t, v.srv.Unmount())
+	must(t, os.Symlink("target", filepath.Join(v.Mnt, "link")))
+	must(t, v.Srv.Unmount())
 
-	for _, p := range backingFiles(t, v.cipher) {
+	for _, p := range mounttest.BackingFiles(t, v.Cipher) {
 		st, err := os.Lstat(p)
 		must(t, err)
 		switch {
@@ -146,9 +109,7 @@ func TestTamper(t *testing.T) {
 			must(t, os.Symlink(string(tampered), p))
 		}
 	}
-	srv, err := Mount(Options{Session: v.session(t), MountPoint: v.mnt, Logger: v.srv.opts.Logger})
-	must(t, err)
-	v.srv = srv
+	v.MountAgain(t, nil)
 	for range 2 {
 		if _, err := os.ReadFile(f); !errors.Is(err, unix.EIO) {
 			t.Fatalf("read of tampered file: %v, want EIO", err)
@@ -162,10 +123,10 @@ func TestTamper(t *testing.T) {
 		t.Errorf("intact chunk: %v", err)
 	}
 	fd.Close()
-	if _, err := os.Readlink(filepath.Join(v.mnt, "link")); !errors.Is(err, unix.EIO) {
+	if _, err := os.Readlink(filepath.Join(v.Mnt, "link")); !errors.Is(err, unix.EIO) {
 		t.Fatalf("readlink of tampered symlink: %v, want EIO", err)
 	}
-	log := v.log.String()
+	log := v.Log.String()
 	if c := strings.Count(log, `read "/file"`); c != 1 {
 		t.Errorf("corruption of /file logged %d times, want 1:\n%s", c, log)
 	}
@@ -173,8 +134,8 @@ func TestTamper(t *testing.T) {
 
 // TestErrnos checks the error cases of the common operations.
 func TestErrnos(t *testing.T) {
-	v := newVault(t, nil)
-	p := func(s ...string) string { return filepath.Join(append([]string{v.mnt}, s...)...) }
+	v := mounttest.NewVault(t, nil)
+	p := func(s ...string) string { return filepath.Join(append([]string{v.Mnt}, s...)...) }
 	must(t, os.Mkdir(p("d"), 0o755))
 	must(t, os.WriteFile(p("d", "f"), nil, 0o644))
 	long := strings.Repeat("n", 255)
@@ -216,7 +177,7 @@ func TestErrnos(t *testing.T) {
 		t.Errorf("175-byte xattr name: %v", err)
 	}
 	// A 255-byte name works and is listed.
-	ents, err := os.ReadDir(v.mnt)
+	ents, err := os.ReadDir(v.Mnt)
 	must(t, err)
 	found := false
 	for _, e := range ents {
@@ -239,8 +200,8 @@ func TestErrnos(t *testing.T) {
 // TestHardLinks: nlink, shared data across names, rename over a link,
 // symlinks refuse (EPERM, documented).
 func TestHardLinks(t *testing.T) {
-	v := newVault(t, nil)
-	a, b := filepath.Join(v.mnt, "a"), filepath.Join(v.mnt, strings.Repeat("b", 200))
+	v := mounttest.NewVault(t, nil)
+	a, b := filepath.Join(v.Mnt, "a"), filepath.Join(v.Mnt, strings.Repeat("b", 200))
 	must(t, os.WriteFile(a, []byte("one"), 0o644))
 	must(t, os.Link(a, b))
 	for _, p := range []string{a, b} {
@@ -258,16 +219,16 @@ func TestHardLinks(t *testing.T) {
 	if got, _ := os.ReadFile(b); string(got) != "two, longer" {
 		t.Fatalf("after unlink of a: %q", got)
 	}
-	must(t, os.Symlink("x", filepath.Join(v.mnt, "sl")))
-	if err := os.Link(filepath.Join(v.mnt, "sl"), filepath.Join(v.mnt, "sl2")); !errors.Is(err, unix.EPERM) {
+	must(t, os.Symlink("x", filepath.Join(v.Mnt, "sl")))
+	if err := os.Link(filepath.Join(v.Mnt, "sl"), filepath.Join(v.Mnt, "sl2")); !errors.Is(err, unix.EPERM) {
 		t.Fatalf("link of symlink: %v, want EPERM", err)
 	}
 }
 
 // TestOpenUnlinked: an open file keeps working after unlink.
 func TestOpenUnlinked(t *testing.T) {
-	v := newVault(t, nil)
-	p := filepath.Join(v.mnt, "f")
+	v := mounttest.NewVault(t, nil)
+	p := filepath.Join(v.Mnt, "f")
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
 	must(t, err)
 	defer f.Close()
@@ -291,15 +252,15 @@ func TestOpenUnlinked(t *testing.T) {
 	if _, err := os.Stat(p); !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("stat after unlink: %v", err)
 	}
-	if left := backingFiles(t, v.cipher); len(left) != 0 {
+	if left := mounttest.BackingFiles(t, v.Cipher); len(left) != 0 {
 		t.Fatalf("backing entries left: %v", left)
 	}
 }
 
 // TestLargeSparse: a file beyond 4 GiB, written sparsely, reads back.
 func TestLargeSparse(t *testing.T) {
-	v := newVault(t, nil)
-	p := filepath.Join(v.mnt, "big")
+	v := mounttest.NewVault(t, nil)
+	p := filepath.Join(v.Mnt, "big")
 	f, err := os.Create(p)
 	must(t, err)
 	defer f.Close()
@@ -323,7 +284,7 @@ func TestLargeSparse(t *testing.T) {
 		t.Fatalf("hole reads %q", buf)
 	}
 	// The backing file is sparse too.
-	bf := backingFiles(t, v.cipher)
+	bf := mounttest.BackingFiles(t, v.Cipher)
 	var bst unix.Stat_t
 	must(t, unix.Stat(bf[0], &bst))
 	if bst.Blocks*512 > 1<<20 {
@@ -333,17 +294,17 @@ func TestLargeSparse(t *testing.T) {
 
 // TestAttrs: exact modes, nanosecond times, truncate, chown.
 func TestAttrs(t *testing.T) {
-	v := newVault(t, nil)
+	v := mounttest.NewVault(t, nil)
 	old := unix.Umask(0)
 	defer unix.Umask(old)
-	d := filepath.Join(v.mnt, "d")
+	d := filepath.Join(v.Mnt, "d")
 	must(t, unix.Mkdir(d, 0o151))
 	var st unix.Stat_t
 	must(t, unix.Stat(d, &st))
 	if st.Mode&0o7777 != 0o151 {
 		t.Fatalf("dir mode %o", st.Mode&0o7777)
 	}
-	f := filepath.Join(v.mnt, "f")
+	f := filepath.Join(v.Mnt, "f")
 	must(t, os.WriteFile(f, bytes.Repeat([]byte("z"), 70000), 0o640))
 	mt := time.Unix(1234567890, 123456789)
 	at := time.Unix(1111111111, 987654321)
@@ -355,7 +316,7 @@ func TestAttrs(t *testing.T) {
 		t.Fatalf("stat %+v", st)
 	}
 	must(t, os.Chown(f, 1234, 5678))
-	remount(t, v)
+	v.Remount(t)
 	must(t, unix.Stat(f, &st))
 	if st.Uid != 1234 || st.Gid != 5678 || st.Mtim.Nsec != 123456789 || st.Mode&0o7777 != 0o640 {
 		t.Fatalf("after remount %+v", st)
@@ -369,8 +330,8 @@ func TestAttrs(t *testing.T) {
 
 // TestXattrs on a file, an empty file and a directory.
 func TestXattrs(t *testing.T) {
-	v := newVault(t, nil)
-	f, e, d := filepath.Join(v.mnt, "f"), filepath.Join(v.mnt, "empty"), filepath.Join(v.mnt, "d")
+	v := mounttest.NewVault(t, nil)
+	f, e, d := filepath.Join(v.Mnt, "f"), filepath.Join(v.Mnt, "empty"), filepath.Join(v.Mnt, "d")
 	must(t, os.WriteFile(f, []byte("data"), 0o644))
 	must(t, os.WriteFile(e, nil, 0o644))
 	must(t, os.Mkdir(d, 0o755))
@@ -400,36 +361,23 @@ func TestXattrs(t *testing.T) {
 	}
 }
 
-// TestIdle: the mount goes away by itself when idle.
-func TestIdle(t *testing.T) {
-	v := newVault(t, func(o *Options) { o.Idle = 300 * time.Millisecond })
-	must(t, os.WriteFile(filepath.Join(v.mnt, "f"), nil, 0o644))
-	done := make(chan struct{})
-	go func() { v.srv.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("not unmounted after idle timeout")
-	}
-}
-
 // TestCreateOverStaleNegative: a file that appears in CIPHERDIR while the
 // kernel still caches "no such name" is opened, not refused, by
 // open(O_CREAT) without O_EXCL.
 func TestCreateOverStaleNegative(t *testing.T) {
-	v := newVault(t, nil)
-	p := filepath.Join(v.mnt, "late")
+	v := mounttest.NewVault(t, nil)
+	p := filepath.Join(v.Mnt, "late")
 	if _, err := os.Stat(p); !errors.Is(err, unix.ENOENT) {
 		t.Fatal(err)
 	}
-	root, err := backing.OpenRoot(v.cipher)
+	root, err := backing.OpenRoot(v.Cipher)
 	must(t, err)
 	defer backing.Close(root)
-	id, err := v.tree.ReadDirID(root)
+	id, err := v.Tree.ReadDirID(root)
 	must(t, err)
-	n, err := v.tree.Name(id, "late")
+	n, err := v.Tree.Name(id, "late")
 	must(t, err)
-	fd, err := v.tree.Create(root, n, 0, 0o644)
+	fd, err := v.Tree.Create(root, n, 0, 0o644)
 	must(t, err)
 	backing.Close(fd)
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
@@ -449,9 +397,9 @@ func TestCreateOverStaleNegative(t *testing.T) {
 // near PATH_MAX has a backing path far beyond it (encrypted names are
 // longer); it must still work, also after a remount (cold caches).
 func TestDeepTree(t *testing.T) {
-	v := newVault(t, nil)
-	depth := (unix.PathMax - len(v.mnt) - 10) / 2
-	dirfd, err := unix.Open(v.mnt, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	v := mounttest.NewVault(t, nil)
+	depth := (unix.PathMax - len(v.Mnt) - 10) / 2
+	dirfd, err := unix.Open(v.Mnt, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	must(t, err)
 	for range depth {
 		must(t, unix.Mkdirat(dirfd, "a", 0o755))
@@ -465,13 +413,13 @@ func TestDeepTree(t *testing.T) {
 	unix.Write(fd, []byte("deep"))
 	unix.Close(fd)
 	unix.Close(dirfd)
-	full := v.mnt + strings.Repeat("/a", depth) + "/f"
+	full := v.Mnt + strings.Repeat("/a", depth) + "/f"
 	if len(full) >= unix.PathMax {
 		t.Fatalf("path %d bytes", len(full))
 	}
-	remount(t, v)
+	v.Remount(t)
 	if b, err := os.ReadFile(full); err != nil || string(b) != "deep" {
 		t.Fatalf("read deep file: %q %v", b, err)
 	}
-	must(t, os.RemoveAll(filepath.Join(v.mnt, "a")))
+	must(t, os.RemoveAll(filepath.Join(v.Mnt, "a")))
 }

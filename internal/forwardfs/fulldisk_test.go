@@ -1,4 +1,4 @@
-package mount
+package forwardfs_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/fsck"
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,34 +23,34 @@ import (
 // earlier; removing a file makes room again; and fsck finds the vault
 // clean afterwards: a full disk loses nothing.
 func TestFullDisk(t *testing.T) {
-	requireRoot(t)
+	mounttest.RequireRoot(t)
 	// A small tmpfs for CIPHERDIR, mounted before the vault so that it is
 	// unmounted after it (cleanups run last-registered first).
 	small := t.TempDir()
 	must(t, unix.Mount("tmpfs", small, "tmpfs", 0, "size=2m"))
-	ourMounts.Store(small, true)
+	mounttest.Track(small)
 	t.Cleanup(func() {
 		if err := unix.Unmount(small, 0); err != nil {
 			t.Errorf("unmount tmpfs: %v", err)
 		}
 	})
-	v := newVault(t, nil)
+	v := mounttest.NewVault(t, nil)
 	keep := make([]byte, 100_000)
 	rand.Read(keep)
-	must(t, os.WriteFile(filepath.Join(v.mnt, "keep.bin"), keep, 0o644))
-	must(t, os.Mkdir(filepath.Join(v.mnt, "dir"), 0o755))
-	must(t, os.WriteFile(filepath.Join(v.mnt, "dir", "small.txt"), []byte("small"), 0o644))
-	must(t, v.srv.Unmount())
+	must(t, os.WriteFile(filepath.Join(v.Mnt, "keep.bin"), keep, 0o644))
+	must(t, os.Mkdir(filepath.Join(v.Mnt, "dir"), 0o755))
+	must(t, os.WriteFile(filepath.Join(v.Mnt, "dir", "small.txt"), []byte("small"), 0o644))
+	must(t, v.Srv.Unmount())
 
 	// Move the vault onto the small tmpfs.
-	if out, err := exec.Command("cp", "-a", v.cipher+"/.", small).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-a", v.Cipher+"/.", small).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
 	}
-	v.cipher = small
-	remount(t, v)
+	v.Cipher = small
+	v.Remount(t)
 
 	// Fill it with 64 KiB writes.
-	f, err := os.Create(filepath.Join(v.mnt, "fill.bin"))
+	f, err := os.Create(filepath.Join(v.Mnt, "fill.bin"))
 	must(t, err)
 	var acked []byte
 	var werr error
@@ -67,9 +68,9 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("filling the disk: %v after %d bytes, want ENOSPC", werr, len(acked))
 	}
 	f.Close()
-	got, err := os.ReadFile(filepath.Join(v.mnt, "fill.bin"))
+	got, err := os.ReadFile(filepath.Join(v.Mnt, "fill.bin"))
 	if err != nil {
-		t.Fatalf("read the file that filled the disk: %v\ndaemon log:\n%s", err, v.log.String())
+		t.Fatalf("read the file that filled the disk: %v\ndaemon log:\n%s", err, v.Log.String())
 	}
 	if len(got) < len(acked) || !bytes.Equal(got[:len(acked)], acked) {
 		t.Fatalf("file that filled the disk: %d bytes read, %d acknowledged, prefix equal %v",
@@ -83,10 +84,10 @@ func TestFullDisk(t *testing.T) {
 		run  func() error
 	}{
 		{"create+write", func() error {
-			return os.WriteFile(filepath.Join(v.mnt, "more.bin"), bytes.Repeat([]byte("x"), 200_000), 0o644)
+			return os.WriteFile(filepath.Join(v.Mnt, "more.bin"), bytes.Repeat([]byte("x"), 200_000), 0o644)
 		}},
 		{"append", func() error {
-			f, err := os.OpenFile(filepath.Join(v.mnt, "keep.bin"), os.O_WRONLY|os.O_APPEND, 0)
+			f, err := os.OpenFile(filepath.Join(v.Mnt, "keep.bin"), os.O_WRONLY|os.O_APPEND, 0)
 			if err != nil {
 				return err
 			}
@@ -94,12 +95,12 @@ func TestFullDisk(t *testing.T) {
 			_, err = f.Write(bytes.Repeat([]byte("y"), 200_000))
 			return err
 		}},
-		{"mkdir", func() error { return os.Mkdir(filepath.Join(v.mnt, "newdir"), 0o755) }},
+		{"mkdir", func() error { return os.Mkdir(filepath.Join(v.Mnt, "newdir"), 0o755) }},
 		{"symlink with a long target", func() error {
-			return os.Symlink(strings.Repeat("t", 3000), filepath.Join(v.mnt, "link"))
+			return os.Symlink(strings.Repeat("t", 3000), filepath.Join(v.Mnt, "link"))
 		}},
 		{"long name", func() error {
-			return os.WriteFile(filepath.Join(v.mnt, strings.Repeat("n", 200)), bytes.Repeat([]byte("z"), 100_000), 0o644)
+			return os.WriteFile(filepath.Join(v.Mnt, strings.Repeat("n", 200)), bytes.Repeat([]byte("z"), 100_000), 0o644)
 		}},
 	} {
 		// Each fails with ENOSPC here (checked by hand: the disk is full
@@ -109,38 +110,38 @@ func TestFullDisk(t *testing.T) {
 			t.Errorf("%s on a full disk: %v, want ENOSPC", op.what, err)
 		}
 	}
-	os.Remove(filepath.Join(v.mnt, "more.bin"))
-	os.Remove(filepath.Join(v.mnt, strings.Repeat("n", 200)))
+	os.Remove(filepath.Join(v.Mnt, "more.bin"))
+	os.Remove(filepath.Join(v.Mnt, strings.Repeat("n", 200)))
 	// keep.bin may have grown by what the append got in: its first bytes
 	// are unchanged and the rest is the appended bytes.
-	got, err = os.ReadFile(filepath.Join(v.mnt, "keep.bin"))
+	got, err = os.ReadFile(filepath.Join(v.Mnt, "keep.bin"))
 	if err != nil || len(got) < len(keep) || !bytes.Equal(got[:len(keep)], keep) ||
 		strings.Trim(string(got[len(keep):]), "y") != "" {
 		t.Fatalf("keep.bin after the full disk: %d bytes, %v", len(got), err)
 	}
-	if got, err := os.ReadFile(filepath.Join(v.mnt, "dir", "small.txt")); err != nil || string(got) != "small" {
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, "dir", "small.txt")); err != nil || string(got) != "small" {
 		t.Fatalf("dir/small.txt: %q %v", got, err)
 	}
 
 	// Room again.
-	must(t, os.Remove(filepath.Join(v.mnt, "fill.bin")))
+	must(t, os.Remove(filepath.Join(v.Mnt, "fill.bin")))
 	after := make([]byte, 300_000)
 	rand.Read(after)
-	must(t, os.WriteFile(filepath.Join(v.mnt, "after.bin"), after, 0o644))
-	if got, err := os.ReadFile(filepath.Join(v.mnt, "after.bin")); err != nil || !bytes.Equal(got, after) {
+	must(t, os.WriteFile(filepath.Join(v.Mnt, "after.bin"), after, 0o644))
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, "after.bin")); err != nil || !bytes.Equal(got, after) {
 		t.Fatalf("write after freeing space: %v", err)
 	}
-	if s := v.log.String(); strings.Contains(s, "unexpected") || strings.Contains(s, "corrupt") {
+	if s := v.Log.String(); strings.Contains(s, "unexpected") || strings.Contains(s, "corrupt") {
 		t.Errorf("daemon log:\n%s", s)
 	}
 
-	must(t, v.srv.Unmount())
-	rep, err := fsck.Check(context.Background(), v.session(t), fsck.Options{})
+	must(t, v.Srv.Unmount())
+	rep, err := fsck.Check(context.Background(), v.Session(t), fsck.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rep.Problems) != 0 {
 		t.Fatalf("fsck after the full disk: %+v", rep.Problems)
 	}
-	remount(t, v) // the vault's cleanup unmounts it
+	v.Remount(t) // the vault's cleanup unmounts it
 }

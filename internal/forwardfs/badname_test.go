@@ -1,4 +1,4 @@
-package mount
+package forwardfs_test
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
+	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
@@ -19,84 +21,84 @@ import (
 // on the name), renamed to a proper name and removed. A good entry cannot
 // be reached under such a name.
 func TestShowUndecryptable(t *testing.T) {
-	v := newVault(t, nil)
-	must(t, os.WriteFile(filepath.Join(v.mnt, "doc.txt"), []byte("contents"), 0o644))
-	must(t, os.Mkdir(filepath.Join(v.mnt, "dir"), 0o755))
-	must(t, os.WriteFile(filepath.Join(v.mnt, "dir", "inner"), []byte("inner"), 0o644))
-	must(t, v.srv.Unmount())
+	v := mounttest.NewVault(t, nil)
+	must(t, os.WriteFile(filepath.Join(v.Mnt, "doc.txt"), []byte("contents"), 0o644))
+	must(t, os.Mkdir(filepath.Join(v.Mnt, "dir"), 0o755))
+	must(t, os.WriteFile(filepath.Join(v.Mnt, "dir", "inner"), []byte("inner"), 0o644))
+	must(t, v.Srv.Unmount())
 
 	// Damage both names (one flipped character fails AES-SIV) and add a
 	// file a sync tool might drop into CIPHERDIR.
 	var badFile, badDir string
-	for _, p := range backingFiles(t, v.cipher) {
+	for _, p := range mounttest.BackingFiles(t, v.Cipher) {
 		st, err := os.Stat(p)
 		must(t, err)
 		name := filepath.Base(p)
 		bad := flipFirst(name)
-		must(t, os.Rename(p, filepath.Join(v.cipher, bad)))
+		must(t, os.Rename(p, filepath.Join(v.Cipher, bad)))
 		if st.IsDir() {
 			badDir = bad
 		} else {
 			badFile = bad
 		}
 	}
-	must(t, os.WriteFile(filepath.Join(v.cipher, "desktop.ini"), []byte("[x]"), 0o644))
+	must(t, os.WriteFile(filepath.Join(v.Cipher, "desktop.ini"), []byte("[x]"), 0o644))
 	sfx := tree.BadNameSuffix
 
 	// Default: hidden, and not reachable under the marked name.
-	remount(t, v)
-	if names := listNames(t, v.mnt); len(names) != 0 {
+	v.Remount(t)
+	if names := listNames(t, v.Mnt); len(names) != 0 {
 		t.Fatalf("default listing %v, want empty", names)
 	}
-	if _, err := os.Stat(filepath.Join(v.mnt, badFile+sfx)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(v.Mnt, badFile+sfx)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("stat without the option: %v", err)
 	}
 
-	remountWith(t, v, func(o *Options) { o.ShowUndecryptable = true })
+	v.RemountWith(t, func(o *mount.Options) { o.ShowUndecryptable = true })
 	// A cold lookup first (no listing has been read).
-	if got, err := os.ReadFile(filepath.Join(v.mnt, badFile+sfx)); err != nil || string(got) != "contents" {
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, badFile+sfx)); err != nil || string(got) != "contents" {
 		t.Fatalf("read bad-named file: %q %v", got, err)
 	}
 	want := []string{badDir + sfx, badFile + sfx, "desktop.ini" + sfx}
 	slices.Sort(want)
-	if names := listNames(t, v.mnt); !slices.Equal(names, want) {
+	if names := listNames(t, v.Mnt); !slices.Equal(names, want) {
 		t.Fatalf("listing %v, want %v", names, want)
 	}
-	if got, err := os.ReadFile(filepath.Join(v.mnt, badDir+sfx, "inner")); err != nil || string(got) != "inner" {
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, badDir+sfx, "inner")); err != nil || string(got) != "inner" {
 		t.Fatalf("read in bad-named dir: %q %v", got, err)
 	}
 	// A foreign file has no valid header: EIO, never its bytes.
-	if _, err := os.ReadFile(filepath.Join(v.mnt, "desktop.ini"+sfx)); !errors.Is(err, syscall.EIO) {
+	if _, err := os.ReadFile(filepath.Join(v.Mnt, "desktop.ini"+sfx)); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("read foreign file: %v, want EIO", err)
 	}
 
 	// Recover by renaming; remove the foreign file.
-	must(t, os.Rename(filepath.Join(v.mnt, badFile+sfx), filepath.Join(v.mnt, "recovered.txt")))
-	must(t, os.Rename(filepath.Join(v.mnt, badDir+sfx), filepath.Join(v.mnt, "dir2")))
-	must(t, os.Remove(filepath.Join(v.mnt, "desktop.ini"+sfx)))
-	if names := listNames(t, v.mnt); !slices.Equal(names, []string{"dir2", "recovered.txt"}) {
+	must(t, os.Rename(filepath.Join(v.Mnt, badFile+sfx), filepath.Join(v.Mnt, "recovered.txt")))
+	must(t, os.Rename(filepath.Join(v.Mnt, badDir+sfx), filepath.Join(v.Mnt, "dir2")))
+	must(t, os.Remove(filepath.Join(v.Mnt, "desktop.ini"+sfx)))
+	if names := listNames(t, v.Mnt); !slices.Equal(names, []string{"dir2", "recovered.txt"}) {
 		t.Fatalf("listing after recovery %v", names)
 	}
-	if _, err := os.Lstat(filepath.Join(v.cipher, "desktop.ini")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(v.Cipher, "desktop.ini")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("foreign file not removed: %v", err)
 	}
 	// A good entry is not reachable under its backing name + suffix.
-	for _, p := range backingFiles(t, v.cipher) {
-		if _, err := os.Stat(filepath.Join(v.mnt, filepath.Base(p)+sfx)); !errors.Is(err, os.ErrNotExist) {
+	for _, p := range mounttest.BackingFiles(t, v.Cipher) {
+		if _, err := os.Stat(filepath.Join(v.Mnt, filepath.Base(p)+sfx)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("good entry %s reachable as a bad name: %v", filepath.Base(p), err)
 		}
 	}
 
 	// Recovered for good: readable without the option.
-	remount(t, v)
-	if got, err := os.ReadFile(filepath.Join(v.mnt, "recovered.txt")); err != nil || string(got) != "contents" {
+	v.Remount(t)
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, "recovered.txt")); err != nil || string(got) != "contents" {
 		t.Fatalf("recovered file: %q %v", got, err)
 	}
-	if got, err := os.ReadFile(filepath.Join(v.mnt, "dir2", "inner")); err != nil || string(got) != "inner" {
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, "dir2", "inner")); err != nil || string(got) != "inner" {
 		t.Fatalf("recovered dir: %q %v", got, err)
 	}
-	if !strings.Contains(v.log.String(), "undecryptable entry") {
-		t.Errorf("daemon log does not report the undecryptable entries:\n%s", v.log.String())
+	if !strings.Contains(v.Log.String(), "undecryptable entry") {
+		t.Errorf("daemon log does not report the undecryptable entries:\n%s", v.Log.String())
 	}
 }
 

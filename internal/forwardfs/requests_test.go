@@ -1,4 +1,4 @@
-package mount
+package forwardfs_test
 
 import (
 	"os"
@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
+	"github.com/encryptfs/encryptfs/internal/mount"
 )
 
 // rxLine matches go-fuse's debug line for an incoming request.
@@ -58,13 +61,13 @@ func itoa(n int) string {
 //     permission on the way), bound 2.
 //   - unlink: UNLINK (+ FORGET), bound 2.
 func TestRequestCounts(t *testing.T) {
-	v := newVault(t, func(o *Options) { o.Debug = true })
-	logw := v.log
-	must(t, os.WriteFile(filepath.Join(v.mnt, "warmup"), []byte("x"), 0o644))
-	os.Remove(filepath.Join(v.mnt, "warmup"))
+	v := mounttest.NewVault(t, func(o *mount.Options) { o.Debug = true })
+	logw := v.Log
+	must(t, os.WriteFile(filepath.Join(v.Mnt, "warmup"), []byte("x"), 0o644))
+	os.Remove(filepath.Join(v.Mnt, "warmup"))
 	time.Sleep(100 * time.Millisecond) // let the warm-up's FORGET arrive
 
-	p := filepath.Join(v.mnt, "file")
+	p := filepath.Join(v.Mnt, "file")
 	for _, step := range []struct {
 		what string
 		max  int
@@ -91,9 +94,9 @@ func TestRequestCounts(t *testing.T) {
 // READ fetches the file (2 measured when the cache is kept); a second open
 // of the unchanged file keeps the cache and needs no READ at all.
 func TestReadRequestsAfterWrites(t *testing.T) {
-	v := newVault(t, func(o *Options) { o.Debug = true })
-	logw := v.log
-	p := filepath.Join(v.mnt, "records")
+	v := mounttest.NewVault(t, func(o *mount.Options) { o.Debug = true })
+	logw := v.Log
+	p := filepath.Join(v.Mnt, "records")
 	want := make([]byte, 0, 40<<10)
 	f, err := os.Create(p)
 	must(t, err)

@@ -1,10 +1,12 @@
-package mount
+package forwardfs_test
 
 import (
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
 )
 
 // Benchmarks run the daemon in the test process, so its CPU and the
@@ -12,9 +14,9 @@ import (
 // and use bench/ for comparisons with other filesystems.
 
 // newBenchVault mounts a vault for a benchmark.
-func newBenchVault(b *testing.B) *testVault {
+func newBenchVault(b *testing.B) *mounttest.Vault {
 	b.Helper()
-	return newVault(b, nil)
+	return mounttest.NewVault(b, nil)
 }
 
 // BenchmarkSeqWrite writes a 64 MiB file in 1 MiB writes.
@@ -23,7 +25,7 @@ func BenchmarkSeqWrite(b *testing.B) {
 	buf := make([]byte, 1<<20)
 	b.SetBytes(64 << 20)
 	for i := 0; b.Loop(); i++ {
-		f, err := os.Create(filepath.Join(v.mnt, "big"))
+		f, err := os.Create(filepath.Join(v.Mnt, "big"))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -40,7 +42,7 @@ func BenchmarkSeqWrite(b *testing.B) {
 // after the first round: FOPEN_KEEP_CACHE).
 func BenchmarkSeqRead(b *testing.B) {
 	v := newBenchVault(b)
-	p := filepath.Join(v.mnt, "big")
+	p := filepath.Join(v.Mnt, "big")
 	if err := os.WriteFile(p, make([]byte, 64<<20), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func BenchmarkSmallFiles(b *testing.B) {
 	v := newBenchVault(b)
 	data := make([]byte, 4096)
 	for i := 0; b.Loop(); i++ {
-		p := filepath.Join(v.mnt, "f"+strconv.Itoa(i))
+		p := filepath.Join(v.Mnt, "f"+strconv.Itoa(i))
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package mount
+package forwardfs_test
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
 	"golang.org/x/sys/unix"
 )
 
@@ -73,54 +74,54 @@ func onlyBacking(t *testing.T, dir, prefix, suffix string) string {
 // issue 7 item 7).
 func TestFIFOInBacking(t *testing.T) {
 	t.Run("dirid", func(t *testing.T) {
-		v := newVault(t, nil)
-		must(t, os.Mkdir(filepath.Join(v.mnt, "d"), 0o755))
-		must(t, v.srv.Unmount())
-		fifo := filepath.Join(backingFiles(t, v.cipher)[0], names.DirIDFile)
+		v := mounttest.NewVault(t, nil)
+		must(t, os.Mkdir(filepath.Join(v.Mnt, "d"), 0o755))
+		must(t, v.Srv.Unmount())
+		fifo := filepath.Join(mounttest.BackingFiles(t, v.Cipher)[0], names.DirIDFile)
 		plantFIFO(t, fifo)
-		remount(t, v)
+		v.Remount(t)
 		noHang(t, fifo, func() {
-			if _, err := os.ReadDir(filepath.Join(v.mnt, "d")); !errors.Is(err, syscall.EIO) {
+			if _, err := os.ReadDir(filepath.Join(v.Mnt, "d")); !errors.Is(err, syscall.EIO) {
 				t.Errorf("readdir: %v, want EIO", err)
 			}
 		})
 	})
 	t.Run("long-name-sidecar", func(t *testing.T) {
-		v := newVault(t, nil)
-		must(t, os.WriteFile(filepath.Join(v.mnt, strings.Repeat("L", 200)), []byte("x"), 0o644))
-		must(t, v.srv.Unmount())
-		fifo := onlyBacking(t, v.cipher, names.LongNamePrefix, names.LongNameSuffix)
+		v := mounttest.NewVault(t, nil)
+		must(t, os.WriteFile(filepath.Join(v.Mnt, strings.Repeat("L", 200)), []byte("x"), 0o644))
+		must(t, v.Srv.Unmount())
+		fifo := onlyBacking(t, v.Cipher, names.LongNamePrefix, names.LongNameSuffix)
 		plantFIFO(t, fifo)
-		remount(t, v)
+		v.Remount(t)
 		noHang(t, fifo, func() {
 			// The entry is hidden (its name cannot be decrypted).
-			if ents, err := os.ReadDir(v.mnt); err != nil || len(ents) != 0 {
+			if ents, err := os.ReadDir(v.Mnt); err != nil || len(ents) != 0 {
 				t.Errorf("readdir: %d entries, %v; want none", len(ents), err)
 			}
 		})
 	})
 	t.Run("symlink-sidecar", func(t *testing.T) {
-		v := newVault(t, nil)
-		must(t, os.Symlink(strings.Repeat("t", meta.MaxInlineTarget+1), filepath.Join(v.mnt, "l")))
-		must(t, v.srv.Unmount())
-		fifo := onlyBacking(t, v.cipher, meta.SymlinkSidecarPrefix, "")
+		v := mounttest.NewVault(t, nil)
+		must(t, os.Symlink(strings.Repeat("t", meta.MaxInlineTarget+1), filepath.Join(v.Mnt, "l")))
+		must(t, v.Srv.Unmount())
+		fifo := onlyBacking(t, v.Cipher, meta.SymlinkSidecarPrefix, "")
 		plantFIFO(t, fifo)
-		remount(t, v)
+		v.Remount(t)
 		noHang(t, fifo, func() {
-			if _, err := os.Readlink(filepath.Join(v.mnt, "l")); !errors.Is(err, syscall.EIO) {
+			if _, err := os.Readlink(filepath.Join(v.Mnt, "l")); !errors.Is(err, syscall.EIO) {
 				t.Errorf("readlink: %v, want EIO", err)
 			}
 		})
 	})
 	t.Run("regular-file", func(t *testing.T) {
-		v := newVault(t, nil)
-		p := filepath.Join(v.mnt, "f")
+		v := mounttest.NewVault(t, nil)
+		p := filepath.Join(v.Mnt, "f")
 		must(t, os.WriteFile(p, []byte("x"), 0o644))
 		// The kernel knows f as a regular file; its backing entry becomes
 		// a FIFO before the open reaches the daemon.
 		_, err := os.Stat(p)
 		must(t, err)
-		fifo := backingFiles(t, v.cipher)[0]
+		fifo := mounttest.BackingFiles(t, v.Cipher)[0]
 		plantFIFO(t, fifo)
 		noHang(t, fifo, func() {
 			// O_NONBLOCK: should the kernel see the FIFO itself, the

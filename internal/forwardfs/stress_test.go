@@ -1,4 +1,4 @@
-package mount
+package forwardfs_test
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,10 +22,10 @@ import (
 // (EIO above all, or EINVAL from reading a symlink that a rename has just
 // replaced) fails the test. Finally the tree must read back cleanly.
 func TestConcurrentTreeOps(t *testing.T) {
-	v := newVault(t, nil)
+	v := mounttest.NewVault(t, nil)
 	dirs := []string{"d0", "d1", "d1/d2", "d3"}
 	for _, d := range dirs {
-		must(t, os.MkdirAll(filepath.Join(v.mnt, d), 0o755))
+		must(t, os.MkdirAll(filepath.Join(v.Mnt, d), 0o755))
 	}
 	expected := func(err error) bool {
 		return err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EEXIST) ||
@@ -38,7 +39,7 @@ func TestConcurrentTreeOps(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(int64(w)))
 			pick := func() string {
-				return filepath.Join(v.mnt, dirs[rng.Intn(len(dirs))], "e"+strconv.Itoa(rng.Intn(12)))
+				return filepath.Join(v.Mnt, dirs[rng.Intn(len(dirs))], "e"+strconv.Itoa(rng.Intn(12)))
 			}
 			for range 300 {
 				var err error
@@ -60,7 +61,7 @@ func TestConcurrentTreeOps(t *testing.T) {
 				case 5:
 					err = os.Mkdir(pick(), 0o755)
 				case 6:
-					_, err = os.ReadDir(filepath.Join(v.mnt, dirs[rng.Intn(len(dirs))]))
+					_, err = os.ReadDir(filepath.Join(v.Mnt, dirs[rng.Intn(len(dirs))]))
 				case 7:
 					_, err = os.ReadFile(pick())
 					if errors.Is(err, unix.EISDIR) {
@@ -79,7 +80,7 @@ func TestConcurrentTreeOps(t *testing.T) {
 	for err := range errc {
 		t.Error(err)
 	}
-	err := filepath.Walk(v.mnt, func(p string, info os.FileInfo, err error) error {
+	err := filepath.Walk(v.Mnt, func(p string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
@@ -94,7 +95,7 @@ func TestConcurrentTreeOps(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tree after concurrent ops: %v", err)
 	}
-	if s := v.log.String(); s != "" {
+	if s := v.Log.String(); s != "" {
 		t.Errorf("daemon log:\n%s", s)
 	}
 }
@@ -103,22 +104,22 @@ func TestConcurrentTreeOps(t *testing.T) {
 // backing store, freeing its backing inode number; files created next may
 // get that number. Every name must still read as what it is.
 func TestSymlinkRenameInodeReuse(t *testing.T) {
-	v := newVault(t, nil)
+	v := mounttest.NewVault(t, nil)
 	for i := range 20 {
-		s := filepath.Join(v.mnt, "s"+strconv.Itoa(i))
+		s := filepath.Join(v.Mnt, "s"+strconv.Itoa(i))
 		must(t, os.Symlink("t"+strconv.Itoa(i), s))
 		must(t, os.Rename(s, s+"r"))
 		for j := range 3 {
-			must(t, os.WriteFile(filepath.Join(v.mnt, "f"+strconv.Itoa(i*3+j)), []byte(strconv.Itoa(i*3+j)), 0o644))
+			must(t, os.WriteFile(filepath.Join(v.Mnt, "f"+strconv.Itoa(i*3+j)), []byte(strconv.Itoa(i*3+j)), 0o644))
 		}
 	}
 	for i := range 20 {
-		if got, err := os.Readlink(filepath.Join(v.mnt, "s"+strconv.Itoa(i)+"r")); err != nil || got != "t"+strconv.Itoa(i) {
+		if got, err := os.Readlink(filepath.Join(v.Mnt, "s"+strconv.Itoa(i)+"r")); err != nil || got != "t"+strconv.Itoa(i) {
 			t.Errorf("symlink %d: %q %v", i, got, err)
 		}
 	}
 	for k := range 60 {
-		got, err := os.ReadFile(filepath.Join(v.mnt, "f"+strconv.Itoa(k)))
+		got, err := os.ReadFile(filepath.Join(v.Mnt, "f"+strconv.Itoa(k)))
 		if err != nil || string(got) != strconv.Itoa(k) {
 			t.Errorf("file %d: %q %v", k, got, err)
 		}
@@ -133,9 +134,9 @@ func TestSymlinkRenameInodeReuse(t *testing.T) {
 // is no longer one, and never the contents of a newer file that reused a
 // replaced file's inode number (seen as an empty read).
 func TestOpenRacingRenameOver(t *testing.T) {
-	v := newVault(t, nil)
-	name := filepath.Join(v.mnt, "x")
-	srcs := []string{filepath.Join(v.mnt, "s"), filepath.Join(v.mnt, "f1"), filepath.Join(v.mnt, "f2")}
+	v := mounttest.NewVault(t, nil)
+	name := filepath.Join(v.Mnt, "x")
+	srcs := []string{filepath.Join(v.Mnt, "s"), filepath.Join(v.Mnt, "f1"), filepath.Join(v.Mnt, "f2")}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	errc := make(chan error, 4)
@@ -181,7 +182,7 @@ func TestOpenRacingRenameOver(t *testing.T) {
 	for err := range errc {
 		t.Error(err)
 	}
-	if s := v.log.String(); s != "" {
+	if s := v.Log.String(); s != "" {
 		t.Errorf("daemon log:\n%s", s)
 	}
 }

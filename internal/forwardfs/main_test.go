@@ -1,0 +1,16 @@
+package forwardfs_test
+
+import (
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
+)
+
+// The tests of the forward file system mount it through internal/mount
+// (mounttest.NewVault) and act on it with system calls.
+
+// TestMain fails the suite if a test left one of its mounts behind.
+func TestMain(m *testing.M) { mounttest.Main(m) }
+
+// must fails t on a non-nil err.
+var must = mounttest.Must

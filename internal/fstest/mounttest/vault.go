@@ -1,0 +1,106 @@
+package mounttest
+
+import (
+	"bytes"
+	"log"
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/fstest"
+	"github.com/encryptfs/encryptfs/internal/mount"
+	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	"golang.org/x/sys/unix"
+)
+
+// Vault is a forward vault mounted for a test.
+type Vault struct {
+	Cipher, Mnt string        // CIPHERDIR and the mount point
+	Srv         *mount.Server // the current mount (Remount replaces it)
+	Log         *SyncWriter   // what the daemon logged
+	Logger      *log.Logger   // the daemon's logger, writing to Log
+	Tree        *tree.Tree    // the tree of the mount's session, for planting entries in CIPHERDIR
+}
+
+// testParams and testMasterKey are the parameters and key of every test
+// vault (no config file: the sessions are built from them directly).
+var (
+	testParams    = config.Params{FormatVersion: 1, Cipher: "aes-256-gcm", ChunkSize: 4096}
+	testMasterKey = bytes.Repeat([]byte{9}, 32)
+)
+
+// Session returns a new session of the vault in v.Cipher, closed in
+// t.Cleanup.
+func (v *Vault) Session(t testing.TB) *session.Session {
+	t.Helper()
+	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// NewVault creates a vault in a temp dir and mounts it with the options
+// mod changes (mod may be nil); it is unmounted in t.Cleanup, even if the
+// test fails.
+func NewVault(t testing.TB, mod func(*mount.Options)) *Vault {
+	t.Helper()
+	fstest.RequireFUSE(t)
+	v := &Vault{Cipher: t.TempDir(), Mnt: t.TempDir(), Log: &SyncWriter{}}
+	v.Logger = log.New(v.Log, "", 0)
+	s := v.Session(t)
+	v.Tree = s.Tree()
+	fd, err := backing.OpenRoot(v.Cipher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Tree.InitRoot(fd); err != nil {
+		t.Fatal(err)
+	}
+	backing.Close(fd)
+	opts := mount.Options{Session: s, MountPoint: v.Mnt, Logger: v.Logger}
+	if mod != nil {
+		mod(&opts)
+	}
+	v.Mnt = opts.MountPoint
+	Track(v.Mnt)
+	srv, err := mount.Mount(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Srv = srv
+	t.Cleanup(func() {
+		// v.Srv: a test may have remounted.
+		if err := v.Srv.Unmount(); err != nil {
+			t.Errorf("unmount: %v", err)
+			// Last resort so that no mount is left behind.
+			unix.Unmount(v.Mnt, unix.MNT_DETACH)
+		}
+	})
+	return v
+}
+
+// Remount unmounts v and mounts CIPHERDIR again (fresh kernel caches).
+func (v *Vault) Remount(t testing.TB) { v.RemountWith(t, nil) }
+
+// RemountWith is Remount with options changed by mod (may be nil).
+func (v *Vault) RemountWith(t testing.TB, mod func(*mount.Options)) {
+	t.Helper()
+	Must(t, v.Srv.Unmount())
+	v.MountAgain(t, mod)
+}
+
+// MountAgain mounts CIPHERDIR on v.Mnt again, after the test unmounted it,
+// with options changed by mod (may be nil).
+func (v *Vault) MountAgain(t testing.TB, mod func(*mount.Options)) {
+	t.Helper()
+	opts := mount.Options{Session: v.Session(t), MountPoint: v.Mnt, Logger: v.Logger}
+	if mod != nil {
+		mod(&opts)
+	}
+	srv, err := mount.Mount(opts)
+	Must(t, err)
+	v.Srv = srv
+}

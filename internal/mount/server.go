@@ -1,0 +1,67 @@
+package mount
+
+import (
+	"log"
+	"time"
+
+	"github.com/encryptfs/encryptfs/internal/fuseserver"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// serverConfig is what the forward and the reverse mount choose for their
+// go-fuse server; serve builds it the same way for both.
+type serverConfig struct {
+	mountPoint   string
+	fsName       string         // the source shown in /proc/mounts
+	typeName     string         // the type shown in /proc/mounts is "fuse." + typeName
+	options      []string       // -o options for the kernel
+	allowOther   bool           // other users may access the mount
+	debug        bool           // log every FUSE request and reply
+	cacheTimeout time.Duration  // of the kernel's entry, attribute and negative-lookup caches
+	maxIO        int            // largest WRITE request; go-fuse also sets max_read to it
+	capabilities uint64         // FUSE capabilities asked for beyond go-fuse's own
+	rootAttr     *fs.StableAttr // the root's inode; nil: go-fuse's default
+	logger       *log.Logger    // diagnostics; nil discards them
+}
+
+// serve mounts root with c and serves it; it returns once the kernel has
+// the mount ready. onExit runs once, when the server has stopped or could
+// not start (root is then closed there).
+func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Server, error) {
+	timeout := c.cacheTimeout
+	fopts := &fs.Options{
+		EntryTimeout:    &timeout,
+		AttrTimeout:     &timeout,
+		NegativeTimeout: &timeout,
+		Logger:          c.logger,
+		NullPermissions: true, // mode 0 stays 0
+		RootStableAttr:  c.rootAttr,
+		MountOptions: fuse.MountOptions{
+			AllowOther:        c.allowOther,
+			Options:           c.options,
+			FsName:            c.fsName,
+			Name:              c.typeName,
+			MaxWrite:          c.maxIO,
+			Debug:             c.debug,
+			Logger:            c.logger,
+			ExtraCapabilities: c.capabilities,
+			DirectMount:       true, // fall back to fusermount3 if this fails
+		},
+	}
+	srv, err := fuse.NewServer(fs.NewNodeFS(root, fopts), c.mountPoint, &fopts.MountOptions)
+	if err != nil {
+		onExit()
+		return nil, err
+	}
+	return fuseserver.Start(srv, c.mountPoint, logfTo(c.logger), onExit)
+}
+
+// logfTo returns a Printf to l that discards everything when l is nil.
+func logfTo(l *log.Logger) func(format string, args ...any) {
+	return func(format string, args ...any) {
+		if l != nil {
+			l.Printf(format, args...)
+		}
+	}
+}
