@@ -7,9 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"github.com/encryptfs/encryptfs/internal/crypto/internal/buf"
 	"sync"
 
+	"github.com/encryptfs/encryptfs/internal/crypto/internal/buf"
 	"github.com/encryptfs/encryptfs/internal/crypto/siv"
 	"golang.org/x/crypto/chacha20poly1305"
 )

@@ -12,8 +12,9 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"github.com/encryptfs/encryptfs/internal/crypto/internal/buf"
 	"sync"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/internal/buf"
 )
 
 // Overhead is the size of the synthetic IV prepended to every ciphertext.
