@@ -220,9 +220,9 @@ func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, what func() string) {
 	}
 }
 
-// statEntry stats a backing entry; for a symlink it decrypts the target so
-// that st_size is the plaintext target length, which programs such as tar
-// use to size their readlink buffer.
+// statEntry stats a backing entry; a symlink's st_size is its plaintext
+// target's length, which programs such as tar use to size their readlink
+// buffer.
 func (r *Root) statEntry(e entry) (unix.Stat_t, error) {
 	st, err := backing.Fstatat(e.pfd, e.name.Backing)
 	if err != nil {
@@ -233,17 +233,16 @@ func (r *Root) statEntry(e entry) (unix.Stat_t, error) {
 }
 
 // linkSize sets a symlink's st_size to its plaintext target's length (see
-// statEntry).
+// statEntry), computed from the backing sizes without reading the link
+// (tree.LinkSize): a read would move the link's atime. A size that no
+// target encodes to is left as it is; readlink reports the corruption.
 func (r *Root) linkSize(e entry, st *unix.Stat_t) {
 	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
 		return
 	}
-	target, err := r.tree.Readlink(e.pfd, e.pid, e.name)
-	if err != nil {
-		r.errno(err, "stat", e.name.Plain)
-		return
+	if size, err := r.tree.LinkSize(e.pfd, e.name, st); err == nil {
+		st.Size = size
 	}
-	st.Size = int64(len(target))
 }
 
 // newChild turns a backing stat into a child inode of n and fills out.
