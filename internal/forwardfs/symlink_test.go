@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
+	"github.com/encryptfs/encryptfs/internal/mount"
 	"golang.org/x/sys/unix"
 )
 
@@ -95,5 +96,91 @@ func TestSymlinkRenameKeepsOwnerAndTimes(t *testing.T) {
 	check("moved to another directory, after a remount", p3)
 	if got, err := os.Readlink(p3); err != nil || got != "target" {
 		t.Errorf("readlink: %q, %v", got, err)
+	}
+}
+
+// direntIno returns the d_ino readdir gives name in dir.
+func direntIno(t *testing.T, dir, name string) uint64 {
+	t.Helper()
+	f, err := os.Open(dir)
+	must(t, err)
+	defer f.Close()
+	buf := make([]byte, 1<<16)
+	n, err := unix.ReadDirent(int(f.Fd()), buf)
+	must(t, err)
+	for len(buf[:n]) > 0 {
+		ino, reclen := direntField(buf, 0, 8), direntField(buf, 16, 2)
+		nameb := buf[19:reclen]
+		if i := strings.IndexByte(string(nameb), 0); i >= 0 {
+			nameb = nameb[:i]
+		}
+		if string(nameb) == name {
+			return ino
+		}
+		buf, n = buf[reclen:], n-int(reclen)
+	}
+	t.Fatalf("%s not listed in %s", name, dir)
+	return 0
+}
+
+// direntField reads a little-endian field of size bytes at off.
+func direntField(b []byte, off, size int) uint64 {
+	var v uint64
+	for i := size - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[off+i])
+	}
+	return v
+}
+
+// TestSymlinkInodeNumbers: a symlink shows its backing inode number, as
+// every other entry does: the same on every mount and the same as
+// readdir's d_ino. After a rename (which re-creates the backing link) it
+// keeps its number for as long as the kernel knows it, also when every
+// access looks it up again (SharedStorage: no kernel caching); a new
+// symlink that gets the old backing number is a node of its own.
+func TestSymlinkInodeNumbers(t *testing.T) {
+	v := mounttest.NewVault(t, func(o *mount.Options) { o.SharedStorage = true })
+	shared := func(o *mount.Options) { o.SharedStorage = true }
+	a, b := filepath.Join(v.Mnt, "a"), filepath.Join(v.Mnt, "b")
+	must(t, os.Symlink("target-a", a))
+	must(t, os.Symlink("target-b", b))
+	inoA, inoB := lstat(t, a).Ino, lstat(t, b).Ino
+	for _, p := range mounttest.BackingFiles(t, v.Cipher) {
+		st := lstat(t, p)
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK && st.Ino != inoA && st.Ino != inoB {
+			t.Errorf("backing link %s has inode %d; the mount shows %d and %d", p, st.Ino, inoA, inoB)
+		}
+	}
+	if d := direntIno(t, v.Mnt, "a"); d != inoA {
+		t.Errorf("d_ino %d, st_ino %d", d, inoA)
+	}
+	v.RemountWith(t, shared)
+	// Looked up in the other order than before.
+	if gotB, gotA := lstat(t, b).Ino, lstat(t, a).Ino; gotA != inoA || gotB != inoB {
+		t.Errorf("after a remount: inodes %d %d, want %d %d", gotA, gotB, inoA, inoB)
+	}
+
+	a2 := filepath.Join(v.Mnt, "a2")
+	must(t, os.Rename(a, a2))
+	for i := range 3 {
+		if got := lstat(t, a2).Ino; got != inoA {
+			t.Errorf("renamed, stat %d: inode %d, want %d", i, got, inoA)
+		}
+	}
+	// New symlinks may get a's old backing number; each must read its own
+	// target, not a2's.
+	for i := range 8 {
+		p := filepath.Join(v.Mnt, "new"+string(rune('0'+i)))
+		want := "target-new" + string(rune('0'+i))
+		must(t, os.Symlink(want, p))
+		if got, err := os.Readlink(p); err != nil || got != want {
+			t.Errorf("new symlink %d: readlink %q, %v; want %q (ino %d)", i, got, err, want, lstat(t, p).Ino)
+		}
+	}
+	if got, err := os.Readlink(a2); err != nil || got != "target-a" {
+		t.Errorf("renamed symlink: readlink %q, %v", got, err)
+	}
+	if got := lstat(t, a2).Ino; got != inoA {
+		t.Errorf("renamed, after new symlinks: inode %d, want %d", got, inoA)
 	}
 }
