@@ -21,7 +21,8 @@ import (
 // device node; root makes the device node and gives it to the user, as
 // only root may). After each step it compares the errno of every call and
 // the owner, mode, size, rdev, nlink, atime, mtime and inode identity of
-// every name, on the mount right away and, in a second run on a fresh
+// every name (and whether readdir's d_ino is its st_ino), on the mount
+// right away and, in a second run on a fresh
 // vault, after a remount before each look (the kernel's attribute cache
 // hides what the backing store lost). ctime is checked loosely: it
 // legitimately differs (the daemon's own chown and utimens of a re-created
@@ -181,6 +182,7 @@ type stepResult struct {
 	errnos []unix.Errno
 	ops    []userOp
 	stats  map[string]unix.Stat_t
+	dinos  map[string]uint64 // readdir's d_ino of each name, listed after the stats
 }
 
 // runCompareSteps runs the steps in a fresh sticky directory of root;
@@ -208,6 +210,10 @@ func runCompareSteps(t *testing.T, root string, before func()) []stepResult {
 			if err := unix.Lstat(filepath.Join(s, n), &sta); err == nil {
 				r.stats[n] = sta
 			}
+		}
+		r.dinos = direntInos(t, s)
+		for n, ino := range direntInos(t, filepath.Join(s, "sub")) {
+			r.dinos["sub/"+n] = ino
 		}
 		res = append(res, r)
 	}
@@ -249,6 +255,9 @@ func normalize(run []stepResult, start time.Time, ctimeErr func(string)) []map[s
 				firstIno[st.Ino] = fmt.Sprintf("that of %s after %s", n, compareSteps[si].name)
 			}
 			m[n+" inode"] = firstIno[st.Ino]
+			if d, ok := r.dinos[n]; ok && n != "." && n != "sub" {
+				m[n+" d_ino"] = fmt.Sprintf("equal to st_ino: %v", d == st.Ino)
+			}
 			for _, f := range []struct {
 				field string
 				ts    unix.Timespec

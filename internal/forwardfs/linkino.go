@@ -63,17 +63,35 @@ func (m *movedLinks) generation(ino uint64) uint64 {
 	return m.gen
 }
 
-// linkIdentity is the go-fuse identity of symlink name in directory n
-// whose backing number is ino: the node the kernel knows under that name
-// if it has that backing link (it may show an older number after a
-// rename), else the backing number.
-func (n *node) linkIdentity(name string, ino uint64) fs.StableAttr {
+// knownLink returns the node the kernel knows as symlink name in
+// directory n if that node has backing link number ino (it may show an
+// older number, from before a rename), else nil.
+func (n *node) knownLink(name string, ino uint64) *fs.Inode {
 	if c := n.GetChild(name); c != nil && c.StableAttr().Mode == unix.S_IFLNK {
 		if c.Operations().(nodeOps).self().linkIno.Load() == ino {
-			return c.StableAttr()
+			return c
 		}
 	}
+	return nil
+}
+
+// linkIdentity is the go-fuse identity of symlink name in directory n
+// whose backing number is ino: that of the node the kernel knows
+// (knownLink), else the backing number.
+func (n *node) linkIdentity(name string, ino uint64) fs.StableAttr {
+	if c := n.knownLink(name, ino); c != nil {
+		return c.StableAttr()
+	}
 	return fs.StableAttr{Mode: unix.S_IFLNK, Ino: ino, Gen: n.r.moved.generation(ino)}
+}
+
+// linkNumber is the number symlink name in directory n with backing
+// number ino shows, for readdir's d_ino.
+func (n *node) linkNumber(name string, ino uint64) uint64 {
+	if c := n.knownLink(name, ino); c != nil {
+		return c.StableAttr().Ino
+	}
+	return ino
 }
 
 // linkMoved records that symlink node n's backing link is now ino (after a

@@ -102,25 +102,37 @@ func TestSymlinkRenameKeepsOwnerAndTimes(t *testing.T) {
 // direntIno returns the d_ino readdir gives name in dir.
 func direntIno(t *testing.T, dir, name string) uint64 {
 	t.Helper()
+	ino, ok := direntInos(t, dir)[name]
+	if !ok {
+		t.Fatalf("%s not listed in %s", name, dir)
+	}
+	return ino
+}
+
+// direntInos lists dir with getdents: name -> d_ino.
+func direntInos(t *testing.T, dir string) map[string]uint64 {
+	t.Helper()
 	f, err := os.Open(dir)
 	must(t, err)
 	defer f.Close()
+	inos := map[string]uint64{}
 	buf := make([]byte, 1<<16)
-	n, err := unix.ReadDirent(int(f.Fd()), buf)
-	must(t, err)
-	for len(buf[:n]) > 0 {
-		ino, reclen := direntField(buf, 0, 8), direntField(buf, 16, 2)
-		nameb := buf[19:reclen]
-		if i := strings.IndexByte(string(nameb), 0); i >= 0 {
-			nameb = nameb[:i]
+	for {
+		n, err := unix.ReadDirent(int(f.Fd()), buf)
+		must(t, err)
+		if n == 0 {
+			return inos
 		}
-		if string(nameb) == name {
-			return ino
+		for b := buf[:n]; len(b) > 0; {
+			ino, reclen := direntField(b, 0, 8), direntField(b, 16, 2)
+			name := b[19:reclen]
+			if i := strings.IndexByte(string(name), 0); i >= 0 {
+				name = name[:i]
+			}
+			inos[string(name)] = ino
+			b = b[reclen:]
 		}
-		buf, n = buf[reclen:], n-int(reclen)
 	}
-	t.Fatalf("%s not listed in %s", name, dir)
-	return 0
 }
 
 // direntField reads a little-endian field of size bytes at off.
@@ -166,6 +178,9 @@ func TestSymlinkInodeNumbers(t *testing.T) {
 		if got := lstat(t, a2).Ino; got != inoA {
 			t.Errorf("renamed, stat %d: inode %d, want %d", i, got, inoA)
 		}
+	}
+	if d := direntIno(t, v.Mnt, "a2"); d != inoA {
+		t.Errorf("renamed: d_ino %d, st_ino %d", d, inoA)
 	}
 	// New symlinks may get a's old backing number; each must read its own
 	// target, not a2's.
