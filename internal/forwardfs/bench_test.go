@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
+	"github.com/encryptfs/encryptfs/internal/mount"
+	"golang.org/x/sys/unix"
 )
 
 // Benchmarks run the daemon in the test process, so its CPU and the
@@ -77,6 +79,25 @@ func BenchmarkSmallFiles(b *testing.B) {
 		}
 		if err := os.Remove(p); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLstatSymlinks lstats 1000 symlinks, each answered by the daemon
+// (SharedStorage: no kernel caching), as ls -lR does after a remount.
+func BenchmarkLstatSymlinks(b *testing.B) {
+	v := mounttest.NewVault(b, func(o *mount.Options) { o.SharedStorage = true })
+	for i := range 1000 {
+		if err := os.Symlink("some/target/"+strconv.Itoa(i), filepath.Join(v.Mnt, "l"+strconv.Itoa(i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var st unix.Stat_t
+	for b.Loop() {
+		for i := range 1000 {
+			if err := unix.Lstat(filepath.Join(v.Mnt, "l"+strconv.Itoa(i)), &st); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }

@@ -291,14 +291,29 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return n.r.errno(err, "rename", name)
 	}
 	// Whether a node's backing name is an alias follows the name it moves
-	// to.
+	// to; a symlink's backing link was re-created (relinked).
 	if moved != nil {
-		moved.Operations().(nodeOps).self().alias.Store(ne.name.Alias())
+		mn := moved.Operations().(nodeOps).self()
+		mn.alias.Store(ne.name.Alias())
+		mn.relinked(ne)
 	}
 	if replaced != nil && flags&unix.RENAME_EXCHANGE != 0 {
-		replaced.Operations().(nodeOps).self().alias.Store(oe.name.Alias())
+		rn := replaced.Operations().(nodeOps).self()
+		rn.alias.Store(oe.name.Alias())
+		rn.relinked(oe)
 	}
 	return 0
+}
+
+// relinked tells symlink node n, just renamed to e, the inode number of
+// its re-created backing link (linkMoved).
+func (n *node) relinked(e entry) {
+	if n.StableAttr().Mode != unix.S_IFLNK {
+		return
+	}
+	if st, err := backing.Fstatat(e.pfd, e.name.Backing); err == nil {
+		n.linkMoved(st.Ino)
+	}
 }
 
 var (

@@ -110,8 +110,10 @@ func (n *node) closeIfForgotten() {
 	}
 }
 
-// OnForget closes the cached directory fd.
+// OnForget closes the cached directory fd, and lets a renamed symlink's
+// number go (forgetLink).
 func (n *node) OnForget() {
+	n.forgetLink()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.forgotten = true

@@ -57,6 +57,7 @@ type Root struct {
 	ops    atomic.Uint64 // requests served, for idle detection
 	dirFDs dirFDSet      // the nodes that cache a directory fd (node.fd)
 	logged loggedSet
+	moved  movedLinks // numbers of renamed symlinks (linkino.go)
 }
 
 // NewRoot opens the CIPHERDIR of session s and reads its directory ID.

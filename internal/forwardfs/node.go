@@ -32,6 +32,11 @@ type node struct {
 	// entry, whose backing name is not the encryption of its name (see
 	// existing).
 	alias atomic.Bool
+
+	// Symlinks: the backing inode number, which a rename changes, and
+	// whether the node holds its own, older number in r.moved (linkino.go).
+	linkIno  atomic.Uint64
+	linkHeld atomic.Bool
 }
 
 // newNode returns a node for a backing entry (dirID may be nil).
@@ -220,9 +225,9 @@ func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, what func() string) {
 	}
 }
 
-// statEntry stats a backing entry; for a symlink it decrypts the target so
-// that st_size is the plaintext target length, which programs such as tar
-// use to size their readlink buffer.
+// statEntry stats a backing entry; a symlink's st_size is its plaintext
+// target's length, which programs such as tar use to size their readlink
+// buffer.
 func (r *Root) statEntry(e entry) (unix.Stat_t, error) {
 	st, err := backing.Fstatat(e.pfd, e.name.Backing)
 	if err != nil {
@@ -233,32 +238,32 @@ func (r *Root) statEntry(e entry) (unix.Stat_t, error) {
 }
 
 // linkSize sets a symlink's st_size to its plaintext target's length (see
-// statEntry).
+// statEntry), computed from the backing sizes without reading the link
+// (tree.LinkSize): a read would move the link's atime. A size that no
+// target encodes to is left as it is; readlink reports the corruption.
 func (r *Root) linkSize(e entry, st *unix.Stat_t) {
 	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
 		return
 	}
-	target, err := r.tree.Readlink(e.pfd, e.pid, e.name)
-	if err != nil {
-		r.errno(err, "stat", e.name.Plain)
-		return
+	if size, err := r.tree.LinkSize(e.pfd, e.name, st); err == nil {
+		st.Size = size
 	}
-	st.Size = int64(len(target))
 }
 
-// newChild turns a backing stat into a child inode of n and fills out.
-func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out *fuse.EntryOut, what string) *fs.Inode {
-	n.r.fillAttr(st, &out.Attr, func() string { return what })
+// newChild turns a backing stat of child name into a child inode of n and
+// fills out. Every entry is numbered with its backing inode number; a
+// symlink keeps the number its node has after a rename (linkIdentity).
+func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out *fuse.EntryOut, name string) *fs.Inode {
+	n.r.fillAttr(st, &out.Attr, func() string { return name })
 	id := fs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino}
 	if id.Mode == unix.S_IFLNK {
-		// A renamed symlink is re-created in the backing store (its
-		// target is bound to its name), so its backing inode number
-		// changes and the old one may be reused while the node lives.
-		// Symlinks cannot be hard-linked here, so they need no identity
-		// beyond their node: let go-fuse number them.
-		id.Ino = 0
+		id = n.linkIdentity(name, st.Ino)
 	}
-	return n.NewInode(ctx, n.r.newNode(dirID), id)
+	child := n.NewInode(ctx, n.r.newNode(dirID), id)
+	if id.Mode == unix.S_IFLNK {
+		child.Operations().(nodeOps).self().linkIno.Store(st.Ino)
+	}
+	return child
 }
 
 // Lookup finds a child by plaintext name, as every door into the vault

@@ -84,10 +84,15 @@ func (d *dirHandle) load() syscall.Errno {
 // Len and Entry make the listing a dircursor.Listing.
 func (d *dirHandle) Len() int { return len(d.entries) }
 
-// Entry describes listing entry i.
+// Entry describes listing entry i. A symlink renamed during this mount
+// is listed with the number its node shows (linkino.go).
 func (d *dirHandle) Entry(i int) (string, uint32, uint64) {
 	e := &d.entries[i]
-	return e.Name.Plain, dtToMode(e.Type), e.Ino
+	ino := e.Ino
+	if e.Type == unix.DT_LNK {
+		ino = d.n.linkNumber(e.Name.Plain, ino)
+	}
+	return e.Name.Plain, dtToMode(e.Type), ino
 }
 
 // Readdirent returns the next entry.

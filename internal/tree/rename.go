@@ -19,8 +19,9 @@ import (
 //   - long-name sidecars are created for the new name and removed for the old;
 //   - a symlink's target is bound to its directory and name, so a moved
 //     symlink is re-encrypted: a new symlink is made under a temporary name
-//     and renamed into place, then the old one is removed. The backing inode
-//     of a renamed symlink therefore changes.
+//     and renamed into place, then the old one is removed. The new link
+//     keeps the old one's owner, atime and mtime (keepLinkAttrs), but not
+//     its backing inode number.
 func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byte, newN Name, flags uint) error {
 	if bytes.Equal(oldID, newID) && oldN.Backing == newN.Backing {
 		if _, err := backing.Fstatat(oldfd, oldN.Backing); err != nil {
@@ -41,7 +42,7 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 		if !newExists {
 			return ErrNotFound
 		}
-		return t.exchange(oldfd, oldID, oldN, isLink(ost), newfd, newID, newN, isLink(nst))
+		return t.exchange(oldfd, oldID, oldN, &ost, newfd, newID, newN, &nst)
 	}
 	if newExists {
 		if flags&unix.RENAME_NOREPLACE != 0 {
@@ -70,7 +71,7 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 		return err
 	}
 	if isLink(ost) {
-		err = t.moveSymlink(oldfd, oldID, oldN, newfd, newID, newN, flags)
+		err = t.moveSymlink(oldfd, oldID, oldN, &ost, newfd, newID, newN, flags)
 	} else {
 		err = backing.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, flags)
 		if err == nil && newExists && isLink(nst) {
@@ -87,21 +88,21 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 	return t.RemoveSidecar(oldfd, oldN)
 }
 
-// moveSymlink re-creates symlink oldN as newN (re-encrypting its target for
-// the new directory and name) and removes the old one.
-func (t *Tree) moveSymlink(oldfd int, oldID []byte, oldN Name, newfd int, newID []byte, newN Name, flags uint) error {
+// moveSymlink re-creates symlink oldN (backing stat ost, taken before its
+// target is read, which moves its atime) as newN, re-encrypting its target
+// for the new directory and name, and removes the old one.
+func (t *Tree) moveSymlink(oldfd int, oldID []byte, oldN Name, ost *unix.Stat_t, newfd int, newID []byte, newN Name, flags uint) error {
 	target, err := t.Readlink(oldfd, oldID, oldN)
 	if err != nil {
 		return err
 	}
-	bt, _ := backing.Readlinkat(oldfd, oldN.Backing)
-	if err := t.placeSymlink(newfd, newID, newN, target, flags&unix.RENAME_NOREPLACE); err != nil {
+	if err := t.placeSymlink(newfd, newID, newN, target, ost, flags&unix.RENAME_NOREPLACE); err != nil {
 		return err
 	}
 	if err := backing.Unlinkat(oldfd, oldN.Backing, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
-	if bt == longTargetMarker {
+	if ost.Size == int64(len(longTargetMarker)) {
 		t.removeLinkSidecar(oldfd, oldN.Backing)
 	}
 	return nil
@@ -109,8 +110,9 @@ func (t *Tree) moveSymlink(oldfd int, oldID []byte, oldN Name, newfd int, newID 
 
 // exchange swaps two existing entries (RENAME_EXCHANGE) and re-encrypts the
 // symlinks among them for their new places. Both names already have their
-// long-name sidecars.
-func (t *Tree) exchange(oldfd int, oldID []byte, oldN Name, oldLink bool, newfd int, newID []byte, newN Name, newLink bool) error {
+// long-name sidecars; ost and nst are their backing stats.
+func (t *Tree) exchange(oldfd int, oldID []byte, oldN Name, ost *unix.Stat_t, newfd int, newID []byte, newN Name, nst *unix.Stat_t) error {
+	oldLink, newLink := isLink(*ost), isLink(*nst)
 	var oldTarget, newTarget string
 	var err error
 	if oldLink {
@@ -129,14 +131,14 @@ func (t *Tree) exchange(oldfd int, oldID []byte, oldN Name, oldLink bool, newfd 
 	// Long-target sidecars are named after the backing name, so they stayed
 	// where they were; placeSymlink rewrites or removes them.
 	if oldLink {
-		if err := t.placeSymlink(newfd, newID, newN, oldTarget, 0); err != nil {
+		if err := t.placeSymlink(newfd, newID, newN, oldTarget, ost, 0); err != nil {
 			return err
 		}
 	} else if newLink {
 		t.removeLinkSidecar(newfd, newN.Backing)
 	}
 	if newLink {
-		if err := t.placeSymlink(oldfd, oldID, oldN, newTarget, 0); err != nil {
+		if err := t.placeSymlink(oldfd, oldID, oldN, newTarget, nst, 0); err != nil {
 			return err
 		}
 	} else if oldLink {

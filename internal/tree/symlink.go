@@ -104,11 +104,28 @@ func (t *Tree) Readlink(dirfd int, dirID []byte, n Name) (string, error) {
 	return t.links.Open(dirID, n.boundName(), blob)
 }
 
+// LinkSize returns the plaintext target length of symlink n in dirfd from
+// its backing stat st alone: the backing target's length, or for a long
+// target (the marker, shorter than any inline target) the sidecar's size.
+// It never reads the link, because reading a link moves its atime
+// (relatime) and a stat must not change what it reports.
+func (t *Tree) LinkSize(dirfd int, n Name, st *unix.Stat_t) (int64, error) {
+	if st.Size != int64(len(longTargetMarker)) {
+		return meta.TargetLen(st.Size)
+	}
+	side, err := backing.Fstatat(dirfd, meta.SymlinkSidecarName(n.Backing))
+	if err != nil {
+		return 0, fmt.Errorf("%w: symlink sidecar: %v", meta.ErrCorrupt, err)
+	}
+	return meta.BlobTargetLen(side.Size)
+}
+
 // placeSymlink writes a symlink to target bound to (dirID, n) under a
 // temporary name in dirfd and renames it to n.Backing with flags
 // (0 replaces, unix.RENAME_NOREPLACE refuses to). The long-target sidecar, if
-// needed, is written first.
-func (t *Tree) placeSymlink(dirfd int, dirID []byte, n Name, target string, flags uint) error {
+// needed, is written first. The new link takes the owner and times of was,
+// the backing stat of the link it re-creates (see keepLinkAttrs).
+func (t *Tree) placeSymlink(dirfd int, dirID []byte, n Name, target string, was *unix.Stat_t, flags uint) error {
 	bt, blob, side, err := t.sealTarget(dirID, n, target)
 	if err != nil {
 		return err
@@ -125,6 +142,10 @@ func (t *Tree) placeSymlink(dirfd int, dirID []byte, n Name, target string, flag
 	if err := backing.Symlinkat(bt, dirfd, tmp); err != nil {
 		return err
 	}
+	if err := keepLinkAttrs(dirfd, tmp, was); err != nil {
+		backing.Unlinkat(dirfd, tmp, 0)
+		return err
+	}
 	if err := backing.Renameat2(dirfd, tmp, dirfd, n.Backing, flags); err != nil {
 		backing.Unlinkat(dirfd, tmp, 0)
 		return err
@@ -132,6 +153,27 @@ func (t *Tree) placeSymlink(dirfd int, dirID []byte, n Name, target string, flag
 	if !side {
 		// A replaced long-target symlink leaves its sidecar behind.
 		t.removeLinkSidecar(dirfd, n.Backing)
+	}
+	return nil
+}
+
+// keepLinkAttrs gives the re-created link name (still under its temporary
+// name) the owner and the atime and mtime in was, as rename(2) keeps them:
+// before the rename into place, so that no one sees the link with other
+// attributes and a crash leaves either the old link or a complete new one.
+// Its ctime is the time of the rename, as rename(2) sets it.
+//
+// The owner is copied when the daemon may chown (it runs as root, or the
+// link was its own user's anyway); an unprivileged daemon gets EPERM for
+// another owner, and its links all belong to it in the first place, so
+// EPERM leaves the daemon's user as the owner (docs/format.md §8), as
+// gocryptfs does, which chowns only as root.
+func keepLinkAttrs(dirfd int, name string, was *unix.Stat_t) error {
+	if err := backing.Fchownat(dirfd, name, int(was.Uid), int(was.Gid)); err != nil && !errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("tree: keep symlink owner: %w", err)
+	}
+	if err := backing.UtimesNanoAt(dirfd, name, [2]unix.Timespec{was.Atim, was.Mtim}); err != nil {
+		return fmt.Errorf("tree: keep symlink times: %w", err)
 	}
 	return nil
 }

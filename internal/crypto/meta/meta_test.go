@@ -57,7 +57,13 @@ func TestSymlinkRoundTripAndEncoding(t *testing.T) {
 			if enc != LongSymlinkMarker {
 				t.Fatalf("sidecar target %q", enc)
 			}
+			if l, err := BlobTargetLen(int64(len(blob))); err != nil || l != int64(n) {
+				t.Fatalf("n=%d: BlobTargetLen = %d, %v", n, l, err)
+			}
 		} else {
+			if l, err := TargetLen(int64(len(enc))); err != nil || l != int64(n) {
+				t.Fatalf("n=%d: TargetLen = %d, %v", n, l, err)
+			}
 			if len(enc) > MaxBackingTarget {
 				t.Fatalf("inline target of %d bytes", len(enc))
 			}
@@ -78,6 +84,20 @@ func TestSymlinkRoundTripAndEncoding(t *testing.T) {
 	}
 	if _, err := s.Seal(dirA[:4], "l", "t", &countReader{}); !errors.Is(err, ErrID) {
 		t.Fatalf("short dirID: %v", err)
+	}
+}
+
+// TestTargetLenRejects: backing lengths no blob encodes to are corrupt.
+func TestTargetLenRejects(t *testing.T) {
+	for _, n := range []int64{0, 1, 14, 50, 53, MaxBackingTarget + 1} {
+		if _, err := TargetLen(n); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("TargetLen(%d): %v, want ErrCorrupt", n, err)
+		}
+	}
+	for _, n := range []int64{0, BlobOverhead - 1, BlobOverhead + MaxTarget + 1} {
+		if _, err := BlobTargetLen(n); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("BlobTargetLen(%d): %v, want ErrCorrupt", n, err)
+		}
 	}
 }
 

@@ -84,3 +84,25 @@ func DecodeTarget(target string) ([]byte, error) {
 func SymlinkSidecarName(backingName string) string {
 	return SymlinkSidecarPrefix + sidecarHash(backingName)
 }
+
+// TargetLen returns the plaintext length of the target stored in a backing
+// symlink whose own target is backingLen bytes long (not the marker), or
+// ErrCorrupt for a length no blob encodes to. It lets a stat report a
+// symlink's size without reading the link (a read would move its atime);
+// the length is unauthenticated, as any backing size is, and the target
+// itself is authenticated when it is read.
+func TargetLen(backingLen int64) (int64, error) {
+	if backingLen%4 == 1 || backingLen > MaxBackingTarget {
+		return 0, fmt.Errorf("%w: backing target of %d bytes", ErrCorrupt, backingLen)
+	}
+	return BlobTargetLen(backingLen * 6 / 8)
+}
+
+// BlobTargetLen returns the plaintext length of the target in a blob of
+// blobLen bytes (a long target's sidecar), or ErrCorrupt.
+func BlobTargetLen(blobLen int64) (int64, error) {
+	if blobLen < BlobOverhead || blobLen > BlobOverhead+MaxTarget {
+		return 0, fmt.Errorf("%w: blob of %d bytes", ErrCorrupt, blobLen)
+	}
+	return blobLen - BlobOverhead, nil
+}
