@@ -41,6 +41,10 @@ type walker struct {
 	// dirIDs finds directories that share an ID (dirids.go).
 	dirIDs dirIDIndex
 
+	// noXattrs: the backing store keeps no xattrs (tree.ProbeXattrs on
+	// the root), so none are listed or checked.
+	noXattrs bool
+
 	// filesWithData and filesWithBad count non-empty files and those of
 	// them with bad chunks, for Report.Hints.
 	filesWithData, filesWithBad int64
