@@ -281,6 +281,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 // newEntryChild is newChild for a looked-up entry, marking aliases, which
 // are shown without write bits (see readOnly).
 func (n *node) newEntryChild(ctx context.Context, st *unix.Stat_t, nm tree.Name, out *fuse.EntryOut) *fs.Inode {
+	if nm.Alias() {
+		return n.newAliasChild(ctx, st, nm, out)
+	}
 	child := n.newChild(ctx, st, nil, out, nm.Plain)
 	cn := child.Operations().(nodeOps).self()
 	cn.alias.Store(nm.Alias())
