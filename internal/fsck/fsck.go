@@ -125,6 +125,11 @@ type Report struct {
 	Problems    []Problem
 	// Hints are guesses at a common cause of many problems, for a human.
 	Hints []string `json:",omitempty"`
+	// Conflicts are a sync tool's conflict copies that the mount shows
+	// (read-only, under "<name><suffix>"): the user has a choice to make,
+	// but nothing is damaged, so they do not make the vault unclean.
+	// Their contents are checked like any file's.
+	Conflicts []Problem `json:",omitempty"`
 	// Notes say what could not be checked for a reason that is not damage,
 	// once per run: a backing store without extended attributes.
 	Notes []string `json:",omitempty"`

@@ -21,6 +21,9 @@ func WriteText(w io.Writer, r *Report) error {
 	for _, p := range r.Problems {
 		fmt.Fprintln(b, ProblemLine(p))
 	}
+	for _, c := range r.Conflicts {
+		fmt.Fprintf(b, "note: %s\n", ProblemLine(c))
+	}
 	for _, h := range r.Hints {
 		fmt.Fprintf(b, "hint: %s\n", h)
 	}

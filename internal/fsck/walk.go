@@ -227,12 +227,18 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 			// encrypted name authenticates; fsck still reports it, since
 			// the user has a conflict to resolve. The resolver says
 			// whether it is the entry shown under that name.
-			detail := fmt.Sprintf("copy of %q with a suffix added by a sync tool (sync conflict); read-only until renamed", n.Orig)
+			// A copy the mount shows is no damage: it is listed in
+			// Report.Conflicts, and the vault can still be clean. A copy
+			// hidden behind another entry of its name is a problem.
+			p := Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
+				Detail: fmt.Sprintf("copy of %q with a suffix added by a sync tool (sync conflict); read-only until renamed", n.Orig)}
 			if r, _, err := w.t.Resolve(dirfd, dirID, n.Plain, false); err != nil || r.Backing != bn {
 				ent.shadowed = true
-				detail = fmt.Sprintf("copy of %q with a suffix added by a sync tool, hidden: another entry is shown under the same name", n.Orig)
+				p.Detail = fmt.Sprintf("copy of %q with a suffix added by a sync tool, hidden: another entry is shown under the same name", n.Orig)
+				w.add(p)
+			} else {
+				w.rep.Conflicts = append(w.rep.Conflicts, p)
 			}
-			w.add(Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known), Detail: detail})
 		}
 		return
 	}
