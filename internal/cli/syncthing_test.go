@@ -112,7 +112,9 @@ func (n *syncthingNode) call(t *testing.T, method, path string, out any) {
 
 // scan asks for a rescan of the folder now (instead of waiting for the
 // watcher).
-func (n *syncthingNode) scan(t *testing.T) { n.call(t, "POST", "/rest/db/scan?folder="+stFolderID, nil) }
+func (n *syncthingNode) scan(t *testing.T) {
+	n.call(t, "POST", "/rest/db/scan?folder="+stFolderID, nil)
+}
 
 // connected reports whether n is connected to peer.
 func (n *syncthingNode) connected(t *testing.T, peer *syncthingNode) bool {
@@ -269,21 +271,30 @@ func TestSyncthing(t *testing.T) {
 		cur, err1 := os.ReadFile(filepath.Join(s.mnt, "note.txt"))
 		old, err2 := os.ReadFile(filepath.Join(s.mnt, conflict))
 		if err1 != nil || err2 != nil {
-			out, _ := exec.Command("ls", "-la", cipherA, cipherB).CombinedOutput()
-			t.Logf("%s", out)
-			time.Sleep(2 * time.Second)
-			_, err3 := os.ReadFile(filepath.Join(s.mnt, conflict))
-			t.Logf("again: %v", err3)
 			t.Fatalf("%s: read note.txt: %v; read %s: %v", s.name, err1, conflict, err2)
 		}
 		pair := string(cur) + string(old)
 		if pair != "edited on a\nedited on b\n" && pair != "edited on b\nedited on a\n" {
 			t.Fatalf("%s: note.txt %q and its conflict copy %q are not the two sides' edits", s.name, cur, old)
 		}
+		// "same" was made on both sides: one ID won; the other side's
+		// file shows as from-X.sync-conflict-… (its directory's ID lost).
+		sameEnts, err := os.ReadDir(filepath.Join(s.mnt, "same"))
+		must(t, err)
 		for _, side := range []string{"a", "b"} {
-			got, err := os.ReadFile(filepath.Join(s.mnt, "same", "from-"+side))
-			if err != nil || string(got) != "made on "+side+"\n" {
-				t.Errorf("%s: same/from-%s made on %s while disconnected: %q, %v", s.name, side, side, got, err)
+			found := false
+			for _, e := range sameEnts {
+				if e.Name() == "from-"+side || strings.HasPrefix(e.Name(), "from-"+side+".sync-conflict-") {
+					found = true
+					got, err := os.ReadFile(filepath.Join(s.mnt, "same", e.Name()))
+					if err != nil || string(got) != "made on "+side+"\n" {
+						t.Errorf("%s: same/%s made on %s while disconnected: %q, %v", s.name, e.Name(), side, got, err)
+					}
+				}
+			}
+			if !found {
+				out, _ := exec.Command(binary, "ls", "-R", "--passfile", pf, cipherA).CombinedOutput()
+				t.Errorf("%s: the file made in same/ on %s is not shown: %v\n%s", s.name, side, sameEnts, out)
 			}
 		}
 	}
@@ -292,6 +303,8 @@ func TestSyncthing(t *testing.T) {
 	}
 	for _, c := range []string{cipherA, cipherB} {
 		r := run(t, "", "fsck", "--passfile", pf, c)
-		t.Logf("fsck %s:\n%s", c, r.stdout)
+		if r.code != 0 || !strings.Contains(r.stdout, "note: conflict-copy") {
+			t.Errorf("fsck %s: exit %d, want 0 with the conflict copies as notes\n%s%s", c, r.code, r.stdout, r.stderr)
+		}
 	}
 }

@@ -105,7 +105,7 @@ func (n *node) self() *node { return n }
 
 // dirIDOf returns the directory's ID, reading it on first use.
 func (n *node) dirIDOf() ([]byte, error) {
-	if id := n.cachedDirID(); id != nil {
+	if id := n.cachedDirID(); id != nil && (!n.r.opts.SharedStorage || n == &n.r.node) {
 		return id, nil
 	}
 	_, id, release, err := n.openDir()

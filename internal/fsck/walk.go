@@ -111,9 +111,14 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 	}
 	slices.SortFunc(ents, func(a, b backing.Dirent) int { return strings.Compare(a.Name, b.Name) })
 	present := make(map[string]bool, len(ents))
+	var altNames []string
 	for _, e := range ents {
 		present[e.Name] = true
+		if tree.IsAltDirIDName(e.Name) {
+			altNames = append(altNames, e.Name)
+		}
 	}
+	alts := w.t.AltDirIDs(dirfd, altNames)
 	usedLinkSidecars := make(map[string]bool)
 	var linkSidecars []string
 	isRoot := cipherRel == "."
@@ -126,6 +131,17 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 		at := joinCipher(cipherRel, bn)
 		switch {
 		case bn == names.DirIDFile:
+			continue
+		case tree.IsAltDirIDName(bn):
+			// Two copies of this directory made apart and merged by a sync
+			// tool: no damage, but a choice for the user (entries made
+			// under this ID are shown as "<name><suffix>").
+			if id, err := backing.ReadFileAt(dirfd, bn, names.DirIDSize); err != nil || len(id) != names.DirIDSize {
+				w.add(Problem{Kind: KindDirID, CipherPath: at, PlainPath: plainRel, Detail: "conflict copy of the directory ID is unreadable or not 16 bytes"})
+			} else {
+				w.rep.Conflicts = append(w.rep.Conflicts, Problem{Kind: KindConflict, CipherPath: at, PlainPath: plainRel,
+					Detail: "copy of the directory ID made by a sync tool (the directory was made on two sides apart); entries made under it are shown as <name><suffix>, read-only until renamed"})
+			}
 			continue
 		case isRoot && (bn == config.FileName || bn == config.BackupName):
 			continue
@@ -157,7 +173,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 			continue
 		}
 		ent := entry{backing: bn, st: st}
-		w.nameEntry(dirfd, dirID, at, plainRel, known, &ent)
+		w.nameEntry(dirfd, dirID, alts, at, plainRel, known, &ent)
 		pl := place{cipher: at, plain: joinPlain(plainRel, ent.shown, known && ent.named), known: known && ent.named}
 		salvName := ent.shown
 		if !ent.named || ent.shadowed {
@@ -198,7 +214,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 
 // nameEntry decrypts the entry's backing name and reports what is wrong
 // with it. On return ent.named says whether a plaintext name is known.
-func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known bool, ent *entry) {
+func (w *walker) nameEntry(dirfd int, dirID []byte, alts []tree.AltDirID, at, plainRel string, known bool, ent *entry) {
 	bn := ent.backing
 	if dirID == nil {
 		return // reported once for the directory
@@ -219,6 +235,12 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 		}
 	}
 	n, err := w.t.DecryptName(dirfd, dirID, bn)
+	if err != nil && len(alts) > 0 {
+		// Made under a conflicting directory ID: shown as a conflict copy.
+		if an, ok := w.t.DecryptAlt(dirfd, alts, bn); ok {
+			n, err = an, nil
+		}
+	}
 	if err == nil {
 		ent.name, ent.named, ent.shown = n, true, n.Plain
 		if n.Orig != "" {
