@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/fstest"
 )
 
@@ -362,6 +365,60 @@ func TestSharedStorageTwoMounts(t *testing.T) {
 		if !bytes.Equal(views[0], views[1]) {
 			t.Fatal("the two mounts read different contents after both closed")
 		}
+	})
+
+	t.Run("same new file created on both sides", func(t *testing.T) {
+		// Both sides create and write the same new names at once, with
+		// contents of different lengths. Each file reads back as one
+		// side's whole contents, or fails with EIO (one side's header
+		// with the other's chunks); fsck reports exactly the files that
+		// fail, and no other.
+		must(t, os.Mkdir(filepath.Join(a, "new"), 0o755))
+		const files = 20
+		length := map[string]int{"a": 3*sharedChunk + 5, "b": 5 * sharedChunk}
+		var wg sync.WaitGroup
+		for _, s := range sides {
+			wg.Go(func() {
+				for i := range files {
+					tag := fmt.Sprintf("new-%s-%d", s.name, i)
+					// Either side may find the name taken: that is fine.
+					os.WriteFile(filepath.Join(s.mnt, "new", fmt.Sprint(i)), fileContent(tag, length[s.name]), 0o644)
+				}
+			})
+		}
+		wg.Wait()
+		failed := map[string]bool{}
+		for i := range files {
+			for _, s := range sides {
+				p := filepath.Join(s.mnt, "new", fmt.Sprint(i))
+				got, err := os.ReadFile(p)
+				if err != nil {
+					if !errors.Is(err, syscall.EIO) {
+						t.Fatalf("%s reads new/%d: %v", s.name, i, err)
+					}
+					failed["/new/"+fmt.Sprint(i)] = true
+					continue
+				}
+				if !bytes.Equal(got, fileContent(fmt.Sprintf("new-a-%d", i), length["a"])) &&
+					!bytes.Equal(got, fileContent(fmt.Sprintf("new-b-%d", i), length["b"])) {
+					t.Fatalf("%s reads new/%d: %d bytes that are neither side's contents", s.name, i, len(got))
+				}
+			}
+		}
+		r := run(t, "", "fsck", "--json", "--passfile", pf, dir)
+		var rep fsck.Report
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("fsck --json: %v\n%s", err, r.stdout)
+		}
+		reported := map[string]bool{}
+		for _, p := range rep.Problems {
+			reported[p.PlainPath] = true
+		}
+		if !maps.Equal(reported, failed) {
+			t.Fatalf("fsck reports %v, the mounts failed to read %v", reported, failed)
+		}
+		t.Logf("%d of %d files written on both sides at once read as EIO (and fsck reports them)", len(failed), files)
+		must(t, os.RemoveAll(filepath.Join(a, "new")))
 	})
 
 	for _, mnt := range []string{a, b} {
