@@ -63,7 +63,7 @@ func serveRclone(t *testing.T, kind string) *rcloneRemote {
 // t.Cleanup.
 func (r *rcloneRemote) mount(t *testing.T, path, mnt string) *daemon {
 	t.Helper()
-	d := startDaemon(t, "rclone", "--config", r.conf, "mount", r.remote+path, mnt,
+	d := startDaemonEnv(t, fusermountEnv(t), "rclone", "--config", r.conf, "mount", r.remote+path, mnt,
 		"--vfs-cache-mode", "full", "--cache-dir", t.TempDir(), "--dir-cache-time", "1s")
 	t.Cleanup(func() {
 		if typ, err := mountType(mnt); err == nil && typ == "fuse.rclone" {

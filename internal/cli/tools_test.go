@@ -88,7 +88,14 @@ type daemon struct {
 // startDaemon starts prog with args; its output is kept for messages.
 func startDaemon(t *testing.T, prog string, args ...string) *daemon {
 	t.Helper()
+	return startDaemonEnv(t, nil, prog, args...)
+}
+
+// startDaemonEnv is startDaemon with env (nil: the test's environment).
+func startDaemonEnv(t *testing.T, env []string, prog string, args ...string) *daemon {
+	t.Helper()
 	d := &daemon{cmd: exec.Command(prog, args...), out: &lockedBuffer{}, done: make(chan struct{})}
+	d.cmd.Env = env
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := d.cmd.Start(); err != nil {
@@ -109,6 +116,23 @@ func (d *daemon) stop() {
 			<-d.done
 		}
 	})
+}
+
+// fusermountEnv returns an environment in which "fusermount" is found:
+// rclone 1.60's mount runs fusermount, which Debian's fuse3 package names
+// fusermount3 (nil: the test's environment has it already).
+func fusermountEnv(t *testing.T) []string {
+	t.Helper()
+	if _, err := exec.LookPath("fusermount"); err == nil {
+		return nil
+	}
+	fm3, err := exec.LookPath("fusermount3")
+	if err != nil {
+		t.Fatalf("no fusermount3: %v", err)
+	}
+	bin := t.TempDir()
+	must(t, os.Symlink(fm3, filepath.Join(bin, "fusermount")))
+	return append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 // fusermountU unmounts a FUSE mount the test made with a tool (rclone
