@@ -182,6 +182,10 @@ func TestRcloneForward(t *testing.T) {
 // copiedRe matches rclone -v's line for one file transferred.
 var copiedRe = regexp.MustCompile(`(?m)INFO  : (.+): Copied \((new|replaced existing)\)$`)
 
+// transferredRe matches the file count of rclone's final stats
+// ("Transferred:  3 / 3, 100%"; absent when nothing was transferred).
+var transferredRe = regexp.MustCompile(`(?m)^Transferred:\s+(\d+) / \d+, 100%$`)
+
 // TestRcloneBackup: the reverse view of a plaintext directory synced (with
 // --links, so that symlinks travel as .rclonelink files) to an
 // SFTP remote (rclone serve sftp on 127.0.0.1; SFTP keeps modification
@@ -206,6 +210,14 @@ func TestRcloneBackup(t *testing.T) {
 		var copied []string
 		for _, m := range copiedRe.FindAllStringSubmatch(out, -1) {
 			copied = append(copied, m[1])
+		}
+		// rclone's own stats agree with the per-file lines.
+		stats := "0"
+		if m := transferredRe.FindStringSubmatch(out); m != nil {
+			stats = m[1]
+		}
+		if stats != strconv.Itoa(len(copied)) {
+			t.Fatalf("rclone's stats say %s files transferred, its log lists %d:\n%s", stats, len(copied), out)
 		}
 		return copied
 	}
