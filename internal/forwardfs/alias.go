@@ -22,15 +22,20 @@ import (
 // by the backing inode and a generation derived from its backing name,
 // so it is shared with no ordinary node and with no other alias; it still
 // shows the backing inode number and opens the same backing file.
+//
+// Symlinks already get an identity of their own in newChild (their
+// backing inode changes with every rename), so they go through it.
 func (n *node) newAliasChild(ctx context.Context, st *unix.Stat_t, nm tree.Name, out *fuse.EntryOut) *fs.Inode {
-	n.r.fillAttr(st, &out.Attr, func() string { return nm.Plain })
-	h := fnv.New64a()
-	h.Write([]byte(nm.Backing))
-	id := fs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino, Gen: h.Sum64() | 1}
-	if id.Mode == unix.S_IFLNK {
-		id.Ino = 0 // as newChild: go-fuse numbers symlinks
+	var child *fs.Inode
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		child = n.newChild(ctx, st, nil, out, nm.Plain)
+	} else {
+		n.r.fillAttr(st, &out.Attr, func() string { return nm.Plain })
+		h := fnv.New64a()
+		h.Write([]byte(nm.Backing))
+		id := fs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino, Gen: h.Sum64() | 1}
+		child = n.NewInode(ctx, n.r.newNode(nil), id)
 	}
-	child := n.NewInode(ctx, n.r.newNode(nil), id)
 	cn := child.Operations().(nodeOps).self()
 	cn.alias.Store(true)
 	cn.maskAlias(&out.Attr)
