@@ -192,6 +192,8 @@ var sentinels = [...]struct {
 	{tree.ErrNotPermitted, NotPermitted},
 	{tree.ErrInvalid, Invalid},
 	{tree.ErrReadOnly, ReadOnly},
+	{tree.ErrXattrListFull, NoSpace}, // as ext4 and tmpfs refuse an xattr they have no room for
+	{tree.ErrNoXattrs, NotSupported},
 	{names.ErrNameTooLong, NameTooLong},
 	{names.ErrInvalidName, Invalid},
 	{backing.ErrBadComponent, Invalid},

@@ -28,10 +28,16 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 	if fd, err = n.openUncached(); err != nil {
 		return -1, nil, nil, err
 	}
-	if id = n.cachedDirID(); id == nil {
-		if id, err = n.r.tree.ReadDirID(fd); err != nil {
+	// A directory's ID never changes, except when a sync tool merges two
+	// directories made apart and keeps the other side's encryptfs.dirid
+	// (tree/altdir.go): with SharedStorage it is read again each time.
+	cached := n.cachedDirID()
+	if id = cached; id == nil || n.r.opts.SharedStorage {
+		if id, err = n.r.tree.ReadDirID(fd); err != nil && cached == nil {
 			backing.Close(fd)
 			return -1, nil, nil, err
+		} else if err != nil {
+			id = cached
 		}
 	}
 	n.mu.Lock()

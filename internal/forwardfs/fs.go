@@ -13,6 +13,7 @@
 package forwardfs
 
 import (
+	"errors"
 	"log"
 	"os"
 	"sync"
@@ -58,6 +59,10 @@ type Root struct {
 	dirFDs dirFDSet      // the nodes that cache a directory fd (node.fd)
 	logged loggedSet
 	moved  movedLinks // numbers of renamed symlinks (linkino.go)
+	// noXattrs is non-nil (tree.ErrNoXattrs) when the backing store keeps
+	// no extended attributes (probed once, in NewRoot): the mount then
+	// looks like a file system without them (see xattr.go).
+	noXattrs error
 }
 
 // NewRoot opens the CIPHERDIR of session s and reads its directory ID.
@@ -75,6 +80,14 @@ func NewRoot(s *session.Session, opts Options) (*Root, error) {
 		return nil, err
 	}
 	r := &Root{tree: t, engine: s.Engine(), rootfd: fd, opts: opts, euid: os.Geteuid()}
+	if err := tree.ProbeXattrs(fd); err != nil {
+		if !errors.Is(err, tree.ErrNoXattrs) {
+			backing.Close(fd)
+			return nil, err
+		}
+		r.noXattrs = err
+		r.logf("%v: extended attributes are off in this mount", err)
+	}
 	r.node.r = r
 	r.node.dirID = id
 	r.node.fd = fd // never closed by OnForget: the root is never forgotten

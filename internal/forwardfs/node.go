@@ -110,7 +110,7 @@ func (n *node) self() *node { return n }
 
 // dirIDOf returns the directory's ID, reading it on first use.
 func (n *node) dirIDOf() ([]byte, error) {
-	if id := n.cachedDirID(); id != nil {
+	if id := n.cachedDirID(); id != nil && (!n.r.opts.SharedStorage || n == &n.r.node) {
 		return id, nil
 	}
 	_, id, release, err := n.openDir()
@@ -286,6 +286,9 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 // newEntryChild is newChild for a looked-up entry, marking aliases, which
 // are shown without write bits (see readOnly).
 func (n *node) newEntryChild(ctx context.Context, st *unix.Stat_t, nm tree.Name, out *fuse.EntryOut) *fs.Inode {
+	if nm.Alias() {
+		return n.newAliasChild(ctx, st, nm, out)
+	}
 	child := n.newChild(ctx, st, nil, out, nm.Plain)
 	cn := child.Operations().(nodeOps).self()
 	cn.alias.Store(nm.Alias())

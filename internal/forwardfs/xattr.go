@@ -41,6 +41,12 @@ func (n *node) xattrObject(create bool) (fd int, id []byte, done func(), err err
 	return -1, nil, nil, syscall.EOPNOTSUPP
 }
 
+// errNoXattrs is what every xattr call but listxattr answers when the
+// backing store keeps no xattrs (Root.noXattrs): EOPNOTSUPP, as a file
+// system mounted without user xattrs answers. listxattr gives an empty
+// list, so cp -a, rsync -X and tar --xattrs copy files without complaint.
+const errNoXattrs = syscall.EOPNOTSUPP
+
 // checkXattrName refuses other namespaces (EOPNOTSUPP) and user.* names
 // whose encrypted backing name would exceed the 255-byte xattr name limit
 // (ERANGE, as the kernel answers for a name that is too long).
@@ -61,6 +67,9 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	n.r.touch()
 	if errno := checkXattrName(attr); errno != 0 {
 		return 0, errno
+	}
+	if n.r.noXattrs != nil {
+		return 0, errNoXattrs
 	}
 	fd, id, done, err := n.xattrObject(false)
 	if err != nil {
@@ -89,6 +98,9 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	if errno := checkXattrName(attr); errno != 0 {
 		return errno
 	}
+	if n.r.noXattrs != nil {
+		return errNoXattrs
+	}
 	fd, id, done, err := n.xattrObject(true)
 	if err != nil {
 		return n.errno(err, "setxattr")
@@ -106,6 +118,9 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if errno := checkXattrName(attr); errno != 0 {
 		return errno
 	}
+	if n.r.noXattrs != nil {
+		return errNoXattrs
+	}
 	fd, id, done, err := n.xattrObject(false)
 	if err != nil {
 		return n.errno(err, "removexattr")
@@ -121,7 +136,7 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
 	n.r.touch()
 	mode := n.StableAttr().Mode
-	if mode != unix.S_IFDIR && mode != unix.S_IFREG {
+	if (mode != unix.S_IFDIR && mode != unix.S_IFREG) || n.r.noXattrs != nil {
 		return 0, 0
 	}
 	fd, id, done, err := n.xattrObject(false)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
 // Kind classifies a problem. The strings are part of the --json output.
@@ -124,6 +125,14 @@ type Report struct {
 	Problems    []Problem
 	// Hints are guesses at a common cause of many problems, for a human.
 	Hints []string `json:",omitempty"`
+	// Conflicts are a sync tool's conflict copies that the mount shows
+	// (read-only, under "<name><suffix>"): the user has a choice to make,
+	// but nothing is damaged, so they do not make the vault unclean.
+	// Their contents are checked like any file's.
+	Conflicts []Problem `json:",omitempty"`
+	// Notes say what could not be checked for a reason that is not damage,
+	// once per run: a backing store without extended attributes.
+	Notes []string `json:",omitempty"`
 	// SalvageErrors lists failures to write into the salvage directory
 	// (not problems of the vault).
 	SalvageErrors []string `json:",omitempty"`
@@ -173,6 +182,12 @@ func Check(ctx context.Context, s *session.Session, opts Options) (*Report, erro
 		progress: opts.Progress,
 		seen:     make(map[inodeKey]string),
 		start:    time.Now(),
+	}
+	if err := tree.ProbeXattrs(rootfd); errors.Is(err, tree.ErrNoXattrs) {
+		// One note, not a problem per file: a store without xattrs (an
+		// rclone mount) is no damage, and a vault on it has none to check.
+		w.noXattrs = true
+		w.rep.Notes = append(w.rep.Notes, fmt.Sprintf("%v: extended attributes were not checked", err))
 	}
 	if opts.Salvage != "" {
 		salv, err := newSalvager(cipherDir, opts.Salvage)

@@ -246,7 +246,7 @@ type problemKey struct {
 
 func keysOf(rep *Report) []problemKey {
 	var out []problemKey
-	for _, p := range rep.Problems {
+	for _, p := range append(slices.Clone(rep.Problems), rep.Conflicts...) {
 		out = append(out, problemKey{p.Kind, p.CipherPath, p.PlainPath})
 	}
 	return out

@@ -49,6 +49,9 @@ func (w *walker) symlink(dirfd int, dirID []byte, ent entry, pl place, dest *des
 // xattrs checks every EncryptFS xattr of the object open as fd (ID objID)
 // and returns the readable ones.
 func (w *walker) xattrs(fd int, objID []byte, pl place) []plainXattr {
+	if w.noXattrs {
+		return nil
+	}
 	list, bad, err := w.t.ListXattr(fd, objID)
 	if err != nil {
 		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("list xattrs: %v", err)})
@@ -76,6 +79,9 @@ func (w *walker) xattrs(fd int, objID []byte, pl place) []plainXattr {
 // unverifiableXattrs reports EncryptFS xattrs on an object that has no ID
 // to check them against.
 func (w *walker) unverifiableXattrs(fd int, pl place, why string) {
+	if w.noXattrs {
+		return
+	}
 	all, err := backing.Flistxattr(fd)
 	if err != nil {
 		return

@@ -21,8 +21,14 @@ func WriteText(w io.Writer, r *Report) error {
 	for _, p := range r.Problems {
 		fmt.Fprintln(b, ProblemLine(p))
 	}
+	for _, c := range r.Conflicts {
+		fmt.Fprintf(b, "note: %s\n", ProblemLine(c))
+	}
 	for _, h := range r.Hints {
 		fmt.Fprintf(b, "hint: %s\n", h)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(b, "note: %s\n", n)
 	}
 	for _, e := range r.SalvageErrors {
 		fmt.Fprintf(b, "salvage error: %s\n", e)

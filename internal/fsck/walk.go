@@ -41,6 +41,10 @@ type walker struct {
 	// dirIDs finds directories that share an ID (dirids.go).
 	dirIDs dirIDIndex
 
+	// noXattrs: the backing store keeps no xattrs (tree.ProbeXattrs on
+	// the root), so none are listed or checked.
+	noXattrs bool
+
 	// filesWithData and filesWithBad count non-empty files and those of
 	// them with bad chunks, for Report.Hints.
 	filesWithData, filesWithBad int64
@@ -107,9 +111,14 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 	}
 	slices.SortFunc(ents, func(a, b backing.Dirent) int { return strings.Compare(a.Name, b.Name) })
 	present := make(map[string]bool, len(ents))
+	var altNames []string
 	for _, e := range ents {
 		present[e.Name] = true
+		if tree.IsAltDirIDName(e.Name) {
+			altNames = append(altNames, e.Name)
+		}
 	}
+	alts := w.t.AltDirIDs(dirfd, altNames)
 	usedLinkSidecars := make(map[string]bool)
 	var linkSidecars []string
 	isRoot := cipherRel == "."
@@ -122,6 +131,17 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 		at := joinCipher(cipherRel, bn)
 		switch {
 		case bn == names.DirIDFile:
+			continue
+		case tree.IsAltDirIDName(bn):
+			// Two copies of this directory made apart and merged by a sync
+			// tool: no damage, but a choice for the user (entries made
+			// under this ID are shown as "<name><suffix>").
+			if id, err := backing.ReadFileAt(dirfd, bn, names.DirIDSize); err != nil || len(id) != names.DirIDSize {
+				w.add(Problem{Kind: KindDirID, CipherPath: at, PlainPath: plainRel, Detail: "conflict copy of the directory ID is unreadable or not 16 bytes"})
+			} else {
+				w.rep.Conflicts = append(w.rep.Conflicts, Problem{Kind: KindConflict, CipherPath: at, PlainPath: plainRel,
+					Detail: "copy of the directory ID made by a sync tool (the directory was made on two sides apart); entries made under it are shown as <name><suffix>, read-only until renamed"})
+			}
 			continue
 		case isRoot && (bn == config.FileName || bn == config.BackupName):
 			continue
@@ -153,7 +173,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 			continue
 		}
 		ent := entry{backing: bn, st: st}
-		w.nameEntry(dirfd, dirID, at, plainRel, known, &ent)
+		w.nameEntry(dirfd, dirID, alts, at, plainRel, known, &ent)
 		pl := place{cipher: at, plain: joinPlain(plainRel, ent.shown, known && ent.named), known: known && ent.named}
 		salvName := ent.shown
 		if !ent.named || ent.shadowed {
@@ -194,7 +214,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 
 // nameEntry decrypts the entry's backing name and reports what is wrong
 // with it. On return ent.named says whether a plaintext name is known.
-func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known bool, ent *entry) {
+func (w *walker) nameEntry(dirfd int, dirID []byte, alts []tree.AltDirID, at, plainRel string, known bool, ent *entry) {
 	bn := ent.backing
 	if dirID == nil {
 		return // reported once for the directory
@@ -215,6 +235,12 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 		}
 	}
 	n, err := w.t.DecryptName(dirfd, dirID, bn)
+	if err != nil && len(alts) > 0 {
+		// Made under a conflicting directory ID: shown as a conflict copy.
+		if an, ok := w.t.DecryptAlt(dirfd, alts, bn); ok {
+			n, err = an, nil
+		}
+	}
 	if err == nil {
 		ent.name, ent.named, ent.shown = n, true, n.Plain
 		if n.Orig != "" {
@@ -223,12 +249,18 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, at, plainRel string, known b
 			// encrypted name authenticates; fsck still reports it, since
 			// the user has a conflict to resolve. The resolver says
 			// whether it is the entry shown under that name.
-			detail := fmt.Sprintf("copy of %q with a suffix added by a sync tool (sync conflict); read-only until renamed", n.Orig)
+			// A copy the mount shows is no damage: it is listed in
+			// Report.Conflicts, and the vault can still be clean. A copy
+			// hidden behind another entry of its name is a problem.
+			p := Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
+				Detail: fmt.Sprintf("copy of %q with a suffix added by a sync tool (sync conflict); read-only until renamed", n.Orig)}
 			if r, _, err := w.t.Resolve(dirfd, dirID, n.Plain, false); err != nil || r.Backing != bn {
 				ent.shadowed = true
-				detail = fmt.Sprintf("copy of %q with a suffix added by a sync tool, hidden: another entry is shown under the same name", n.Orig)
+				p.Detail = fmt.Sprintf("copy of %q with a suffix added by a sync tool, hidden: another entry is shown under the same name", n.Orig)
+				w.add(p)
+			} else {
+				w.rep.Conflicts = append(w.rep.Conflicts, p)
 			}
-			w.add(Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known), Detail: detail})
 		}
 		return
 	}

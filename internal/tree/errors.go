@@ -33,4 +33,12 @@ var (
 	// undecryptable entry) that may be read, renamed to a name of its own
 	// (adopted) or removed, but not modified in place.
 	ErrReadOnly = errors.New("tree: entry is read-only (conflict copy or undecryptable)")
+	// ErrXattrListFull: one more xattr would make the object's backing
+	// xattr list longer than listxattr(2) can return (XattrListMax), so no
+	// tool could list the object's xattrs any more; refused as a full
+	// file system refuses it.
+	ErrXattrListFull = errors.New("tree: no room for another xattr: the xattr list would exceed 64 KiB")
+	// ErrNoXattrs: the backing store does not store extended attributes
+	// (see ProbeXattrs).
+	ErrNoXattrs = errors.New("tree: the backing store does not support extended attributes")
 )

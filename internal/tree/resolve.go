@@ -113,6 +113,12 @@ func (t *Tree) findConflict(dirfd int, dirID []byte, plain string) (Name, unix.S
 			return n, st, true
 		}
 	}
+	// An entry made under a conflicting directory ID (altdir.go).
+	if n, ok := t.findAltConflict(dirfd, orig, suffix); ok {
+		if st, err := backing.Fstatat(dirfd, n.Backing); err == nil {
+			return n, st, true
+		}
+	}
 	return Name{}, unix.Stat_t{}, false
 }
 
@@ -148,11 +154,24 @@ func (t *Tree) List(dirfd int, dirID []byte) ([]Entry, []BadEntry, error) {
 	out := make([]Entry, 0, len(ents))
 	var bad []BadEntry
 	var aliases []Entry
+	var altNames []string
+	for _, e := range ents {
+		if IsAltDirIDName(e.Name) {
+			altNames = append(altNames, e.Name)
+		}
+	}
+	alts := t.AltDirIDs(dirfd, altNames)
 	for _, e := range ents {
 		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) && !IsLongCopy(e.Name) {
 			continue
 		}
 		n, err := t.DecryptName(dirfd, dirID, e.Name)
+		if err != nil && len(alts) > 0 {
+			// Made under a conflicting directory ID (altdir.go).
+			if an, ok := t.DecryptAlt(dirfd, alts, e.Name); ok {
+				n, err = an, nil
+			}
+		}
 		switch {
 		case err != nil:
 			bad = append(bad, BadEntry{Backing: e.Name, Err: err, Ino: e.Ino, Type: e.Type})

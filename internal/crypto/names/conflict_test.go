@@ -12,6 +12,11 @@ func TestConflictSuffix(t *testing.T) {
 	for _, s := range []string{
 		".sync-conflict-20261122-101010-ABCDEFG",
 		".sync-conflict-20260101-000000-7Q2ZZ00",
+		// Made by Debian 12's syncthing 1.19.2 (internal/cli's
+		// TestSyncthing): the device part is the short device ID, 7
+		// base32 characters [A-Z2-7].
+		".sync-conflict-20261123-142758-3M2RA5Q",
+		".sync-conflict-20261123-143149-EKCU447",
 		" (Ann's conflicted copy 2026-11-22)",
 		" (LAPTOP-7's conflicted copy 2026-11-22)",
 		" (" + strings.Repeat("d", 64) + "'s conflicted copy 2026-11-22)",
