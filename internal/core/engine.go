@@ -19,8 +19,10 @@
 //   - A torn overwrite inside the file fails authentication at that chunk.
 //   - The SPARSE header flag is written before the first hole exists, so a
 //     crash never leaves a hole that the header does not allow; a write that
-//     fails puts the old header back. It is cleared again as soon as the
-//     file has no hole left (see holes.go).
+//     fails puts the old header back. It is cleared again once the file has
+//     no hole left and its data is durable (the next Sync, or Close, which
+//     syncs first; see clearSparse), so a crash never leaves a former hole
+//     under a header without the flag.
 //   - PunchHole is several independent chunk rewrites (edges, holes, edges),
 //     like a multi-block write on any file system: a crash can leave part of
 //     the range zeroed, every chunk still authentic.

@@ -33,6 +33,12 @@ type File struct {
 	hole      uint64
 	holeKnown bool
 	dense     uint64
+	// clearPending: the file has no hole left, and SPARSE is to be cleared
+	// once its data is durable (clearSparse); clearGen counts the times it
+	// was set, so that a Sync clears it only for holes filled before the
+	// sync began.
+	clearPending bool
+	clearGen     uint64
 }
 
 // Size returns the plaintext size.
@@ -70,12 +76,24 @@ func (f *File) EnsureID() (content.FileID, error) {
 // Sync flushes the backing file.
 func (f *File) Sync() error {
 	f.mu.RLock()
-	defer f.mu.RUnlock()
 	if f.closed {
+		f.mu.RUnlock()
 		return ErrClosed
 	}
-	if err := f.b.Sync(); err != nil {
+	gen, pending := f.clearGen, f.clearPending
+	err := f.b.Sync()
+	f.mu.RUnlock()
+	if err != nil {
 		return fmt.Errorf("core: sync: %w", err)
+	}
+	if pending {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		// Only if no hole was made and filled again since the sync began:
+		// what the sync made durable is then every chunk that was a hole.
+		if f.clearPending && f.clearGen == gen && !f.closed {
+			return f.clearSparseNow()
+		}
 	}
 	return nil
 }
@@ -86,6 +104,11 @@ func (f *File) Close() error {
 	defer f.mu.Unlock()
 	if f.closed {
 		return ErrClosed
+	}
+	if f.clearPending && f.b.Sync() == nil {
+		// Best effort: if the sync or the header write fails, SPARSE stays
+		// set, the weaker but safe state.
+		f.clearSparseNow()
 	}
 	f.closed = true
 	f.dropTail()
@@ -133,10 +156,29 @@ func (f *File) prepareHeader(withHoles bool) error {
 	return nil
 }
 
-// clearSparse drops the SPARSE flag of a file without holes (after
-// truncate to 0, or once its last hole is filled: holes.go), narrowing the
-// residual hole risk described in docs/format.md §5.4.
+// clearSparse drops the SPARSE flag of a file that no longer has a hole,
+// once that is safe. The chunks that filled the holes may still be only in
+// the page cache, and the file system may write the header first: a crash
+// would then leave a former hole under a header that no longer allows it,
+// and that chunk would fail authentication. So the flag is cleared only
+// after the file's data is durable: at the next Sync, or at Close (which
+// syncs for it). An empty file has no chunk to lose: cleared at once.
+// Called with mu held for writing.
 func (f *File) clearSparse() error {
+	if !f.sparse() {
+		return nil
+	}
+	if f.size == 0 {
+		return f.clearSparseNow()
+	}
+	f.clearPending = true
+	f.clearGen++
+	return nil
+}
+
+// clearSparseNow writes the header without SPARSE.
+func (f *File) clearSparseNow() error {
+	f.clearPending = false
 	if !f.sparse() {
 		return nil
 	}

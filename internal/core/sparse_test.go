@@ -145,8 +145,15 @@ func TestSparseClearedOnceFilled(t *testing.T) {
 				if got, err := readAll(f); err != nil || !bytes.Equal(got, data) {
 					t.Fatalf("read back: %v", err)
 				}
+				// The flag goes only once the filled holes are durable.
+				if fl := storedFlags(t, suite, b.bytes(t)); fl&content.FlagSparse == 0 {
+					t.Fatalf("SPARSE cleared before the data that filled the holes was synced")
+				}
+				if err := f.Sync(); err != nil {
+					t.Fatal(err)
+				}
 				if fl := storedFlags(t, suite, b.bytes(t)); fl&content.FlagSparse != 0 {
-					t.Fatalf("SPARSE still set on a file without holes")
+					t.Fatalf("SPARSE still set on a synced file without holes")
 				}
 				f.Close()
 				b.zero(t, content.HeaderSize+2*ccs, ccs) // swap zeros into chunk 2
@@ -325,6 +332,40 @@ func TestOffsetsNear2p63(t *testing.T) {
 			}
 			if got, err := readAll(f); err != nil || string(got) != "hello" {
 				t.Fatalf("%q, %v", got, err)
+			}
+		})
+	}
+}
+
+// TestSparseClearedAtClose: a file whose holes were all written and which
+// is closed without a Sync loses SPARSE at Close, which syncs the data
+// first (so a crash cannot leave a former hole under a header that no
+// longer allows it).
+func TestSparseClearedAtClose(t *testing.T) {
+	const cs = 4 << 10
+	suite := newTestSuite(t, content.AES256GCM, cs)
+	r := rand.New(rand.NewPCG(4, 4))
+	for name, newB := range backings(t) {
+		t.Run(name, func(t *testing.T) {
+			b := newB()
+			e := NewEngine(suite, sequential(4))
+			f, err := e.Open(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data := randomBytes(r, 5*cs)
+			if err := f.Truncate(int64(len(data))); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, f, data, 0)
+			if fl := storedFlags(t, suite, b.bytes(t)); fl&content.FlagSparse == 0 {
+				t.Fatal("SPARSE cleared before the data was synced")
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if fl := storedFlags(t, suite, b.bytes(t)); fl&content.FlagSparse != 0 {
+				t.Fatal("SPARSE still set after Close of a file without holes")
 			}
 		})
 	}
