@@ -59,8 +59,6 @@ type writePlan struct {
 	reserveFrom, reserveTo int64
 	holesFrom, holesTo     uint64 // chunks the write leaves as holes
 	setSparse              bool   // header gains SPARSE before the first hole exists
-	touchesOld             bool   // the write rewrites chunks that existed before it
-	newHeader              bool   // the file has no header yet
 }
 
 // planWrite plans writing n bytes at off into a file of oldSize bytes
@@ -96,7 +94,6 @@ func planWrite(l layout, oldSize int64, hasHeader, sparse bool, off, n, newSize 
 	if p.resealOld && !p.separate {
 		p.runStart = p.oldLast
 	}
-	p.touchesOld = hasOld && (p.resealOld || p.first <= p.oldLast)
 
 	// Holes: whole chunks between the old end and the first chunk written.
 	if hasOld {
@@ -108,7 +105,6 @@ func planWrite(l layout, oldSize int64, hasHeader, sparse bool, off, n, newSize 
 		p.holesFrom, p.holesTo = 0, 0
 	}
 	p.setSparse = p.holesTo > p.holesFrom && !sparse
-	p.newHeader = !hasHeader
 
 	direct := func(i uint64) bool {
 		start := int64(i) * l.chunk
