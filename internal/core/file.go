@@ -105,14 +105,27 @@ func (f *File) Close() error {
 	if f.closed {
 		return ErrClosed
 	}
-	if f.clearPending && f.b.Sync() == nil {
-		// Best effort: if the sync or the header write fails, SPARSE stays
-		// set, the weaker but safe state.
-		f.clearSparseNow()
-	}
 	f.closed = true
 	f.dropTail()
 	return nil
+}
+
+// Settle finishes what waits for the file's data to be durable before the
+// last opener lets go of it: a SPARSE flag to clear (clearSparse) is
+// cleared after a sync of the data. It writes nothing otherwise. Table's
+// Release calls it while the File is still the inode's open File, so that
+// no other File of the inode reads the header while it changes. Best
+// effort: if the sync or the header write fails, SPARSE stays set, the
+// weaker but safe state.
+func (f *File) Settle() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed || !f.clearPending {
+		return
+	}
+	if f.b.Sync() == nil {
+		f.clearSparseNow()
+	}
 }
 
 // sparse reports whether the header allows holes.
@@ -161,8 +174,9 @@ func (f *File) prepareHeader(withHoles bool) error {
 // the page cache, and the file system may write the header first: a crash
 // would then leave a former hole under a header that no longer allows it,
 // and that chunk would fail authentication. So the flag is cleared only
-// after the file's data is durable: at the next Sync, or at Close (which
-// syncs for it). An empty file has no chunk to lose: cleared at once.
+// after the file's data is durable: at the next Sync, or when the last
+// opener lets go (Settle, which syncs first). An empty file has no chunk to
+// lose: cleared at once.
 // Called with mu held for writing.
 func (f *File) clearSparse() error {
 	if !f.sparse() {
