@@ -145,17 +145,28 @@ func (n *node) entry() (entry, error) {
 // name is absent, name may be an alias (tree.ResolveAlias).
 func (n *node) existing(name string) (entry, error) {
 	e, err := n.child(name)
-	show := n.r.opts.ShowUndecryptable
-	if err != nil || !tree.MayBeAlias(name, show) {
+	if err != nil {
 		return e, err
 	}
-	if _, err := backing.Fstatat(e.pfd, e.name.Backing); !errors.Is(err, unix.ENOENT) {
-		return e, nil
-	}
-	if an, _, err := n.r.tree.ResolveAlias(e.pfd, e.pid, name, show); err == nil {
-		e.name = an
-	}
+	e.name = n.r.aliasName(e.pfd, e.pid, e.name, name)
 	return e, nil
+}
+
+// aliasName returns the backing name of alias name in directory pfd (ID
+// pid): nm, its ordinary name, if that exists, else the alias it resolves
+// to (tree.ResolveAlias), else nm.
+func (r *Root) aliasName(pfd int, pid []byte, nm tree.Name, name string) tree.Name {
+	show := r.opts.ShowUndecryptable
+	if !tree.MayBeAlias(name, show) {
+		return nm
+	}
+	if _, err := backing.Fstatat(pfd, nm.Backing); !errors.Is(err, unix.ENOENT) {
+		return nm
+	}
+	if an, _, err := r.tree.ResolveAlias(pfd, pid, name, show); err == nil {
+		return an
+	}
+	return nm
 }
 
 // readOnly returns tree.ErrReadOnly if n is an alias (a conflict copy or an
