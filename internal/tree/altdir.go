@@ -88,11 +88,13 @@ func (t *Tree) DecryptAlt(dirfd int, alts []AltDirID, b string) (Name, bool) {
 	return Name{}, false
 }
 
-// findAltConflict finds the entry shown as orig+suffix that was made under
-// the conflicting ID in the dirid copy with that suffix.
-func (t *Tree) findAltConflict(dirfd int, orig, suffix string) (Name, bool) {
+// findAltConflicts finds the entries shown as orig+suffix that were made
+// under the conflicting IDs in the dirid copies with that suffix (either
+// form; see altDirIDSuffix).
+func (t *Tree) findAltConflicts(dirfd int, orig, suffix string) []Name {
 	dirid := names.DirIDFile
 	ext := dirid[strings.LastIndexByte(dirid, '.'):]
+	var found []Name
 	for _, b := range []string{dirid + suffix, strings.TrimSuffix(dirid, ext) + suffix + ext} {
 		id, err := backing.ReadFileAt(dirfd, b, names.DirIDSize)
 		if err != nil || len(id) != names.DirIDSize {
@@ -103,8 +105,8 @@ func (t *Tree) findAltConflict(dirfd int, orig, suffix string) (Name, bool) {
 			continue
 		}
 		if n, ok := t.DecryptAlt(dirfd, []AltDirID{{Backing: b, Suffix: suffix, ID: id}}, on.Backing); ok && n.Orig == orig {
-			return n, true
+			found = append(found, n)
 		}
 	}
-	return Name{}, false
+	return found
 }
