@@ -28,6 +28,7 @@ type Reverse struct {
 	names  *names.Cipher
 	links  *meta.Symlinks
 	derive *reverse.Deriver
+	config []byte // the config file as unlocked; nil from NewReverse
 }
 
 // NewReverse builds the reverse session of PLAINDIR plainDir with
@@ -61,12 +62,30 @@ func NewReverse(plainDir string, p config.Params, masterKey []byte) (*Reverse, e
 // OpenReverse unlocks PLAINDIR's reverse config (config.ReverseFileName)
 // with password.
 func OpenReverse(plainDir string, password []byte, o Options) (*Reverse, error) {
-	p, master, err := o.unlock(plainDir, config.ReverseFileName, password)
+	c, master, err := o.unlock(plainDir, config.ReverseFileName, password)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(master)
-	return NewReverse(plainDir, p, master)
+	return newReverseOf(plainDir, c, master)
+}
+
+// newReverseOf is NewReverse for the loaded config c, whose bytes the
+// session keeps (Config).
+func newReverseOf(plainDir string, c *config.Config, masterKey []byte) (*Reverse, error) {
+	raw := c.Raw()
+	if raw == nil {
+		var err error
+		if raw, err = c.Marshal(); err != nil {
+			return nil, err
+		}
+	}
+	r, err := NewReverse(plainDir, c.Params, masterKey)
+	if err != nil {
+		return nil, err
+	}
+	r.config = raw
+	return r, nil
 }
 
 // OpenReverseWithMasterKey opens PLAINDIR's reverse config with its master
@@ -76,8 +95,14 @@ func OpenReverseWithMasterKey(plainDir string, masterKey []byte, o Options) (*Re
 	if err != nil {
 		return nil, err
 	}
-	return NewReverse(plainDir, c.Params, masterKey)
+	return newReverseOf(plainDir, c, masterKey)
 }
+
+// Config returns the bytes of the reverse config the session was opened
+// with (OpenReverse, OpenReverseWithMasterKey), which the view shows as
+// encryptfs.conf: reading the file again could show a config swapped in
+// since. Nil for a session built from parameters (NewReverse).
+func (r *Reverse) Config() []byte { return r.config }
 
 // Dir returns PLAINDIR.
 func (r *Reverse) Dir() string { return r.dir }

@@ -121,26 +121,26 @@ func (o Options) loadConfig(dir, name string) (*config.Config, error) {
 // Open unlocks the vault in dir with password (config.ErrWrongPassword if
 // it does not unwrap the master key).
 func Open(dir string, password []byte, o Options) (*Session, error) {
-	p, master, err := o.unlock(dir, config.FileName, password)
+	c, master, err := o.unlock(dir, config.FileName, password)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(master)
-	return New(dir, p, master, o)
+	return New(dir, c.Params, master, o)
 }
 
 // unlock loads the config file name in dir and unwraps its master key with
 // password; the caller clears the key.
-func (o Options) unlock(dir, name string, password []byte) (config.Params, []byte, error) {
+func (o Options) unlock(dir, name string, password []byte) (*config.Config, []byte, error) {
 	c, err := o.loadConfig(dir, name)
 	if err != nil {
-		return config.Params{}, nil, err
+		return nil, nil, err
 	}
 	master, err := c.Unlock(password)
 	if err != nil {
-		return config.Params{}, nil, err
+		return nil, nil, err
 	}
-	return c.Params, master, nil
+	return c, master, nil
 }
 
 // OpenWithMasterKey opens the vault in dir with its master key (for a
