@@ -44,19 +44,44 @@ func NewReverse(plainDir string, p config.Params, masterKey []byte) (*Reverse, e
 	}
 	defer k.Wipe() // every cipher below keeps its own copy
 	r := &Reverse{dir: plainDir, params: p}
-	if r.suite, err = content.NewSuite(content.AES256SIV, p.ChunkSize, k.Contents, k.HeaderMAC); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
-	}
-	if r.names, err = names.New(k.Names); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
-	}
-	if r.links, err = meta.NewSymlinks(k.Symlinks); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
-	}
-	if r.derive, err = reverse.New(k.Reverse); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
+	if err := r.build(k); err != nil {
+		return nil, err
 	}
 	return r, nil
+}
+
+// build makes r's ciphers from the subkeys k. On failure it wipes the
+// keys of what it had built (the content suite's and the deriver's), as
+// Close would: the ones without keys to wipe come first.
+func (r *Reverse) build(k *keys.Keys) (err error) {
+	defer func() {
+		if err != nil {
+			r.wipe()
+		}
+	}()
+	if r.names, err = names.New(k.Names); err != nil {
+		return fmt.Errorf("reverse: %w", err)
+	}
+	if r.links, err = meta.NewSymlinks(k.Symlinks); err != nil {
+		return fmt.Errorf("reverse: %w", err)
+	}
+	if r.suite, err = content.NewSuite(content.AES256SIV, r.params.ChunkSize, k.Contents, k.HeaderMAC); err != nil {
+		return fmt.Errorf("reverse: %w", err)
+	}
+	if r.derive, err = reverse.New(k.Reverse); err != nil {
+		return fmt.Errorf("reverse: %w", err)
+	}
+	return nil
+}
+
+// wipe wipes the reverse key and the content suite's keys, of those built.
+func (r *Reverse) wipe() {
+	if r.derive != nil {
+		r.derive.Wipe()
+	}
+	if r.suite != nil {
+		r.suite.Wipe()
+	}
 }
 
 // OpenReverse unlocks PLAINDIR's reverse config (config.ReverseFileName)
@@ -125,7 +150,6 @@ func (r *Reverse) Deriver() *reverse.Deriver { return r.derive }
 // Close wipes the reverse key and the content suite's keys. Call it after
 // the view is unmounted.
 func (r *Reverse) Close() error {
-	r.derive.Wipe()
-	r.suite.Wipe()
+	r.wipe()
 	return nil
 }

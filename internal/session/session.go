@@ -88,16 +88,19 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	if err != nil {
 		return nil, err
 	}
-	suite, err := content.NewSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
-	if err != nil {
-		k.Wipe()
-		return nil, fmt.Errorf("session: content suite: %w", err)
-	}
+	// The tree first: it has no keys to wipe on a later failure, while
+	// the suite, built last, is never left behind unwiped (nothing after
+	// it can fail).
 	eo := o.engineOptions()
 	t, err := tree.New(k, eo.Rand)
 	if err != nil {
 		k.Wipe()
 		return nil, err
+	}
+	suite, err := content.NewSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
+	if err != nil {
+		k.Wipe()
+		return nil, fmt.Errorf("session: content suite: %w", err)
 	}
 	return &Session{dir: dir, params: p, engine: core.NewEngine(suite, eo), tree: t, keys: k}, nil
 }
