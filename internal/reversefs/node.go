@@ -62,22 +62,14 @@ func (r *Root) RootAttr() (fs.StableAttr, error) {
 	return r.stableAttr(viewEntry{kind: kindDir, st: st}), nil
 }
 
-// errno maps an error to an errno, logging those not from the kernel with
-// the path: the kernel's errno passes through, others get the errno of
-// their fault.Kind (as in forward mode) or EIO.
+// errno maps an error to an errno (fault.Errno, as in forward mode),
+// logging those not from the kernel with the path.
 func (r *Root) errno(err error, op, rel string) syscall.Errno {
-	if err == nil {
-		return 0
+	var kernel syscall.Errno
+	if err != nil && !errors.As(err, &kernel) {
+		r.logf("%s %q: %v", op, "/"+rel, err)
 	}
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	r.logf("%s %q: %v", op, "/"+rel, err)
-	if e := fault.Of(err).Errno(); e != 0 {
-		return e
-	}
-	return syscall.EIO
+	return fault.Errno(err)
 }
 
 // fillAttr turns a view entry into attributes: times, owner, mode and
