@@ -72,12 +72,13 @@ func (r *Root) errno(err error, op, rel string) syscall.Errno {
 	return fault.Errno(err)
 }
 
-// fillAttr turns a view entry into attributes: times, owner, mode and
+// fillAttr turns a view entry, whose identity is sa (stableAttr), into
+// attributes: times, owner, mode and
 // inode pass through from the plaintext object; sizes are the ciphertext
 // sizes; virtual files are read-only regular files of their content's size.
-func (r *Root) fillAttr(e viewEntry, out *fuse.Attr) error {
+func (r *Root) fillAttr(e viewEntry, sa fs.StableAttr, out *fuse.Attr) error {
 	st := &e.st
-	out.Ino = r.stableAttr(e).Ino
+	out.Ino = sa.Ino
 	out.Mode = st.Mode
 	out.Nlink = uint32(st.Nlink)
 	out.Uid, out.Gid = st.Uid, st.Gid
@@ -116,11 +117,12 @@ func (r *Root) fillAttr(e viewEntry, out *fuse.Attr) error {
 
 // newChild makes (or finds) the inode of a view entry below n.
 func (n *node) newChild(ctx context.Context, e viewEntry, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if err := n.r.fillAttr(e, &out.Attr); err != nil {
+	sa := n.r.stableAttr(e) // a keyed hash: computed once
+	if err := n.r.fillAttr(e, sa, &out.Attr); err != nil {
 		return nil, n.r.errno(err, "lookup", e.rel)
 	}
 	child := &node{r: n.r, kind: e.kind, rel: e.rel}
-	return n.NewInode(ctx, child, n.r.stableAttr(e)), 0
+	return n.NewInode(ctx, child, sa), 0
 }
 
 // Lookup finds a view entry of directory n.
@@ -151,7 +153,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	if h, ok := f.(*fileHandle); ok {
 		e.st.Size = h.size
 	}
-	if err := n.r.fillAttr(e, &out.Attr); err != nil {
+	if err := n.r.fillAttr(e, n.r.stableAttr(e), &out.Attr); err != nil {
 		return n.r.errno(err, "getattr", n.rel)
 	}
 	return 0
