@@ -153,13 +153,7 @@ func (t *Tree) List(dirfd int, dirID []byte) ([]Entry, []BadEntry, error) {
 	out := make([]Entry, 0, len(ents))
 	var bad []BadEntry
 	var aliases []Entry
-	var altNames []string
-	for _, e := range ents {
-		if IsAltDirIDName(e.Name) {
-			altNames = append(altNames, e.Name)
-		}
-	}
-	alts := t.AltDirIDs(dirfd, altNames)
+	alts, _ := t.AltDirIDs(dirfd, ents)
 	for _, e := range ents {
 		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) && !IsLongCopy(e.Name) {
 			continue
