@@ -26,7 +26,6 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/reverse"
 	"github.com/encryptfs/encryptfs/internal/crypto/siv"
 	"github.com/encryptfs/encryptfs/internal/fault"
-	"github.com/encryptfs/encryptfs/internal/forwardfs"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/reversefs"
@@ -143,8 +142,8 @@ func TestSentinelTable(t *testing.T) {
 				if got := fault.Of(err); got != row.kind {
 					t.Errorf("fault.Of(%v) = %v, want %v", err, got, row.kind)
 				}
-				if got := forwardfs.Errno(err); got != row.errno {
-					t.Errorf("fs.Errno(%v) = %v, want %v", err, got, row.errno)
+				if got := fault.Errno(err); got != row.errno {
+					t.Errorf("fault.Errno(%v) = %v, want %v", err, got, row.errno)
 				}
 				if got := cli.ExitCode(err); got != row.exit {
 					t.Errorf("cli.ExitCode(%v) = %d, want %d", err, got, row.exit)
@@ -188,8 +187,8 @@ func TestKindTable(t *testing.T) {
 		if got := fault.Of(e); got != k {
 			t.Errorf("fault.Of(%v) = %v, want %v", e, got, k)
 		}
-		if got := forwardfs.Errno(fmt.Errorf("x: %w", e)); got != e {
-			t.Errorf("fs.Errno(wrapped %v) = %v", e, got)
+		if got := fault.Errno(fmt.Errorf("x: %w", e)); got != e {
+			t.Errorf("fault.Errno(wrapped %v) = %v", e, got)
 		}
 		got := vault.PathErr("op", "p", e)
 		if !errors.Is(got, e) {

@@ -15,14 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/display"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 )
@@ -82,7 +80,7 @@ func Create(dir string, password []byte, opts Options) (*Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !printable(opts.Creator) {
+	if !display.Safe(opts.Creator) {
 		return nil, fmt.Errorf("vault: create: Creator %q has control or non-printable characters", opts.Creator)
 	}
 	alg, chunk := opts.Cipher, opts.ChunkSize
@@ -190,11 +188,4 @@ func (v *Vault) Close() error {
 	errs = append(errs, v.sess.Close())
 	clear(v.master)
 	return errors.Join(errs...)
-}
-
-// printable reports whether s is valid UTF-8 of printable runes only: the
-// Creator is shown by encryptfs info, and a control character or a bidi
-// override there could disguise the output.
-func printable(s string) bool {
-	return utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }) < 0
 }

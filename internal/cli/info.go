@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -59,7 +58,9 @@ func (a *App) cmdInfo(args []string) error {
 		return nil
 	}
 	fmt.Fprintf(a.Stdout, "Format version: %d\n", p.FormatVersion)
-	fmt.Fprintf(a.Stdout, "Creator:        %s\n", displayString(c.Creator))
+	// The Creator is unauthenticated (anyone who can write CIPHERDIR can
+	// set it): quoted if it could send terminal escapes or disguise lines.
+	fmt.Fprintf(a.Stdout, "Creator:        %s\n", displayName(c.Creator))
 	fmt.Fprintf(a.Stdout, "Cipher:         %s\n", p.Cipher)
 	fmt.Fprintf(a.Stdout, "Chunk size:     %d bytes\n", p.ChunkSize)
 	fmt.Fprintf(a.Stdout, "KDF:            %s, time %d, memory %d MiB, threads %d\n",
@@ -67,19 +68,6 @@ func (a *App) cmdInfo(args []string) error {
 	fmt.Fprintf(a.Stdout, "Feature flags:  %s\n", strings.Join(p.FeatureFlags, " "))
 	fmt.Fprintf(a.Stdout, "Reverse mode:   %t\n", p.Reverse || isReverse)
 	return nil
-}
-
-// displayString makes an unauthenticated string (the config's Creator:
-// anyone who can write CIPHERDIR can set it) safe to print on a terminal:
-// unchanged when every rune is printable, else Go-quoted with escapes for
-// control characters (ESC, newline), bidi overrides (U+202E) and invalid
-// UTF-8, so that it can neither send terminal escapes nor disguise the
-// lines around it.
-func displayString(s string) string {
-	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) }) >= 0 {
-		return strconv.QuoteToGraphic(s)
-	}
-	return s
 }
 
 // escapeJSONForTerminal replaces every non-printable rune in JSON text by

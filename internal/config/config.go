@@ -85,10 +85,18 @@ type Config struct {
 	// whitespace or field order and break unlocking.
 	rawParams []byte
 
+	// raw is the whole file as parsed (nil for a config made by Create):
+	// reverse mode shows exactly the bytes it unlocked (Raw).
+	raw []byte
+
 	// maxKDFMemoryKiB, when not 0, is the most memory Unlock and Rewrap
 	// may give Argon2id (see LimitKDFMemory).
 	maxKDFMemoryKiB uint64
 }
+
+// Raw returns the bytes c was parsed from, or nil if c was not parsed
+// (Create); the caller must not change them.
+func (c *Config) Raw() []byte { return c.raw }
 
 // LimitKDFMemory makes Unlock and Rewrap refuse (ErrKDFMemory), before
 // Argon2id runs, a memory cost above kib; 0 means no limit below

@@ -65,6 +65,7 @@ func Parse(data []byte) (*Config, error) {
 		Params:       p,
 		EncryptedKey: f.EncryptedKey,
 		rawParams:    append([]byte(nil), f.Params...),
+		raw:          append([]byte(nil), data...),
 	}, nil
 }
 

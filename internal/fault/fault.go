@@ -266,3 +266,23 @@ func (m *marked) Error() string { return m.msg }
 // for the packages above this one (vault, fsck), which this package cannot
 // import. Compare it with errors.Is as any sentinel.
 func New(k Kind, msg string) error { return &marked{msg: msg, kind: k} }
+
+// Errno maps an error from tree, core or the backing store to the errno a
+// FUSE frontend answers, by its Kind: a kernel errno passes through
+// unchanged; a POSIX kind (tree.ErrNotFound, names.ErrNameTooLong, ...)
+// gives its errno; corruption and everything else give EIO. Both
+// frontends (internal/forwardfs, internal/reversefs) use it, each with its
+// own logging around it.
+func Errno(err error) unix.Errno {
+	if err == nil {
+		return 0
+	}
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	if e := Of(err).Errno(); e != 0 {
+		return e
+	}
+	return unix.EIO
+}

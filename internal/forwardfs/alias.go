@@ -30,7 +30,7 @@ func (n *node) newAliasChild(ctx context.Context, st *unix.Stat_t, nm tree.Name,
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		child = n.newChild(ctx, st, nil, out, nm.Plain)
 	} else {
-		n.r.fillAttr(st, &out.Attr, func() string { return nm.Plain })
+		n.r.fillAttr(st, &out.Attr, nil, func() string { return nm.Plain })
 		h := fnv.New64a()
 		h.Write([]byte(nm.Backing))
 		id := fs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino, Gen: h.Sum64() | 1}

@@ -25,19 +25,23 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 		return fd, id, n.doneFD, nil
 	}
 	n.mu.Unlock()
+	if n.r.opts.SharedStorage {
+		// Nothing cached but the root: walk down, reading each ID once.
+		if fd, id, err = n.openWalk(); err != nil {
+			return -1, nil, nil, err
+		}
+		n.mu.Lock()
+		n.dirID = id
+		n.mu.Unlock()
+		return fd, id, func() { backing.Close(fd) }, nil
+	}
 	if fd, err = n.openUncached(); err != nil {
 		return -1, nil, nil, err
 	}
-	// A directory's ID never changes, except when a sync tool merges two
-	// directories made apart and keeps the other side's encryptfs.dirid
-	// (tree/altdir.go): with SharedStorage it is read again each time.
-	cached := n.cachedDirID()
-	if id = cached; id == nil || n.r.opts.SharedStorage {
-		if id, err = n.r.tree.ReadDirID(fd); err != nil && cached == nil {
+	if id = n.cachedDirID(); id == nil {
+		if id, err = n.r.tree.ReadDirID(fd); err != nil {
 			backing.Close(fd)
 			return -1, nil, nil, err
-		} else if err != nil {
-			id = cached
 		}
 	}
 	n.mu.Lock()
@@ -96,6 +100,59 @@ func (n *node) openUncached() (int, error) {
 		return viaParent()
 	}
 	return backing.OpenDir(n.r.rootfd, rel)
+}
+
+// openWalk opens directory node n's backing directory with SharedStorage,
+// where no directory fd is kept and a directory's ID is read again for
+// each operation: a sync tool that merges two directories made apart may
+// keep the other side's encryptfs.dirid (tree/altdir.go). It walks down
+// from the root: each component is opened relative to the previous one
+// and encrypted with the ID just read from it, so an operation at depth d
+// costs d opens and d ID reads, and every directory on its path is read
+// fresh. (Computing each ancestor's path on its own would cost 2^(d-1).)
+// An ID that cannot be read falls back to the one read last time, if any.
+func (n *node) openWalk() (fd int, id []byte, err error) {
+	var path []*node // n up to the root's child
+	var plain []string
+	for cur := n; cur != &n.r.node; {
+		name, parent := cur.Parent()
+		if parent == nil {
+			return -1, nil, syscall.ENOENT // unlinked
+		}
+		path, plain = append(path, cur), append(plain, name)
+		cur = parent.Operations().(nodeOps).self()
+	}
+	fd, id = n.r.rootfd, n.r.node.cachedDirID()
+	for i := len(path) - 1; i >= 0; i-- {
+		c := path[i]
+		nm, err := n.r.tree.Name(id, plain[i])
+		if err == nil && c.alias.Load() {
+			nm = n.r.aliasName(fd, id, nm, plain[i])
+		}
+		next := -1
+		if err == nil {
+			next, err = backing.OpenSubdir(fd, nm.Backing)
+		}
+		if fd != n.r.rootfd {
+			backing.Close(fd)
+		}
+		if err != nil {
+			return -1, nil, err
+		}
+		fd = next
+		if id, err = n.r.tree.ReadDirID(fd); err != nil {
+			if id = c.cachedDirID(); id == nil {
+				backing.Close(fd)
+				return -1, nil, err
+			}
+		}
+		if c != n {
+			c.mu.Lock()
+			c.dirID = id
+			c.mu.Unlock()
+		}
+	}
+	return fd, id, nil
 }
 
 // doneFD releases a use of the cached fd.

@@ -335,19 +335,36 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 	return h.n.errno(h.n.r.files.put(h.of), "close")
 }
 
-// Allocate supports mode 0 (grow, sparse), FALLOC_FL_KEEP_SIZE (nothing to
-// do: space is not reserved) and FALLOC_FL_PUNCH_HOLE|KEEP_SIZE.
+// Allocate supports mode 0 (grow, sparse), FALLOC_FL_KEEP_SIZE (reserve
+// the backing space of the range's chunks, size unchanged) and
+// FALLOC_FL_PUNCH_HOLE|KEEP_SIZE. A range that ends beyond the largest
+// file is EFBIG; the kernel checks this too, but the sum must not wrap
+// here whoever sends the request.
 func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
 	h.n.r.touch()
 	f := h.of.file
+	suite := h.n.r.engine.Suite()
+	maxSize := uint64(suite.MaxPlainSize())
+	if mode&unix.FALLOC_FL_PUNCH_HOLE == 0 && (off > maxSize || size > maxSize-off) {
+		return syscall.EFBIG
+	}
+	end := int64(off + size)
 	var err error
 	switch mode {
 	case 0:
 		var cur int64
-		if cur, err = f.Size(); err == nil && int64(off+size) > cur {
-			err = f.Truncate(int64(off + size))
+		if cur, err = f.Size(); err == nil && end > cur {
+			err = f.Truncate(end)
 		}
 	case unix.FALLOC_FL_KEEP_SIZE:
+		// The backing bytes of the chunks [off, end) touch: from the start
+		// of off's chunk to the end of end's (CipherSize of a plaintext
+		// size is where its last chunk ends). A later write there then
+		// cannot fail for lack of space (where the backing file system
+		// overwrites in place).
+		cs := uint64(suite.ChunkSize())
+		start := suite.CipherSize(int64(off / cs * cs))
+		err = backing.ReserveSpace(h.of.fd, start, suite.CipherSize(end)-start)
 	case unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE:
 		err = f.PunchHole(int64(off), int64(size))
 	default:

@@ -1,4 +1,4 @@
-// Package fs is the forward-mode FUSE filesystem: go-fuse nodes whose every
+// Package forwardfs is the forward-mode FUSE filesystem: go-fuse nodes whose every
 // operation goes to the backing directory through internal/tree (names,
 // directory IDs, symlinks, xattrs) and internal/core (file contents).
 //

@@ -145,17 +145,28 @@ func (n *node) entry() (entry, error) {
 // name is absent, name may be an alias (tree.ResolveAlias).
 func (n *node) existing(name string) (entry, error) {
 	e, err := n.child(name)
-	show := n.r.opts.ShowUndecryptable
-	if err != nil || !tree.MayBeAlias(name, show) {
+	if err != nil {
 		return e, err
 	}
-	if _, err := backing.Fstatat(e.pfd, e.name.Backing); !errors.Is(err, unix.ENOENT) {
-		return e, nil
-	}
-	if an, _, err := n.r.tree.ResolveAlias(e.pfd, e.pid, name, show); err == nil {
-		e.name = an
-	}
+	e.name = n.r.aliasName(e.pfd, e.pid, e.name, name)
 	return e, nil
+}
+
+// aliasName returns the backing name of alias name in directory pfd (ID
+// pid): nm, its ordinary name, if that exists, else the alias it resolves
+// to (tree.ResolveAlias), else nm.
+func (r *Root) aliasName(pfd int, pid []byte, nm tree.Name, name string) tree.Name {
+	show := r.opts.ShowUndecryptable
+	if !tree.MayBeAlias(name, show) {
+		return nm
+	}
+	if _, err := backing.Fstatat(pfd, nm.Backing); !errors.Is(err, unix.ENOENT) {
+		return nm
+	}
+	if an, _, err := r.tree.ResolveAlias(pfd, pid, name, show); err == nil {
+		return an
+	}
+	return nm
 }
 
 // readOnly returns tree.ErrReadOnly if n is an alias (a conflict copy or an
@@ -191,8 +202,9 @@ func (e entry) close() {
 
 // fillAttr converts a backing stat to the plaintext attributes: the size of
 // a regular file is its plaintext size (from the open file if there is one,
-// since it is authoritative; else from the backing size).
-func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, what func() string) {
+// since it is authoritative; else from the backing size). of is the file's
+// open file if the caller holds it (a handle), else nil: it is looked up.
+func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, of *openFile, what func() string) {
 	out.Ino = st.Ino
 	out.Mode = st.Mode
 	out.Nlink = uint32(st.Nlink)
@@ -208,10 +220,13 @@ func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, what func() string) {
 	out.Size = uint64(st.Size)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		if of := r.files.get(fileKey(st.Ino)); of != nil {
-			size, err := of.file.Size()
-			r.files.put(of)
-			if err == nil {
+		if of == nil {
+			if of = r.files.get(fileKey(st.Ino)); of != nil {
+				defer r.files.put(of)
+			}
+		}
+		if of != nil {
+			if size, err := of.file.Size(); err == nil {
 				out.Size = uint64(size)
 				return
 			}
@@ -254,7 +269,7 @@ func (r *Root) linkSize(e entry, st *unix.Stat_t) {
 // fills out. Every entry is numbered with its backing inode number; a
 // symlink keeps the number its node has after a rename (linkIdentity).
 func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out *fuse.EntryOut, name string) *fs.Inode {
-	n.r.fillAttr(st, &out.Attr, func() string { return name })
+	n.r.fillAttr(st, &out.Attr, nil, func() string { return name })
 	id := fs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino}
 	if id.Mode == unix.S_IFLNK {
 		id = n.linkIdentity(name, st.Ino)
@@ -290,9 +305,11 @@ func (n *node) newEntryChild(ctx context.Context, st *unix.Stat_t, nm tree.Name,
 		return n.newAliasChild(ctx, st, nm, out)
 	}
 	child := n.newChild(ctx, st, nil, out, nm.Plain)
-	cn := child.Operations().(nodeOps).self()
-	cn.alias.Store(nm.Alias())
-	cn.maskAlias(&out.Attr)
+	// Not a no-op: a symlink's node is keyed by its backing inode
+	// (linkIdentity), so an alias of the same inode (a hard link under a
+	// conflict name; newAliasChild leaves symlinks to newChild) may have
+	// marked this very node. Found under its own name, it is no alias.
+	child.Operations().(nodeOps).self().alias.Store(false)
 	return child
 }
 
@@ -338,15 +355,17 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	n.r.touch()
 	var st unix.Stat_t
 	var err error
+	var of *openFile
 	if h, ok := f.(*handle); ok {
-		st, err = backing.Fstat(h.of.fd)
+		of = h.of
+		st, err = backing.Fstat(of.fd)
 	} else {
 		st, err = n.stat()
 	}
 	if err != nil {
 		return n.errno(err, "getattr")
 	}
-	n.r.fillAttr(&st, &out.Attr, n.plainPath)
+	n.r.fillAttr(&st, &out.Attr, of, n.plainPath)
 	n.maskAlias(&out.Attr)
 	out.Ino = n.StableAttr().Ino
 	return 0

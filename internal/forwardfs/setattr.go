@@ -144,7 +144,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	if of != nil {
 		of.mode.Store(st.Mode)
 	}
-	n.r.fillAttr(&st, &out.Attr, n.plainPath)
+	n.r.fillAttr(&st, &out.Attr, of, n.plainPath)
 	out.Ino = n.StableAttr().Ino
 	return 0
 }

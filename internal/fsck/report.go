@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/encryptfs/encryptfs/internal/display"
 )
 
 // maxRangesShown bounds the ranges printed per problem in the text form
@@ -110,17 +111,13 @@ func mergeRanges(rs []Range) []Range {
 	return out
 }
 
-// quoteIfNeeded quotes paths with spaces or control characters, so each
-// problem stays one parseable line whatever a name contains.
+// quoteIfNeeded quotes paths with spaces, quotes or parentheses, or with
+// a character that is not safe on a terminal (internal/display, the rule
+// the CLI uses), so each problem stays one parseable line whatever a name
+// contains.
 func quoteIfNeeded(s string) string {
-	for i, r := range s {
-		// Also invalid UTF-8, C1 controls and invisible format (bidi)
-		// characters, as the CLI's displayName.
-		if r <= ' ' || r == '"' || r == 0x7f || r == '(' || r == ')' ||
-			r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") ||
-			unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
-			return fmt.Sprintf("%q", s)
-		}
+	if !display.Safe(s) || strings.ContainsAny(s, " \"()") {
+		return strconv.Quote(s)
 	}
 	return s
 }

@@ -111,14 +111,10 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 	}
 	slices.SortFunc(ents, func(a, b backing.Dirent) int { return strings.Compare(a.Name, b.Name) })
 	present := make(map[string]bool, len(ents))
-	var altNames []string
 	for _, e := range ents {
 		present[e.Name] = true
-		if tree.IsAltDirIDName(e.Name) {
-			altNames = append(altNames, e.Name)
-		}
 	}
-	alts := w.t.AltDirIDs(dirfd, altNames)
+	alts, badAlts := w.t.AltDirIDs(dirfd, ents)
 	usedLinkSidecars := make(map[string]bool)
 	var linkSidecars []string
 	isRoot := cipherRel == "."
@@ -136,7 +132,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 			// Two copies of this directory made apart and merged by a sync
 			// tool: no damage, but a choice for the user (entries made
 			// under this ID are shown as "<name><suffix>").
-			if id, err := backing.ReadFileAt(dirfd, bn, names.DirIDSize); err != nil || len(id) != names.DirIDSize {
+			if slices.Contains(badAlts, bn) {
 				w.add(Problem{Kind: KindDirID, CipherPath: at, PlainPath: plainRel, Detail: "conflict copy of the directory ID is unreadable or not 16 bytes"})
 			} else {
 				w.rep.Conflicts = append(w.rep.Conflicts, Problem{Kind: KindConflict, CipherPath: at, PlainPath: plainRel,

@@ -24,6 +24,7 @@ const module = "github.com/encryptfs/encryptfs/"
 var rank = map[string]int{
 	"internal/backing":                    10,
 	"internal/crypto":                     10, // and everything below it
+	"internal/display":                    10, // how vault strings are shown: standard library only
 	"internal/config":                     20,
 	"internal/core":                       20,
 	"internal/tree":                       30,

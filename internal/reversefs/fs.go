@@ -82,8 +82,8 @@ type Root struct {
 	engine   *core.Engine // seals file contents (core.ReverseFile)
 }
 
-// NewRoot opens the PLAINDIR of the reverse session s, reads its reverse
-// config bytes (shown as encryptfs.conf) and takes the ciphers from s.
+// NewRoot opens the PLAINDIR of the reverse session s and takes the
+// ciphers and the reverse config bytes (shown as encryptfs.conf) from s.
 // Close releases it after the filesystem is unmounted.
 func NewRoot(s *session.Reverse, o Options) (*Root, error) {
 	for _, pat := range o.Excludes {
@@ -99,9 +99,14 @@ func NewRoot(s *session.Reverse, o Options) (*Root, error) {
 	if r.rootfd, err = backing.OpenRoot(s.Dir()); err != nil {
 		return nil, err
 	}
-	if r.config, err = backing.ReadFileAt(r.rootfd, ConfigName, config.MaxFileSize); err != nil {
-		backing.Close(r.rootfd)
-		return nil, fmt.Errorf("reverse: read %s: %w", ConfigName, err)
+	// The bytes the session unlocked, not the file read again: a config
+	// swapped in between would be shown with keys that do not open it.
+	// A session built from parameters (NewReverse, tests) has none.
+	if r.config = s.Config(); r.config == nil {
+		if r.config, err = backing.ReadFileAt(r.rootfd, ConfigName, config.MaxFileSize); err != nil {
+			backing.Close(r.rootfd)
+			return nil, fmt.Errorf("reverse: read %s: %w", ConfigName, err)
+		}
 	}
 	st, err := backing.Fstat(r.rootfd)
 	if err != nil {

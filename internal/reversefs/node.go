@@ -62,30 +62,23 @@ func (r *Root) RootAttr() (fs.StableAttr, error) {
 	return r.stableAttr(viewEntry{kind: kindDir, st: st}), nil
 }
 
-// errno maps an error to an errno, logging those not from the kernel with
-// the path: the kernel's errno passes through, others get the errno of
-// their fault.Kind (as in forward mode) or EIO.
+// errno maps an error to an errno (fault.Errno, as in forward mode),
+// logging those not from the kernel with the path.
 func (r *Root) errno(err error, op, rel string) syscall.Errno {
-	if err == nil {
-		return 0
+	var kernel syscall.Errno
+	if err != nil && !errors.As(err, &kernel) {
+		r.logf("%s %q: %v", op, "/"+rel, err)
 	}
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return e
-	}
-	r.logf("%s %q: %v", op, "/"+rel, err)
-	if e := fault.Of(err).Errno(); e != 0 {
-		return e
-	}
-	return syscall.EIO
+	return fault.Errno(err)
 }
 
-// fillAttr turns a view entry into attributes: times, owner, mode and
+// fillAttr turns a view entry, whose identity is sa (stableAttr), into
+// attributes: times, owner, mode and
 // inode pass through from the plaintext object; sizes are the ciphertext
 // sizes; virtual files are read-only regular files of their content's size.
-func (r *Root) fillAttr(e viewEntry, out *fuse.Attr) error {
+func (r *Root) fillAttr(e viewEntry, sa fs.StableAttr, out *fuse.Attr) error {
 	st := &e.st
-	out.Ino = r.stableAttr(e).Ino
+	out.Ino = sa.Ino
 	out.Mode = st.Mode
 	out.Nlink = uint32(st.Nlink)
 	out.Uid, out.Gid = st.Uid, st.Gid
@@ -124,11 +117,12 @@ func (r *Root) fillAttr(e viewEntry, out *fuse.Attr) error {
 
 // newChild makes (or finds) the inode of a view entry below n.
 func (n *node) newChild(ctx context.Context, e viewEntry, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if err := n.r.fillAttr(e, &out.Attr); err != nil {
+	sa := n.r.stableAttr(e) // a keyed hash: computed once
+	if err := n.r.fillAttr(e, sa, &out.Attr); err != nil {
 		return nil, n.r.errno(err, "lookup", e.rel)
 	}
 	child := &node{r: n.r, kind: e.kind, rel: e.rel}
-	return n.NewInode(ctx, child, n.r.stableAttr(e)), 0
+	return n.NewInode(ctx, child, sa), 0
 }
 
 // Lookup finds a view entry of directory n.
@@ -159,7 +153,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	if h, ok := f.(*fileHandle); ok {
 		e.st.Size = h.size
 	}
-	if err := n.r.fillAttr(e, &out.Attr); err != nil {
+	if err := n.r.fillAttr(e, n.r.stableAttr(e), &out.Attr); err != nil {
 		return n.r.errno(err, "getattr", n.rel)
 	}
 	return 0

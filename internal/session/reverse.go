@@ -28,6 +28,7 @@ type Reverse struct {
 	names  *names.Cipher
 	links  *meta.Symlinks
 	derive *reverse.Deriver
+	config []byte // the config file as unlocked; nil from NewReverse
 }
 
 // NewReverse builds the reverse session of PLAINDIR plainDir with
@@ -43,30 +44,73 @@ func NewReverse(plainDir string, p config.Params, masterKey []byte) (*Reverse, e
 	}
 	defer k.Wipe() // every cipher below keeps its own copy
 	r := &Reverse{dir: plainDir, params: p}
-	if r.suite, err = content.NewSuite(content.AES256SIV, p.ChunkSize, k.Contents, k.HeaderMAC); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
-	}
-	if r.names, err = names.New(k.Names); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
-	}
-	if r.links, err = meta.NewSymlinks(k.Symlinks); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
-	}
-	if r.derive, err = reverse.New(k.Reverse); err != nil {
-		return nil, fmt.Errorf("reverse: %w", err)
+	if err := r.build(k); err != nil {
+		return nil, err
 	}
 	return r, nil
+}
+
+// build makes r's ciphers from the subkeys k. On failure it wipes the
+// keys of what it had built (the content suite's and the deriver's), as
+// Close would: the ones without keys to wipe come first.
+func (r *Reverse) build(k *keys.Keys) (err error) {
+	defer func() {
+		if err != nil {
+			r.wipe()
+		}
+	}()
+	if r.names, err = names.New(k.Names); err != nil {
+		return fmt.Errorf("reverse: %w", err)
+	}
+	if r.links, err = meta.NewSymlinks(k.Symlinks); err != nil {
+		return fmt.Errorf("reverse: %w", err)
+	}
+	if r.suite, err = content.NewSuite(content.AES256SIV, r.params.ChunkSize, k.Contents, k.HeaderMAC); err != nil {
+		return fmt.Errorf("reverse: %w", err)
+	}
+	if r.derive, err = reverse.New(k.Reverse); err != nil {
+		return fmt.Errorf("reverse: %w", err)
+	}
+	return nil
+}
+
+// wipe wipes the reverse key and the content suite's keys, of those built.
+func (r *Reverse) wipe() {
+	if r.derive != nil {
+		r.derive.Wipe()
+	}
+	if r.suite != nil {
+		r.suite.Wipe()
+	}
 }
 
 // OpenReverse unlocks PLAINDIR's reverse config (config.ReverseFileName)
 // with password.
 func OpenReverse(plainDir string, password []byte, o Options) (*Reverse, error) {
-	p, master, err := o.unlock(plainDir, config.ReverseFileName, password)
+	c, master, err := o.unlock(plainDir, config.ReverseFileName, password)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(master)
-	return NewReverse(plainDir, p, master)
+	return newReverseOf(plainDir, c, master)
+}
+
+// newReverseOf is NewReverse for the loaded config c, whose bytes the
+// session keeps (Config).
+func newReverseOf(plainDir string, c *config.Config, masterKey []byte) (*Reverse, error) {
+	raw := c.Raw()
+	if raw == nil {
+		var err error
+		if raw, err = c.Marshal(); err != nil {
+			return nil, err
+		}
+	}
+	r, err := NewReverse(plainDir, c.Params, masterKey)
+	if err != nil {
+		return nil, err
+	}
+	r.config = raw
+	return r, nil
 }
 
 // OpenReverseWithMasterKey opens PLAINDIR's reverse config with its master
@@ -76,8 +120,14 @@ func OpenReverseWithMasterKey(plainDir string, masterKey []byte, o Options) (*Re
 	if err != nil {
 		return nil, err
 	}
-	return NewReverse(plainDir, c.Params, masterKey)
+	return newReverseOf(plainDir, c, masterKey)
 }
+
+// Config returns the bytes of the reverse config the session was opened
+// with (OpenReverse, OpenReverseWithMasterKey), which the view shows as
+// encryptfs.conf: reading the file again could show a config swapped in
+// since. Nil for a session built from parameters (NewReverse).
+func (r *Reverse) Config() []byte { return r.config }
 
 // Dir returns PLAINDIR.
 func (r *Reverse) Dir() string { return r.dir }
@@ -100,7 +150,6 @@ func (r *Reverse) Deriver() *reverse.Deriver { return r.derive }
 // Close wipes the reverse key and the content suite's keys. Call it after
 // the view is unmounted.
 func (r *Reverse) Close() error {
-	r.derive.Wipe()
-	r.suite.Wipe()
+	r.wipe()
 	return nil
 }

@@ -88,16 +88,19 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	if err != nil {
 		return nil, err
 	}
-	suite, err := content.NewSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
-	if err != nil {
-		k.Wipe()
-		return nil, fmt.Errorf("session: content suite: %w", err)
-	}
+	// The tree first: it has no keys to wipe on a later failure, while
+	// the suite, built last, is never left behind unwiped (nothing after
+	// it can fail).
 	eo := o.engineOptions()
 	t, err := tree.New(k, eo.Rand)
 	if err != nil {
 		k.Wipe()
 		return nil, err
+	}
+	suite, err := content.NewSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
+	if err != nil {
+		k.Wipe()
+		return nil, fmt.Errorf("session: content suite: %w", err)
 	}
 	return &Session{dir: dir, params: p, engine: core.NewEngine(suite, eo), tree: t, keys: k}, nil
 }
@@ -121,26 +124,26 @@ func (o Options) loadConfig(dir, name string) (*config.Config, error) {
 // Open unlocks the vault in dir with password (config.ErrWrongPassword if
 // it does not unwrap the master key).
 func Open(dir string, password []byte, o Options) (*Session, error) {
-	p, master, err := o.unlock(dir, config.FileName, password)
+	c, master, err := o.unlock(dir, config.FileName, password)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(master)
-	return New(dir, p, master, o)
+	return New(dir, c.Params, master, o)
 }
 
 // unlock loads the config file name in dir and unwraps its master key with
 // password; the caller clears the key.
-func (o Options) unlock(dir, name string, password []byte) (config.Params, []byte, error) {
+func (o Options) unlock(dir, name string, password []byte) (*config.Config, []byte, error) {
 	c, err := o.loadConfig(dir, name)
 	if err != nil {
-		return config.Params{}, nil, err
+		return nil, nil, err
 	}
 	master, err := c.Unlock(password)
 	if err != nil {
-		return config.Params{}, nil, err
+		return nil, nil, err
 	}
-	return c.Params, master, nil
+	return c, master, nil
 }
 
 // OpenWithMasterKey opens the vault in dir with its master key (for a

@@ -11,7 +11,9 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
+	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"golang.org/x/sys/unix"
 )
 
@@ -241,5 +243,27 @@ func TestOpenReverse(t *testing.T) {
 				r.Close()
 			}
 		}
+	}
+}
+
+// TestReverseBuildFailureWipes: when a cipher of a reverse session cannot
+// be built, the keys of those already built are wiped (the content
+// suite's here, built before the deriver whose key is cut short).
+func TestReverseBuildFailureWipes(t *testing.T) {
+	k, err := keys.Derive(bytes.Repeat([]byte{3}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Wipe()
+	k.Reverse = k.Reverse[:5]
+	r := &Reverse{params: cheapParams(t, string(AES256SIV))}
+	if err := r.build(k); err == nil {
+		t.Fatal("built with a short reverse key")
+	}
+	if r.suite == nil {
+		t.Fatal("the suite was not built before the deriver")
+	}
+	if _, err := r.suite.File(content.FileID{}); !errors.Is(err, content.ErrWiped) {
+		t.Fatalf("suite after the failure: %v, want ErrWiped", err)
 	}
 }

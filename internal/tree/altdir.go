@@ -27,13 +27,26 @@ type AltDirID struct {
 	ID      []byte
 }
 
+// dirIDStemExt splits the ID file's name into "encryptfs" and ".dirid",
+// between which Syncthing puts its suffix.
+func dirIDStemExt() (stem, ext string) {
+	i := strings.LastIndexByte(names.DirIDFile, '.')
+	return names.DirIDFile[:i], names.DirIDFile[i:]
+}
+
+// altDirIDNames returns the two names a conflict copy of the ID file with
+// suffix sfx can have: "encryptfs.dirid<sfx>" and "encryptfs<sfx>.dirid".
+func altDirIDNames(sfx string) [2]string {
+	stem, ext := dirIDStemExt()
+	return [2]string{names.DirIDFile + sfx, stem + sfx + ext}
+}
+
 // altDirIDSuffix returns the conflict suffix of a backing name that is a
-// conflict copy of the dirid file, if it is one.
+// conflict copy of the dirid file (either form of altDirIDNames), if it
+// is one.
 func altDirIDSuffix(b string) (string, bool) {
-	dirid := names.DirIDFile
-	ext := dirid[strings.LastIndexByte(dirid, '.'):] // ".dirid"
-	stem := strings.TrimSuffix(dirid, ext)           // "encryptfs"
-	if sfx, ok := strings.CutPrefix(b, dirid); ok && names.IsConflictSuffix(sfx) {
+	stem, ext := dirIDStemExt()
+	if sfx, ok := strings.CutPrefix(b, names.DirIDFile); ok && names.IsConflictSuffix(sfx) {
 		return sfx, true
 	}
 	if mid, ok := strings.CutPrefix(b, stem); ok {
@@ -51,23 +64,25 @@ func IsAltDirIDName(b string) bool {
 	return ok
 }
 
-// AltDirIDs returns the readable conflict copies of the ID file among the
-// backing names ents of directory dirfd (a copy that is not a valid ID is
-// left out; fsck reports it).
-func (t *Tree) AltDirIDs(dirfd int, ents []string) []AltDirID {
-	var out []AltDirID
-	for _, b := range ents {
-		sfx, ok := altDirIDSuffix(b)
+// AltDirIDs reads the conflict copies of the ID file among the backing
+// entries ents of directory dirfd (List and fsck both list the directory
+// first). It returns the valid ones, and the backing names of the copies
+// that are unreadable or not an ID, which are left out (fsck reports
+// them).
+func (t *Tree) AltDirIDs(dirfd int, ents []backing.Dirent) (alts []AltDirID, invalid []string) {
+	for _, e := range ents {
+		sfx, ok := altDirIDSuffix(e.Name)
 		if !ok {
 			continue
 		}
-		id, err := backing.ReadFileAt(dirfd, b, names.DirIDSize)
+		id, err := backing.ReadFileAt(dirfd, e.Name, names.DirIDSize)
 		if err != nil || len(id) != names.DirIDSize {
+			invalid = append(invalid, e.Name)
 			continue
 		}
-		out = append(out, AltDirID{Backing: b, Suffix: sfx, ID: id})
+		alts = append(alts, AltDirID{Backing: e.Name, Suffix: sfx, ID: id})
 	}
-	return out
+	return alts, invalid
 }
 
 // DecryptAlt decrypts backing name b of dirfd under the conflicting IDs
@@ -88,12 +103,12 @@ func (t *Tree) DecryptAlt(dirfd int, alts []AltDirID, b string) (Name, bool) {
 	return Name{}, false
 }
 
-// findAltConflict finds the entry shown as orig+suffix that was made under
-// the conflicting ID in the dirid copy with that suffix.
-func (t *Tree) findAltConflict(dirfd int, orig, suffix string) (Name, bool) {
-	dirid := names.DirIDFile
-	ext := dirid[strings.LastIndexByte(dirid, '.'):]
-	for _, b := range []string{dirid + suffix, strings.TrimSuffix(dirid, ext) + suffix + ext} {
+// findAltConflicts finds the entries shown as orig+suffix that were made
+// under the conflicting IDs in the dirid copies with that suffix (either
+// form; see altDirIDSuffix).
+func (t *Tree) findAltConflicts(dirfd int, orig, suffix string) []Name {
+	var found []Name
+	for _, b := range altDirIDNames(suffix) {
 		id, err := backing.ReadFileAt(dirfd, b, names.DirIDSize)
 		if err != nil || len(id) != names.DirIDSize {
 			continue
@@ -103,8 +118,8 @@ func (t *Tree) findAltConflict(dirfd int, orig, suffix string) (Name, bool) {
 			continue
 		}
 		if n, ok := t.DecryptAlt(dirfd, []AltDirID{{Backing: b, Suffix: suffix, ID: id}}, on.Backing); ok && n.Orig == orig {
-			return n, true
+			found = append(found, n)
 		}
 	}
-	return Name{}, false
+	return found
 }

@@ -81,11 +81,13 @@ func (t *Tree) ResolveAlias(dirfd int, dirID []byte, plain string, showBad bool)
 	return Name{}, unix.Stat_t{}, ErrNotFound
 }
 
-// findConflict finds the conflict copy shown as plain: the original name's
-// backing name with the suffix appended, or for a long name either form of
-// names.SplitLongForeign. Each candidate must decrypt to plain again (so a
-// long copy needs its original's sidecar, as in List); the lowest backing
-// name wins, as in List.
+// findConflict finds the conflict copy shown as plain. The candidates are
+// the original name's backing name with the suffix appended (for a long
+// name either form of names.SplitLongForeign), each of which must decrypt
+// to plain again (so a long copy needs its original's sidecar, as in
+// List), and the entries made under a conflicting directory ID kept with
+// that suffix (altdir.go). Of those that exist, the lowest backing name
+// wins, as in List, whatever kind it is.
 func (t *Tree) findConflict(dirfd int, dirID []byte, plain string) (Name, unix.Stat_t, bool) {
 	orig, suffix, ok := names.SplitConflict(plain)
 	if !ok {
@@ -99,22 +101,19 @@ func (t *Tree) findConflict(dirfd int, dirID []byte, plain string) (Name, unix.S
 	if on.Long {
 		h := strings.TrimPrefix(on.Backing, names.LongNamePrefix)
 		candidates = append(candidates, names.LongNamePrefix[:len(names.LongNamePrefix)-1]+suffix+"."+h)
-		slices.Sort(candidates)
 	}
+	var found []Name
 	for _, b := range candidates {
 		if len(b) > names.MaxBackingLen {
 			continue
 		}
-		st, err := backing.Fstatat(dirfd, b)
-		if err != nil {
-			continue
-		}
 		if n, err := t.DecryptName(dirfd, dirID, b); err == nil && n.Plain == plain && n.Orig != "" {
-			return n, st, true
+			found = append(found, n)
 		}
 	}
-	// An entry made under a conflicting directory ID (altdir.go).
-	if n, ok := t.findAltConflict(dirfd, orig, suffix); ok {
+	found = append(found, t.findAltConflicts(dirfd, orig, suffix)...)
+	slices.SortFunc(found, func(a, b Name) int { return strings.Compare(a.Backing, b.Backing) })
+	for _, n := range found {
 		if st, err := backing.Fstatat(dirfd, n.Backing); err == nil {
 			return n, st, true
 		}
@@ -154,13 +153,7 @@ func (t *Tree) List(dirfd int, dirID []byte) ([]Entry, []BadEntry, error) {
 	out := make([]Entry, 0, len(ents))
 	var bad []BadEntry
 	var aliases []Entry
-	var altNames []string
-	for _, e := range ents {
-		if IsAltDirIDName(e.Name) {
-			altNames = append(altNames, e.Name)
-		}
-	}
-	alts := t.AltDirIDs(dirfd, altNames)
+	alts, _ := t.AltDirIDs(dirfd, ents)
 	for _, e := range ents {
 		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) && !IsLongCopy(e.Name) {
 			continue

@@ -167,3 +167,57 @@ func TestResolveBadName(t *testing.T) {
 		t.Fatalf("good entry as bad name: %v", err)
 	}
 }
+
+// TestConflictDedupAltDirID: a direct conflict copy "<enc> (1)" and an
+// entry made under a conflicting directory ID kept as
+// "encryptfs.dirid (1)" are both shown as "a (1)". List and Resolve pick
+// the same one (the lower backing name) whichever kind it is, and List
+// reports the other as shadowed.
+func TestConflictDedupAltDirID(t *testing.T) {
+	for _, altWins := range []bool{true, false} {
+		t.Run(map[bool]string{true: "alt lower", false: "direct lower"}[altWins], func(t *testing.T) {
+			tr, dir, root, id := newTestTree(t)
+			a := mustName(t, tr, id, "a")
+			fd, err := tr.Create(root, a, 0, 0o600)
+			must(t, err)
+			backing.Close(fd)
+			direct := a.Backing + " (1)"
+			must(t, os.Link(filepath.Join(dir, a.Backing), filepath.Join(dir, direct)))
+			// A conflicting ID under which "a" sorts on the wanted side.
+			var alt Name
+			for {
+				other, err := tr.NewDirID()
+				must(t, err)
+				alt = mustName(t, tr, other, "a")
+				if (alt.Backing < direct) == altWins {
+					must(t, os.WriteFile(filepath.Join(dir, names.DirIDFile+" (1)"), other, 0o400))
+					break
+				}
+			}
+			must(t, os.WriteFile(filepath.Join(dir, alt.Backing), []byte("other side"), 0o600))
+			want := direct
+			if altWins {
+				want = alt.Backing
+			}
+
+			ents, bad, err := tr.List(root, id)
+			must(t, err)
+			var listed []string
+			for _, e := range ents {
+				if e.Name.Plain == "a (1)" {
+					listed = append(listed, e.Name.Backing)
+				}
+			}
+			if len(listed) != 1 || listed[0] != want {
+				t.Fatalf("listed as %q: %q, want %q", "a (1)", listed, want)
+			}
+			if len(bad) != 1 || !errors.Is(bad[0].Err, ErrShadowed) {
+				t.Fatalf("bad: %+v", bad)
+			}
+			n, _, err := tr.Resolve(root, id, "a (1)", false)
+			if err != nil || n.Backing != want {
+				t.Fatalf("Resolve = %q, %v; want %q", n.Backing, err, want)
+			}
+		})
+	}
+}
