@@ -13,6 +13,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/forwardfs"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
+	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -31,6 +32,7 @@ type Options struct {
 	Idle              time.Duration     // unmount after this long without requests and open files; 0: never
 	FsName            string            // shown in /proc/mounts; default Session.Dir()
 	ExtraOptions      []string          // more -o options for the kernel
+	Transport         fuseuring.Mode    // auto (default), uring or classic
 	Logger            *log.Logger       // diagnostics; nil discards them
 }
 
@@ -59,6 +61,7 @@ const maxWrite = 1 << 20
 type Server struct {
 	*fuseserver.Server
 	root     *forwardfs.Root
+	conn     *fuseuring.Mount
 	opts     Options
 	stopIdle chan struct{}
 }
@@ -121,14 +124,17 @@ func Mount(opts Options) (*Server, error) {
 			DirectMount:       true, // fall back to fusermount3 if this fails
 		},
 	}
-	srv, err := fuse.NewServer(fs.NewNodeFS(root, fopts), opts.MountPoint, &fopts.MountOptions)
+	s := &Server{root: root, opts: opts, stopIdle: make(chan struct{})}
+	conn, err := fuseuring.New(fs.NewNodeFS(root, fopts), opts.MountPoint, fopts.MountOptions,
+		fuseuring.Options{Mode: opts.Transport, Logf: s.logf})
 	if err != nil {
 		root.Close()
 		return nil, fmt.Errorf("mount: %w", err)
 	}
-	s := &Server{root: root, opts: opts, stopIdle: make(chan struct{})}
+	s.conn = conn
 	stopProfile := s.startCPUProfile()
-	s.Server, err = fuseserver.Start(srv, opts.MountPoint, s.logf, func() {
+	s.Server, err = fuseserver.Start(conn, opts.MountPoint, s.logf, func() {
+		conn.Close()
 		stopProfile()
 		root.Close()
 		close(s.stopIdle)
@@ -141,6 +147,18 @@ func Mount(opts Options) (*Server, error) {
 	}
 	return s, nil
 }
+
+// Transport says what serves the mount's requests: "io_uring" or
+// "classic".
+func (s *Server) Transport() string { return s.conn.Transport }
+
+// DescribeTransport is the transport for a log line: "io_uring, 2 queues"
+// or "classic /dev/fuse".
+func (s *Server) DescribeTransport() string { return s.conn.Describe() }
+
+// RingRequests is the number of requests each CPU queue's io_uring ring
+// has answered; nil on the classic transport.
+func (s *Server) RingRequests() []uint64 { return s.conn.RingRequests() }
 
 // idleLoop unmounts after d without requests while no file is open.
 func (s *Server) idleLoop(d time.Duration) {
