@@ -32,6 +32,9 @@ func (a *App) cmdMount(args []string) error {
 	if m.rev.oneFS && !m.rev.enabled {
 		return usageErrorf("mount: --one-file-system needs --reverse")
 	}
+	if _, err := m.transportMode(os.Getenv); err != nil {
+		return err
+	}
 	load := a.loadConfig
 	if m.rev.enabled {
 		load = a.loadReverseConfig
@@ -108,15 +111,19 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	// be applied a second time to the backing entries (0666 would become
 	// 0644). This process is the daemon, so it owns its umask.
 	unix.Umask(0)
+	transport, err := m.transportMode(os.Getenv)
+	if err != nil {
+		return err
+	}
 	srv, err := mount.Mount(mount.Options{
 		Session: s, MountPoint: mountPoint,
 		ReadOnly: m.readOnly, AllowOther: m.allowOther, SharedStorage: m.sharedStorage, ShowUndecryptable: m.showBad, ForceOwner: m.forceOwner, Debug: m.debug,
-		Idle: m.idle, FsName: fsName, ExtraOptions: m.extra, Logger: logger,
+		Idle: m.idle, FsName: fsName, ExtraOptions: m.extra, Logger: logger, Transport: transport,
 	})
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}
-	return runServer(srv, ready, logger, fmt.Sprintf("mounted %s on %s", cipherDir, mountPoint), mountPoint)
+	return runServer(srv, ready, logger, fmt.Sprintf("mounted %s on %s (transport: %s)", cipherDir, mountPoint, srv.DescribeTransport()), mountPoint)
 }
 
 // server is what forward and reverse mounts have in common once mounted.

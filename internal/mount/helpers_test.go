@@ -103,7 +103,7 @@ func newVault(t testing.TB, mod func(*Options)) *testVault {
 		t.Fatal(err)
 	}
 	backing.Close(fd)
-	opts := Options{Session: s, MountPoint: mnt, Logger: log.New(v.log, "", 0)}
+	opts := Options{Session: s, MountPoint: mnt, Logger: log.New(v.log, "", 0), Transport: testTransport(t)}
 	if mod != nil {
 		mod(&opts)
 	}

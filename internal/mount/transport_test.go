@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -12,9 +11,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// testTransport is the transport the tests mount with:
+// $ENCRYPTFS_TRANSPORT (as the CLI reads it), so that scripts/test.sh runs
+// every FUSE suite on both transports. uring needs the kernel's support:
+// it is turned on here when possible.
+func testTransport(t testing.TB) fuseuring.Mode {
+	mode, err := fuseuring.ParseMode(os.Getenv("ENCRYPTFS_TRANSPORT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode == fuseuring.URing {
+		requireURing(t)
+	}
+	return mode
+}
+
 // requireURing turns FUSE over io_uring on (as root) or skips; under
 // CI=true a kernel that cannot is a failure.
-func requireURing(t *testing.T) {
+func requireURing(t testing.TB) {
 	t.Helper()
 	if err := fuseuring.Enable(); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -88,7 +102,7 @@ func onCPU(t *testing.T, cpu int, f func()) {
 // TestTransportFallback: auto on a kernel with the parameter off mounts
 // classic and says why in one log line; uring fails instead.
 func TestTransportFallback(t *testing.T) {
-	fstestRequireRoot(t)
+	requireRoot(t)
 	restore := setURingParam(t, "N")
 	defer restore()
 	v := newVault(t, func(o *Options) { o.Transport = fuseuring.Auto })
@@ -122,8 +136,6 @@ func TestTransportFallback(t *testing.T) {
 	}
 }
 
-func fstestRequireRoot(t *testing.T) { requireRoot(t) }
-
 // setURingParam sets the fuse module's enable_uring to v until restore.
 func setURingParam(t *testing.T, v string) (restore func()) {
 	t.Helper()
@@ -141,5 +153,3 @@ func setURingParam(t *testing.T, v string) (restore func()) {
 		}
 	}
 }
-
-var _ = strconv.Itoa
