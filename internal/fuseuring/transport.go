@@ -62,6 +62,8 @@ const queueDepth = 2
 type Options struct {
 	Mode Mode
 	Logf func(format string, args ...any) // the line saying why Auto fell back to classic, and problems; may be nil
+
+	failQueues error // tests: the rings fail to start after INIT agreed on io_uring
 }
 
 // Mount is a mounted go-fuse server and the transport that serves it.
@@ -108,7 +110,7 @@ func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Op
 		}
 		return newClassic(raw, mountPoint, o, logf, err.Error())
 	}
-	m, err := newURing(raw, mountPoint, o, logf)
+	m, err := newURing(raw, mountPoint, o, logf, opts.failQueues)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +145,7 @@ func newClassic(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, 
 // CAP_OVER_IO_URING, and registers the rings. If the kernel's INIT did not
 // offer io_uring, or the rings cannot be set up, the mount stays and is
 // served classically (Transport "classic", Why says why).
-func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any)) (*Mount, error) {
+func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), failQueues error) (*Mount, error) {
 	o.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
 	dev, err := mountDev(mountPoint, &o)
 	if err != nil {
@@ -173,6 +175,9 @@ func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, lo
 	// queue has a ring entry, or until a REGISTER fails.
 	ps := fuse.NewProtocolServer(raw, &o)
 	err = replayInit(ps, init)
+	if err == nil && failQueues != nil {
+		err = failQueues
+	}
 	if err == nil {
 		err = m.startQueues(ps, &o, logf)
 	}
@@ -280,6 +285,11 @@ func possibleCPUs() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return parseCPUList(b)
+}
+
+// parseCPUList returns one more than the highest CPU in a kernel CPU list.
+func parseCPUList(b []byte) (int, error) {
 	highest := -1
 	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
 		_, hi, _ := strings.Cut(r, "-")

@@ -71,6 +71,9 @@ func TestURingServesRequests(t *testing.T) {
 			}
 		})
 		after := v.srv.RingRequests()
+		if len(after) <= cpu {
+			t.Fatalf("no ring for CPU %d: %v", cpu, after)
+		}
 		if d := after[cpu] - before[cpu]; d < stats {
 			t.Errorf("CPU %d: %d stats, its ring answered %d requests (rings before %v, after %v)", cpu, stats, d, before, after)
 		}
