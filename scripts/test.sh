@@ -62,6 +62,8 @@ fi
 # fuse module parameter enable_uring, off by default: turned on here as
 # root. The tests themselves fail under CI=true when it cannot be.
 uring_param=/sys/module/fuse/parameters/enable_uring
+# They are the packages whose test helpers mount with $ENCRYPTFS_TRANSPORT
+# (the forward mount's suites: posix, fsx, the mount and CLI tests).
 uring_pkgs="./internal/fuseuring ./internal/mount ./internal/cli"
 if [ -w "$uring_param" ] && [ "$(cat "$uring_param")" != Y ]; then
 	echo Y >"$uring_param" || true
