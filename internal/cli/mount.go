@@ -6,8 +6,10 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/mount"
@@ -115,6 +117,14 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	if err != nil {
 		return err
 	}
+	// A SIGINT or SIGTERM while mounting must not kill the daemon: mount.Mount
+	// ends with a request to the new mount from this process (go-fuse's poll
+	// probe), and a daemon killed while one of its own threads waits for its
+	// own answer can never close /dev/fuse, so nothing would end the mount.
+	// The signal is held and acted on once mounted.
+	early := make(chan os.Signal, 1)
+	signal.Notify(early, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(early)
 	srv, err := mount.Mount(mount.Options{
 		Session: s, MountPoint: mountPoint,
 		ReadOnly: m.readOnly, AllowOther: m.allowOther, SharedStorage: m.sharedStorage, ShowUndecryptable: m.showBad, ForceOwner: m.forceOwner, Debug: m.debug,
@@ -122,6 +132,15 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	})
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
+	}
+	select {
+	case sig := <-early:
+		logger.Printf("%v while mounting: unmounting %s", sig, mountPoint)
+		if err := srv.Unmount(); err != nil {
+			logger.Printf("%v", err)
+		}
+		return nil
+	default:
 	}
 	return runServer(srv, ready, logger, fmt.Sprintf("mounted %s on %s (transport: %s)", cipherDir, mountPoint, srv.DescribeTransport()), mountPoint)
 }

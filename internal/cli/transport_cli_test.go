@@ -221,3 +221,43 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// TestMountSignalWhileMounting: SIGTERM as soon as the mount exists (the
+// daemon is still setting up: INIT, the rings, go-fuse's poll probe, which
+// is a request from the daemon to its own mount) must end the daemon and
+// the mount, never leave a daemon stuck waiting for itself.
+func TestMountSignalWhileMounting(t *testing.T) {
+	requireURing(t)
+	dir, _ := newVault(t, "pw")
+	pf := writePassfile(t, "pw")
+	for i := range 10 {
+		mnt := t.TempDir()
+		cleanupMount(t, mnt)
+		cmd := exec.Command(binary, "mount", "-f", "--transport", "uring", "--passfile", pf, dir, mnt)
+		var stderr syncBuffer
+		cmd.Stderr = &stderr
+		exited := startCmd(t, cmd)
+		for start := time.Now(); !inProcMounts(mnt); time.Sleep(time.Millisecond) {
+			if time.Since(start) > 20*time.Second {
+				t.Fatal("not mounted")
+			}
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := waitExit(exited); err != nil {
+			t.Fatalf("round %d: SIGTERM while mounting: %v\n%s", i, err, stderr.String())
+		}
+		waitFor(t, "the unmount", func() bool { return !inProcMounts(mnt) })
+	}
+}
+
+// inProcMounts reports whether mnt is in /proc/mounts, without touching
+// the mount itself (a stat could wait for the daemon).
+func inProcMounts(mnt string) bool {
+	b, _ := os.ReadFile("/proc/mounts")
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == mnt {
+			return true
+		}
+	}
+	return false
+}

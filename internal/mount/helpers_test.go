@@ -12,6 +12,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/fstest"
+	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
@@ -106,6 +107,9 @@ func newVault(t testing.TB, mod func(*Options)) *testVault {
 	opts := Options{Session: s, MountPoint: mnt, Logger: log.New(v.log, "", 0), Transport: testTransport(t)}
 	if mod != nil {
 		mod(&opts)
+	}
+	if opts.Transport == fuseuring.URing {
+		requireURing(t)
 	}
 	v.mnt = opts.MountPoint
 	ourMounts.Store(v.mnt, true)
