@@ -6,8 +6,10 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/mount"
@@ -31,6 +33,9 @@ func (a *App) cmdMount(args []string) error {
 	}
 	if m.rev.oneFS && !m.rev.enabled {
 		return usageErrorf("mount: --one-file-system needs --reverse")
+	}
+	if _, err := m.transportMode(os.Getenv); err != nil {
+		return err
 	}
 	load := a.loadConfig
 	if m.rev.enabled {
@@ -108,15 +113,36 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	// be applied a second time to the backing entries (0666 would become
 	// 0644). This process is the daemon, so it owns its umask.
 	unix.Umask(0)
+	transport, err := m.transportMode(os.Getenv)
+	if err != nil {
+		return err
+	}
+	// A SIGINT or SIGTERM while mounting must not kill the daemon: mount.Mount
+	// ends with a request to the new mount from this process (go-fuse's poll
+	// probe), and a daemon killed while one of its own threads waits for its
+	// own answer can never close /dev/fuse, so nothing would end the mount.
+	// The signal is held and acted on once mounted.
+	early := make(chan os.Signal, 1)
+	signal.Notify(early, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(early)
 	srv, err := mount.Mount(mount.Options{
 		Session: s, MountPoint: mountPoint,
 		ReadOnly: m.readOnly, AllowOther: m.allowOther, SharedStorage: m.sharedStorage, ShowUndecryptable: m.showBad, ForceOwner: m.forceOwner, Debug: m.debug,
-		Idle: m.idle, FsName: fsName, ExtraOptions: m.extra, Logger: logger,
+		Idle: m.idle, FsName: fsName, ExtraOptions: m.extra, Logger: logger, Transport: transport,
 	})
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}
-	return runServer(srv, ready, logger, fmt.Sprintf("mounted %s on %s", cipherDir, mountPoint), mountPoint)
+	select {
+	case sig := <-early:
+		logger.Printf("%v while mounting: unmounting %s", sig, mountPoint)
+		if err := srv.Unmount(); err != nil {
+			logger.Printf("%v", err)
+		}
+		return nil
+	default:
+	}
+	return runServer(srv, ready, logger, fmt.Sprintf("mounted %s on %s (transport: %s)", cipherDir, mountPoint, srv.DescribeTransport()), mountPoint)
 }
 
 // server is what forward and reverse mounts have in common once mounted.

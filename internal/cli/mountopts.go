@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
+	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
 
@@ -23,6 +24,7 @@ type mountFlags struct {
 	fsName        string
 	src           passSource
 	extra         []string // -o options passed on to the FUSE mount
+	transport     string   // auto, uring or classic; "": $ENCRYPTFS_TRANSPORT, else auto
 	rev           reverseFlags
 
 	notifyFD int // internal: set in the daemon child (pipe to the parent)
@@ -43,6 +45,7 @@ func (m *mountFlags) register(fs *flagSet) {
 	fs.StringVar(&m.fsName, "fsname", "", "file system name shown in /proc/mounts (default: CIPHERDIR)")
 	fs.StringVar(&m.src.passfile, "passfile", "", "read the password from the first line of this file")
 	fs.StringVar(&m.src.extpass, "extpass", "", "run this program (split on spaces, no shell) for the password")
+	fs.StringVar(&m.transport, "transport", "", "how requests reach the daemon: auto (io_uring when the kernel offers it, else classic), uring or classic (default $"+transportEnv+", else auto)")
 	fs.Func("o", "comma-separated mount options, as from mount(8)/fstab (see docs/cli.md)", m.parseOptions)
 	m.rev.register(fs)
 	fs.IntVar(&m.notifyFD, "internal-notify-fd", -1, "internal: used by the daemonized child")
@@ -100,6 +103,8 @@ func (m *mountFlags) parseOptions(s string) error {
 			m.src.extpass = val
 		case key == "fsname" && hasVal:
 			m.fsName = val
+		case key == "transport" && hasVal:
+			m.transport = val
 		case key == "idle" && hasVal:
 			d, err := time.ParseDuration(val)
 			if err != nil {
@@ -107,11 +112,33 @@ func (m *mountFlags) parseOptions(s string) error {
 			}
 			m.idle = d
 		case fstabOnly[key], strings.HasPrefix(key, "x-"), key == "comment":
-		case key == "passfile", key == "extpass", key == "fsname", key == "idle", key == "force_owner":
+		case key == "passfile", key == "extpass", key == "fsname", key == "idle", key == "force_owner", key == "transport":
 			return fmt.Errorf("option %q needs a value", key)
 		default:
 			m.extra = append(m.extra, opt)
 		}
 	}
 	return nil
+}
+
+// transportEnv names the environment variable that sets the default of
+// --transport, e.g. for every mount of a machine or a test run.
+const transportEnv = "ENCRYPTFS_TRANSPORT"
+
+// transportMode is the transport asked for: the flag, else the
+// environment, else auto. Reverse mounts are served classic: asking one
+// for io_uring with the flag is a usage error.
+func (m *mountFlags) transportMode(getenv func(string) string) (fuseuring.Mode, error) {
+	s, from := m.transport, "--transport"
+	if s == "" {
+		s, from = getenv(transportEnv), transportEnv
+	}
+	mode, err := fuseuring.ParseMode(s)
+	if err != nil {
+		return "", usageErrorf("mount: %s: %v", from, err)
+	}
+	if m.rev.enabled && mode == fuseuring.URing && from == "--transport" {
+		return "", usageErrorf("mount: --transport uring is for forward mounts; --reverse serves over /dev/fuse")
+	}
+	return mode, nil
 }

@@ -10,13 +10,20 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
-
-	"github.com/hanwen/go-fuse/v2/fuse"
 )
+
+// Conn is a mounted FUSE server to run: a *fuse.Server, or a
+// *fuseuring.Mount, which serves over io_uring and unmounts itself.
+type Conn interface {
+	Serve()
+	WaitMount() error
+	Wait()
+	Unmount() error
+}
 
 // Server is a running mount.
 type Server struct {
-	srv        *fuse.Server
+	srv        Conn
 	mountPoint string
 	logf       func(format string, args ...any)
 	umount     sync.Mutex // fuse.Server.Unmount is not safe for concurrent use
@@ -27,7 +34,7 @@ type Server struct {
 // Start serves srv and returns once the kernel has the mount. onExit runs
 // once the server has stopped (after an unmount, or when Start fails), before
 // Wait returns. logf receives diagnostics and may be nil.
-func Start(srv *fuse.Server, mountPoint string, logf func(string, ...any), onExit func()) (*Server, error) {
+func Start(srv Conn, mountPoint string, logf func(string, ...any), onExit func()) (*Server, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}

@@ -23,6 +23,7 @@ const module = "github.com/encryptfs/encryptfs/"
 // package gets a place.
 var rank = map[string]int{
 	"internal/backing":                    10,
+	"internal/uring":                      10, // io_uring syscalls, like backing's
 	"internal/crypto":                     10, // and everything below it
 	"internal/display":                    10, // how vault strings are shown: standard library only
 	"internal/config":                     20,
@@ -34,6 +35,7 @@ var rank = map[string]int{
 	"internal/dircursor":                  55,
 	"internal/forwardfs":                  60,
 	"internal/reversefs":                  60,
+	"internal/fuseuring":                  60, // a FUSE transport: speaks errnos to the kernel
 	"internal/fsck":                       60,
 	"internal/mount":                      70,
 	"vault":                               70,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/forwardfs"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
+	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -35,6 +36,7 @@ type Options struct {
 	Idle              time.Duration     // unmount after this long without requests and open files; 0: never
 	FsName            string            // shown in /proc/mounts; default Session.Dir()
 	ExtraOptions      []string          // more -o options for the kernel
+	Transport         fuseuring.Mode    // auto (default), uring or classic
 	Logger            *log.Logger       // diagnostics; nil discards them
 }
 
@@ -63,6 +65,7 @@ const maxWrite = 1 << 20
 type Server struct {
 	*fuseserver.Server
 	root     *forwardfs.Root
+	conn     *fuseuring.Mount
 	opts     Options
 	logf     func(format string, args ...any)
 	stopIdle chan struct{}
@@ -103,7 +106,7 @@ func Mount(opts Options) (*Server, error) {
 	}
 	s := &Server{root: root, opts: opts, logf: logfTo(opts.Logger), stopIdle: make(chan struct{})}
 	stopProfile := s.startCPUProfile()
-	s.Server, err = serve(root, serverConfig{
+	s.Server, s.conn, err = serve(root, serverConfig{
 		mountPoint:   opts.MountPoint,
 		fsName:       cmp.Or(opts.FsName, opts.Session.Dir()),
 		typeName:     "encryptfs", // type "fuse.encryptfs"
@@ -115,6 +118,7 @@ func Mount(opts Options) (*Server, error) {
 		// The daemon clears suid/sgid on write itself, so the kernel
 		// need not ask for security.capability before each write.
 		capabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
+		transport:    opts.Transport,
 		logger:       opts.Logger,
 	}, func() {
 		stopProfile()
@@ -129,6 +133,18 @@ func Mount(opts Options) (*Server, error) {
 	}
 	return s, nil
 }
+
+// Transport says what serves the mount's requests: "io_uring" or
+// "classic".
+func (s *Server) Transport() string { return s.conn.Transport }
+
+// DescribeTransport is the transport for a log line: "io_uring, 2 queues"
+// or "classic /dev/fuse".
+func (s *Server) DescribeTransport() string { return s.conn.Describe() }
+
+// RingRequests is the number of requests each CPU queue's io_uring ring
+// has answered; nil on the classic transport.
+func (s *Server) RingRequests() []uint64 { return s.conn.RingRequests() }
 
 // idleLoop unmounts after d without requests while no file is open.
 func (s *Server) idleLoop(d time.Duration) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
+	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/reversefs"
 )
 
@@ -61,7 +62,7 @@ func MountReverse(opts ReverseOptions) (*ReverseServer, error) {
 		root.Close()
 		return nil, fmt.Errorf("reverse: stat %s: %w", opts.PlainDir, err)
 	}
-	srv, err := serve(root, serverConfig{
+	srv, _, err := serve(root, serverConfig{
 		mountPoint:   opts.MountPoint,
 		fsName:       cmp.Or(opts.FsName, opts.PlainDir),
 		typeName:     "encryptfs-reverse", // type "fuse.encryptfs-reverse"
@@ -71,7 +72,10 @@ func MountReverse(opts ReverseOptions) (*ReverseServer, error) {
 		cacheTimeout: timeout,
 		maxIO:        maxRead,
 		rootAttr:     &rootAttr,
-		logger:       opts.Logger,
+		// The view serves sealing reads on the engine's worker pool; the
+		// io_uring transport is wired for the forward mount only so far.
+		transport: fuseuring.Classic,
+		logger:    opts.Logger,
 	}, func() { root.Close() })
 	if err != nil {
 		return nil, fmt.Errorf("reverse: mount: %w", err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
+	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -22,13 +23,15 @@ type serverConfig struct {
 	maxIO        int            // largest WRITE request; go-fuse also sets max_read to it
 	capabilities uint64         // FUSE capabilities asked for beyond go-fuse's own
 	rootAttr     *fs.StableAttr // the root's inode; nil: go-fuse's default
+	transport    fuseuring.Mode // auto (""), uring or classic
 	logger       *log.Logger    // diagnostics; nil discards them
 }
 
-// serve mounts root with c and serves it; it returns once the kernel has
-// the mount ready. onExit runs once, when the server has stopped or could
-// not start (root is then closed there).
-func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Server, error) {
+// serve mounts root with c and serves it over the transport c asks for
+// (internal/fuseuring: io_uring rings, or the classic /dev/fuse loop); it
+// returns once the kernel has the mount ready. onExit runs once, when the
+// server has stopped or could not start (root is then closed there).
+func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Server, *fuseuring.Mount, error) {
 	timeout := c.cacheTimeout
 	fopts := &fs.Options{
 		EntryTimeout:    &timeout,
@@ -49,12 +52,21 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 			DirectMount:       true, // fall back to fusermount3 if this fails
 		},
 	}
-	srv, err := fuse.NewServer(fs.NewNodeFS(root, fopts), c.mountPoint, &fopts.MountOptions)
+	logf := logfTo(c.logger)
+	conn, err := fuseuring.New(fs.NewNodeFS(root, fopts), c.mountPoint, fopts.MountOptions,
+		fuseuring.Options{Mode: c.transport, Logf: logf})
 	if err != nil {
 		onExit()
-		return nil, err
+		return nil, nil, err
 	}
-	return fuseserver.Start(srv, c.mountPoint, logfTo(c.logger), onExit)
+	srv, err := fuseserver.Start(conn, c.mountPoint, logf, func() {
+		conn.Close()
+		onExit()
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return srv, conn, nil
 }
 
 // logfTo returns a Printf to l that discards everything when l is nil.

@@ -2,6 +2,7 @@ package mounttest
 
 import (
 	"bytes"
+	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"log"
 	"testing"
 
@@ -60,9 +61,12 @@ func NewVault(t testing.TB, mod func(*mount.Options)) *Vault {
 		t.Fatal(err)
 	}
 	backing.Close(fd)
-	opts := mount.Options{Session: s, MountPoint: v.Mnt, Logger: v.Logger}
+	opts := mount.Options{Session: s, MountPoint: v.Mnt, Logger: v.Logger, Transport: Transport(t)}
 	if mod != nil {
 		mod(&opts)
+	}
+	if opts.Transport == fuseuring.URing {
+		RequireURing(t)
 	}
 	v.Mnt = opts.MountPoint
 	Track(v.Mnt)

@@ -1,0 +1,367 @@
+// Package fuseuring serves a go-fuse file system over FUSE-over-io_uring
+// (Linux 6.14+): one ring per CPU queue, each served by one OS thread that
+// is locked and pinned to its CPU and answers every request itself, so a
+// request never crosses CPUs (docs/architecture.md, "Transports").
+//
+// It builds only on go-fuse's public API: fuse.NewServer keeps serving
+// INIT, interrupts, FORGETs and notifications over /dev/fuse (the kernel
+// sends those there even with rings), MountOptions.ExtraCapabilities asks
+// for CAP_OVER_IO_URING in INIT, and fuse.ProtocolServer decodes the ring
+// requests and calls the same RawFileSystem. To hold the connection's
+// /dev/fuse fd, which the rings are registered on, this package mounts
+// itself and hands go-fuse the fd as a "/dev/fd/N" mount point.
+package fuseuring
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/encryptfs/encryptfs/internal/uring"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// Mode chooses the transport.
+type Mode string
+
+// The modes.
+const (
+	Auto    Mode = "auto"    // io_uring when the kernel offers it, else classic
+	URing   Mode = "uring"   // io_uring or fail
+	Classic Mode = "classic" // read/writev on /dev/fuse
+)
+
+// ParseMode parses "auto", "uring" or "classic"; "" is Auto.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case "":
+		return Auto, nil
+	case Auto, URing, Classic:
+		return m, nil
+	}
+	return "", fmt.Errorf("transport %q: want auto, uring or classic", s)
+}
+
+// ErrUnavailable is returned (wrapped, with the reason) when io_uring was
+// asked for and the kernel cannot give it.
+var ErrUnavailable = errors.New("FUSE over io_uring unavailable")
+
+// queueDepth is the number of entries per queue. One thread answers one
+// request at a time, so more entries only let the kernel hand over the
+// next requests while one is answered, and then commit them in one
+// io_uring_enter; each costs a payload buffer of max_write (1 MiB).
+const queueDepth = 2
+
+// Options are the transport's own options.
+type Options struct {
+	Mode Mode
+	Logf func(format string, args ...any) // the line saying why Auto fell back to classic, and problems; may be nil
+
+	failQueues error // tests: the rings fail to start after INIT agreed on io_uring
+}
+
+// Mount is a mounted go-fuse server and the transport that serves it.
+type Mount struct {
+	// Server is go-fuse's server: Serve it, and Wait for it, as usual,
+	// but unmount with Mount.Unmount.
+	Server *fuse.Server
+	// Transport says what serves requests: "io_uring" or "classic". The
+	// mount's owner logs it (only a fallback is logged here).
+	Transport string
+	// Why says why a mount in Auto mode is classic ("" otherwise).
+	Why string
+
+	dev    *devMount // nil when go-fuse mounted (classic)
+	devFD  int       // our own dup of the /dev/fuse fd, for the rings
+	queues []*queue
+	done   sync.WaitGroup
+}
+
+// New mounts raw on mountPoint with go-fuse's options o and sets up the
+// transport opts.Mode asks for. In Auto mode a kernel without io_uring
+// gives a classic mount and one log line that says why.
+func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Options) (*Mount, error) {
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	mode := opts.Mode
+	if mode == "" {
+		mode = Auto
+	}
+	if mode == Classic {
+		return newClassic(raw, mountPoint, o, logf, "")
+	}
+	if err := Available(); err != nil {
+		if mode == URing {
+			return nil, err
+		}
+		return newClassic(raw, mountPoint, o, logf, err.Error())
+	}
+	if err := probeURing(); err != nil {
+		if mode == URing {
+			return nil, err
+		}
+		return newClassic(raw, mountPoint, o, logf, err.Error())
+	}
+	m, err := newURing(raw, mountPoint, o, logf, opts.failQueues)
+	if err != nil {
+		return nil, err
+	}
+	if m.Transport == "classic" {
+		if mode == URing {
+			go m.Serve()
+			if err := m.Unmount(); err != nil {
+				logf("unmount %s: %v", mountPoint, err)
+			}
+			m.Wait()
+			m.Close()
+			return nil, fmt.Errorf("%w: %s", ErrUnavailable, m.Why)
+		}
+		logf("transport: classic /dev/fuse (io_uring unavailable: %s)", m.Why)
+		return m, nil
+	}
+	return m, nil
+}
+
+func newClassic(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), why string) (*Mount, error) {
+	srv, err := fuse.NewServer(raw, mountPoint, &o)
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		logf("transport: classic /dev/fuse (io_uring unavailable: %s)", why)
+	}
+	return &Mount{Server: srv, Transport: "classic", Why: why, devFD: -1}, nil
+}
+
+// newURing mounts with our own /dev/fuse fd, has go-fuse answer INIT with
+// CAP_OVER_IO_URING, and registers the rings. If the kernel's INIT did not
+// offer io_uring, or the rings cannot be set up, the mount stays and is
+// served classically (Transport "classic", Why says why).
+func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), failQueues error) (*Mount, error) {
+	o.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
+	dev, err := mountDev(mountPoint, &o)
+	if err != nil {
+		return nil, err
+	}
+	devFD, err := unix.FcntlInt(uintptr(dev.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(dev.fd)
+		dev.unmount()
+		return nil, fmt.Errorf("dup /dev/fuse: %w", err)
+	}
+	// go-fuse now owns dev.fd; it must not try to mount or unmount.
+	o.DirectMount, o.DirectMountStrict = false, false
+	srv, err := fuse.NewServer(raw, "/dev/fd/"+strconv.Itoa(dev.fd), &o)
+	if err != nil {
+		unix.Close(devFD)
+		dev.unmount()
+		return nil, err
+	}
+	m := &Mount{Server: srv, Transport: "classic", dev: dev, devFD: devFD}
+	init := srv.KernelSettings()
+	if init.Flags64()&fuse.CAP_OVER_IO_URING == 0 {
+		m.Why = "the kernel's INIT does not offer FUSE_OVER_IO_URING"
+		return m, nil
+	}
+	// From here on the kernel holds every request back until each CPU
+	// queue has a ring entry, or until a REGISTER fails.
+	ps := fuse.NewProtocolServer(raw, &o)
+	err = replayInit(ps, init)
+	if err == nil && failQueues != nil {
+		err = failQueues
+	}
+	if err == nil {
+		err = m.startQueues(ps, &o, logf)
+	}
+	if err != nil {
+		m.Why = err.Error()
+		if derr := refuseURing(devFD); derr != nil {
+			// Nothing can reach the mount: take it away.
+			go srv.Serve()
+			dev.unmount()
+			srv.Wait()
+			m.Close()
+			return nil, fmt.Errorf("%w: %v; and the kernel could not be turned back to /dev/fuse: %v", ErrUnavailable, err, derr)
+		}
+		return m, nil
+	}
+	m.Transport = "io_uring"
+	return m, nil
+}
+
+// refuseURing turns the connection back to /dev/fuse after INIT agreed on
+// io_uring: the kernel drops io_uring for a connection whose REGISTER
+// fails (fs/fuse/dev_uring.c), so it is sent one that must (queue 0xffff
+// does not exist).
+func refuseURing(devFD int) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ring, err := uring.New(1)
+	if err != nil {
+		return err
+	}
+	defer ring.Close()
+	sqe := ring.NextSQE()
+	sqe.SetURingCmd(devFD, cmdRegister, 0, 0, 0)
+	putCmdReq(sqe.Cmd(), 0, 0xffff)
+	if err := ring.Submit(1); err != nil {
+		return err
+	}
+	c, ok := ring.PopCQE()
+	if !ok || c.Res >= 0 {
+		return fmt.Errorf("the REGISTER meant to fail gave %+v", c)
+	}
+	return nil
+}
+
+// replayInit hands ps the INIT the kernel sent, so that it parses requests
+// by the same negotiated protocol version and flags as the classic server.
+// go-fuse's InitIn holds the whole request, header included.
+func replayInit(ps *fuse.ProtocolServer, init *fuse.InitIn) error {
+	in := unsafe.Slice((*byte)(unsafe.Pointer(init)), unsafe.Sizeof(*init))
+	out := make([]byte, 4096)
+	n, st := ps.HandleRequest([][]byte{in}, [][]byte{out})
+	if !st.Ok() || n < outHeaderSize || le.Uint32(out[4:]) != 0 {
+		return fmt.Errorf("go-fuse's ProtocolServer refused INIT (status %v, %d bytes, error %d)", st, n, int32(le.Uint32(out[4:])))
+	}
+	return nil
+}
+
+// startQueues starts one queue per possible CPU (the kernel has one per
+// possible CPU and uses the rings only once each has an entry) and waits
+// until each has registered its entries.
+func (m *Mount) startQueues(ps *fuse.ProtocolServer, o *fuse.MountOptions, logf func(string, ...any)) error {
+	n, err := possibleCPUs()
+	if err != nil {
+		return err
+	}
+	// The kernel's payload size: max(FUSE_MIN_READ_BUFFER, max_write,
+	// max_pages pages); go-fuse asks for max_pages = MaxWrite rounded up
+	// to pages.
+	payload := max(minReadBuffer, o.MaxWrite, (o.MaxWrite+os.Getpagesize()-1)/os.Getpagesize()*os.Getpagesize())
+	started := make(chan error, n)
+	for qid := range n {
+		q, err := newQueue(qid, m.devFD, queueDepth, payload, ps, logf)
+		if err != nil {
+			return err // queues already started end at unmount
+		}
+		m.queues = append(m.queues, q)
+		m.done.Add(1)
+		go func() {
+			defer m.done.Done()
+			q.run(started)
+		}()
+	}
+	var errs []error
+	for range n {
+		errs = append(errs, <-started)
+	}
+	return errors.Join(errs...)
+}
+
+// probeURing checks that this process may create io_uring instances
+// (sysctl kernel.io_uring_disabled, seccomp) before INIT commits the
+// connection to rings.
+func probeURing() error {
+	r, err := uring.New(1)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return r.Close()
+}
+
+// possibleCPUs is the number of possible CPUs (num_possible_cpus), from
+// /sys/devices/system/cpu/possible ("0-3", "0", "0-1,4-5").
+func possibleCPUs() (int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/possible")
+	if err != nil {
+		return 0, err
+	}
+	return parseCPUList(b)
+}
+
+// parseCPUList returns one more than the highest CPU in a kernel CPU list.
+func parseCPUList(b []byte) (int, error) {
+	highest := -1
+	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		_, hi, _ := strings.Cut(r, "-")
+		if hi == "" {
+			hi = r
+		}
+		v, err := strconv.Atoi(hi)
+		if err != nil {
+			return 0, fmt.Errorf("possible CPUs %q: %w", b, err)
+		}
+		highest = max(highest, v)
+	}
+	if highest < 0 {
+		return 0, fmt.Errorf("possible CPUs %q", b)
+	}
+	return highest + 1, nil
+}
+
+// Unmount asks the kernel to unmount; it fails (EBUSY) while the mount is
+// in use. Serve returns once the kernel has let go.
+func (m *Mount) Unmount() error {
+	if m.dev == nil {
+		return m.Server.Unmount()
+	}
+	return m.dev.unmount()
+}
+
+// Close waits for the ring threads to end (the kernel ends them when the
+// connection goes, by unmount or abort) and releases the transport's fd.
+// Call it after the server has stopped.
+func (m *Mount) Close() {
+	m.done.Wait()
+	if m.devFD >= 0 {
+		unix.Close(m.devFD)
+		m.devFD = -1
+	}
+}
+
+// Serve serves the classic /dev/fuse reader (the rings serve themselves)
+// until the file system is unmounted.
+func (m *Mount) Serve() { m.Server.Serve() }
+
+// Wait waits for Serve to end.
+func (m *Mount) Wait() { m.Server.Wait() }
+
+// WaitMount waits until the mount is usable, as go-fuse's WaitMount.
+func (m *Mount) WaitMount() error {
+	if err := m.Server.WaitMount(); err != nil {
+		return err
+	}
+	if m.dev != nil {
+		pollHack(m.dev.mountPoint)
+	}
+	return nil
+}
+
+// Describe says which transport serves, for the mount's log line:
+// "io_uring, 2 queues" or "classic /dev/fuse".
+func (m *Mount) Describe() string {
+	if m.Transport == "io_uring" {
+		return fmt.Sprintf("io_uring, %d queues", len(m.queues))
+	}
+	return "classic /dev/fuse"
+}
+
+// RingRequests is the number of requests each queue's ring has answered
+// (nil for a classic mount). Requests the classic /dev/fuse reader answers
+// are not counted.
+func (m *Mount) RingRequests() []uint64 {
+	var out []uint64
+	for _, q := range m.queues {
+		out = append(out, q.served.Load())
+	}
+	return out
+}
