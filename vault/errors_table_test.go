@@ -27,10 +27,12 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/siv"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/fsck"
+	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/uring"
 	"github.com/encryptfs/encryptfs/vault"
 )
 
@@ -108,19 +110,21 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/mount.ErrNoSession":        {mount.ErrNoSession, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/mount.ErrNoRoot":           {mount.ErrNoRoot, fault.Other, syscall.EIO, cli.ExitError, nil},
 
-	"internal/tree.ErrCorruptDir":    {tree.ErrCorruptDir, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
-	"internal/tree.ErrReverse":       {tree.ErrReverse, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
-	"internal/tree.ErrShadowed":      {tree.ErrShadowed, fault.NotFound, syscall.ENOENT, cli.ExitError, syscall.ENOENT},
-	"internal/tree.ErrNotFound":      {tree.ErrNotFound, fault.NotFound, syscall.ENOENT, cli.ExitError, syscall.ENOENT},
-	"internal/tree.ErrExists":        {tree.ErrExists, fault.Exists, syscall.EEXIST, cli.ExitError, syscall.EEXIST},
-	"internal/tree.ErrNotEmpty":      {tree.ErrNotEmpty, fault.NotEmpty, syscall.ENOTEMPTY, cli.ExitError, syscall.ENOTEMPTY},
-	"internal/tree.ErrIsDir":         {tree.ErrIsDir, fault.IsDir, syscall.EISDIR, cli.ExitError, syscall.EISDIR},
-	"internal/tree.ErrNotDir":        {tree.ErrNotDir, fault.NotDir, syscall.ENOTDIR, cli.ExitError, syscall.ENOTDIR},
-	"internal/tree.ErrNotPermitted":  {tree.ErrNotPermitted, fault.NotPermitted, syscall.EPERM, cli.ExitError, syscall.EPERM},
-	"internal/tree.ErrInvalid":       {tree.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
-	"internal/tree.ErrReadOnly":      {tree.ErrReadOnly, fault.ReadOnly, syscall.EROFS, cli.ExitError, syscall.EROFS},
-	"internal/tree.ErrXattrListFull": {tree.ErrXattrListFull, fault.NoSpace, syscall.ENOSPC, cli.ExitNoSpace, syscall.ENOSPC},
-	"internal/tree.ErrNoXattrs":      {tree.ErrNoXattrs, fault.NotSupported, syscall.EOPNOTSUPP, cli.ExitError, syscall.ENOTSUP},
+	"internal/tree.ErrCorruptDir":       {tree.ErrCorruptDir, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/tree.ErrReverse":          {tree.ErrReverse, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/tree.ErrShadowed":         {tree.ErrShadowed, fault.NotFound, syscall.ENOENT, cli.ExitError, syscall.ENOENT},
+	"internal/tree.ErrNotFound":         {tree.ErrNotFound, fault.NotFound, syscall.ENOENT, cli.ExitError, syscall.ENOENT},
+	"internal/tree.ErrExists":           {tree.ErrExists, fault.Exists, syscall.EEXIST, cli.ExitError, syscall.EEXIST},
+	"internal/tree.ErrNotEmpty":         {tree.ErrNotEmpty, fault.NotEmpty, syscall.ENOTEMPTY, cli.ExitError, syscall.ENOTEMPTY},
+	"internal/tree.ErrIsDir":            {tree.ErrIsDir, fault.IsDir, syscall.EISDIR, cli.ExitError, syscall.EISDIR},
+	"internal/tree.ErrNotDir":           {tree.ErrNotDir, fault.NotDir, syscall.ENOTDIR, cli.ExitError, syscall.ENOTDIR},
+	"internal/tree.ErrNotPermitted":     {tree.ErrNotPermitted, fault.NotPermitted, syscall.EPERM, cli.ExitError, syscall.EPERM},
+	"internal/tree.ErrInvalid":          {tree.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/tree.ErrReadOnly":         {tree.ErrReadOnly, fault.ReadOnly, syscall.EROFS, cli.ExitError, syscall.EROFS},
+	"internal/tree.ErrXattrListFull":    {tree.ErrXattrListFull, fault.NoSpace, syscall.ENOSPC, cli.ExitNoSpace, syscall.ENOSPC},
+	"internal/uring.ErrUnsupported":     {uring.ErrUnsupported, fault.NotSupported, syscall.EOPNOTSUPP, cli.ExitError, syscall.ENOTSUP},
+	"internal/fuseuring.ErrUnavailable": {fuseuring.ErrUnavailable, fault.NotSupported, syscall.EOPNOTSUPP, cli.ExitError, syscall.ENOTSUP},
+	"internal/tree.ErrNoXattrs":         {tree.ErrNoXattrs, fault.NotSupported, syscall.EOPNOTSUPP, cli.ExitError, syscall.ENOTSUP},
 
 	"vault.ErrWrongPassword": {vault.ErrWrongPassword, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, vault.ErrWrongPassword},
 	"vault.ErrCorrupt":       {vault.ErrCorrupt, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},

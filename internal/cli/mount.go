@@ -133,8 +133,14 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}
+	// From here on a signal unmounts (UnmountOnSignal); one held while
+	// mounting is acted on now. The handler is installed before early stops
+	// listening, so no signal falls between the two.
+	stop := srv.UnmountOnSignal()
+	signal.Stop(early)
 	select {
 	case sig := <-early:
+		stop()
 		logger.Printf("%v while mounting: unmounting %s", sig, mountPoint)
 		if err := srv.Unmount(); err != nil {
 			logger.Printf("%v", err)
@@ -142,7 +148,7 @@ func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags
 		return nil
 	default:
 	}
-	return runServer(srv, ready, logger, fmt.Sprintf("mounted %s on %s (transport: %s)", cipherDir, mountPoint, srv.DescribeTransport()), mountPoint)
+	return serveMounted(srv, stop, ready, logger, fmt.Sprintf("mounted %s on %s (transport: %s)", cipherDir, mountPoint, srv.DescribeTransport()), mountPoint)
 }
 
 // server is what forward and reverse mounts have in common once mounted.
@@ -155,7 +161,12 @@ type server interface {
 // runServer reports readiness (unmounting again if that fails), then serves
 // until the file system is unmounted or the process is signalled.
 func runServer(srv server, ready func() error, logger *log.Logger, mounted, mountPoint string) error {
-	stop := srv.UnmountOnSignal()
+	return serveMounted(srv, srv.UnmountOnSignal(), ready, logger, mounted, mountPoint)
+}
+
+// serveMounted is runServer for a server whose signal handler is already
+// installed (stop removes it).
+func serveMounted(srv server, stop func(), ready func() error, logger *log.Logger, mounted, mountPoint string) error {
 	defer stop()
 	if ready != nil {
 		if err := ready(); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/crypto/siv"
 	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/uring"
 	"golang.org/x/sys/unix"
 )
 
@@ -204,6 +205,7 @@ var sentinels = [...]struct {
 	{core.ErrClosed, Closed},
 	{content.ErrWiped, Closed}, // the session's keys were wiped: used after Close
 	{core.ErrBusy, Busy},
+	{uring.ErrUnsupported, NotSupported}, // the kernel has no io_uring
 	{core.ErrTooLarge, FileTooBig},
 	{core.ErrNotSIV, UnsupportedVault},
 	// A reverse view's plaintext file shrank while it was read: an I/O

@@ -15,6 +15,7 @@ package fuseuring
 import (
 	"errors"
 	"fmt"
+	"github.com/encryptfs/encryptfs/internal/fault"
 	"os"
 	"runtime"
 	"strconv"
@@ -50,7 +51,7 @@ func ParseMode(s string) (Mode, error) {
 
 // ErrUnavailable is returned (wrapped, with the reason) when io_uring was
 // asked for and the kernel cannot give it.
-var ErrUnavailable = errors.New("FUSE over io_uring unavailable")
+var ErrUnavailable = fault.New(fault.NotSupported, "FUSE over io_uring unavailable")
 
 // queueDepth is the number of entries per queue. One thread answers one
 // request at a time, so more entries only let the kernel hand over the
