@@ -68,7 +68,7 @@ func (t *Tree) WriteSidecar(dirfd int, n Name) (created bool, err error) {
 		return false, nil
 	}
 	side := names.SidecarName(n.Backing)
-	err = backing.WriteFileAt(dirfd, side, []byte(n.Enc), 0o400)
+	err = t.fs.WriteFileAt(dirfd, side, []byte(n.Enc), 0o400)
 	if err == nil {
 		return true, nil
 	}
@@ -81,10 +81,10 @@ func (t *Tree) WriteSidecar(dirfd int, n Name) (created bool, err error) {
 	}
 	// A stale or damaged sidecar: replace it (its hash-named entry can only
 	// ever belong to this encname).
-	if err := backing.Unlinkat(dirfd, side, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := t.fs.Unlinkat(dirfd, side, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return false, err
 	}
-	if err := backing.WriteFileAt(dirfd, side, []byte(n.Enc), 0o400); err != nil {
+	if err := t.fs.WriteFileAt(dirfd, side, []byte(n.Enc), 0o400); err != nil {
 		return false, fmt.Errorf("tree: write long-name sidecar: %w", err)
 	}
 	return true, nil
@@ -96,7 +96,7 @@ func (t *Tree) RemoveSidecar(dirfd int, n Name) error {
 	if !n.Long {
 		return nil
 	}
-	err := backing.Unlinkat(dirfd, names.SidecarName(n.Backing), 0)
+	err := t.fs.Unlinkat(dirfd, names.SidecarName(n.Backing), 0)
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}

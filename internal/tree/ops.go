@@ -28,7 +28,7 @@ func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
 			t.RemoveSidecar(dirfd, n)
 		}
 	}
-	if err := backing.Mkdirat(dirfd, n.Backing, 0o700); err != nil {
+	if err := t.fs.Mkdirat(dirfd, n.Backing, 0o700); err != nil {
 		undo()
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
 			return err
 		}
 		defer backing.Close(sub)
-		if err := writeDirID(sub, id); err != nil {
+		if err := t.writeDirID(sub, id); err != nil {
 			return err
 		}
 		// In a set-group-ID directory the new directory inherits S_ISGID
@@ -47,7 +47,7 @@ func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
 			mode |= st.Mode & unix.S_ISGID
 		}
 		// The dirid entry must be durable before the directory is used.
-		return backing.Fsync(sub)
+		return t.fs.Fsync(sub)
 	}()
 	if err == nil {
 		err = backing.Fchmodat(dirfd, n.Backing, mode&0o7777)
@@ -60,10 +60,10 @@ func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
 	}
 	if err != nil {
 		if sub, oerr := backing.OpenSubdir(dirfd, n.Backing); oerr == nil {
-			backing.Unlinkat(sub, names.DirIDFile, 0)
+			t.fs.Unlinkat(sub, names.DirIDFile, 0)
 			backing.Close(sub)
 		}
-		backing.Unlinkat(dirfd, n.Backing, unix.AT_REMOVEDIR)
+		t.fs.Unlinkat(dirfd, n.Backing, unix.AT_REMOVEDIR)
 		undo()
 		return nil, fmt.Errorf("tree: mkdir: %w", err)
 	}
@@ -78,7 +78,7 @@ func (t *Tree) Rmdir(dirfd int, n Name) error {
 	if err != nil {
 		return err
 	}
-	if err := backing.Unlinkat(dirfd, n.Backing, unix.AT_REMOVEDIR); err != nil {
+	if err := t.fs.Unlinkat(dirfd, n.Backing, unix.AT_REMOVEDIR); err != nil {
 		restore()
 		return err
 	}
@@ -108,7 +108,7 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 		return nil, err
 	}
 	if err == nil {
-		if err := backing.Unlinkat(sub, names.DirIDFile, 0); err != nil {
+		if err := t.fs.Unlinkat(sub, names.DirIDFile, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -117,7 +117,7 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 			return
 		}
 		if s, err := backing.OpenSubdir(dirfd, name); err == nil {
-			writeDirID(s, id)
+			t.writeDirID(s, id)
 			backing.Close(s)
 		}
 	}
@@ -137,7 +137,7 @@ func (t *Tree) UnlinkType(dirfd int, n Name, mode uint32) error {
 		target, err := backing.Readlinkat(dirfd, n.Backing)
 		longTarget = err == nil && target == longTargetMarker
 	}
-	if err := backing.Unlinkat(dirfd, n.Backing, 0); err != nil {
+	if err := t.fs.Unlinkat(dirfd, n.Backing, 0); err != nil {
 		return err
 	}
 	if longTarget {
@@ -156,7 +156,7 @@ func (t *Tree) Create(dirfd int, n Name, flags int, mode uint32) (int, error) {
 		return -1, err
 	}
 	flags &^= unix.O_APPEND | unix.O_WRONLY | unix.O_RDONLY | unix.O_TRUNC | unix.O_CREAT | unix.O_EXCL
-	fd, err := backing.Openat(dirfd, n.Backing, flags|unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, mode&0o7777)
+	fd, err := t.fs.Openat(dirfd, n.Backing, flags|unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, mode&0o7777)
 	if err != nil {
 		if created {
 			t.RemoveSidecar(dirfd, n)
@@ -172,7 +172,7 @@ func (t *Tree) Mknod(dirfd int, n Name, mode uint32, dev uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := backing.Mknodat(dirfd, n.Backing, mode, dev); err != nil {
+	if err := t.fs.Mknodat(dirfd, n.Backing, mode, dev); err != nil {
 		if created {
 			t.RemoveSidecar(dirfd, n)
 		}
@@ -196,7 +196,7 @@ func (t *Tree) Link(oldfd int, oldN Name, newfd int, newN Name) error {
 	if err != nil {
 		return err
 	}
-	if err := backing.Linkat(oldfd, oldN.Backing, newfd, newN.Backing); err != nil {
+	if err := t.fs.Linkat(oldfd, oldN.Backing, newfd, newN.Backing); err != nil {
 		if created {
 			t.RemoveSidecar(newfd, newN)
 		}

@@ -73,7 +73,7 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 	if isLink(ost) {
 		err = t.moveSymlink(oldfd, oldID, oldN, &ost, newfd, newID, newN, flags)
 	} else {
-		err = backing.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, flags)
+		err = t.fs.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, flags)
 		if err == nil && newExists && isLink(nst) {
 			t.removeLinkSidecar(newfd, newN.Backing)
 		}
@@ -99,7 +99,7 @@ func (t *Tree) moveSymlink(oldfd int, oldID []byte, oldN Name, ost *unix.Stat_t,
 	if err := t.placeSymlink(newfd, newID, newN, target, ost, flags&unix.RENAME_NOREPLACE); err != nil {
 		return err
 	}
-	if err := backing.Unlinkat(oldfd, oldN.Backing, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := t.fs.Unlinkat(oldfd, oldN.Backing, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
 	if ost.Size == int64(len(longTargetMarker)) {
@@ -125,7 +125,7 @@ func (t *Tree) exchange(oldfd int, oldID []byte, oldN Name, ost *unix.Stat_t, ne
 			return err
 		}
 	}
-	if err := backing.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, unix.RENAME_EXCHANGE); err != nil {
+	if err := t.fs.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, unix.RENAME_EXCHANGE); err != nil {
 		return err
 	}
 	// Long-target sidecars are named after the backing name, so they stayed

@@ -52,7 +52,7 @@ func (t *Tree) Symlink(dirfd int, dirID []byte, n Name, target string) error {
 			return err
 		}
 	}
-	if err := backing.Symlinkat(bt, dirfd, n.Backing); err != nil {
+	if err := t.fs.Symlinkat(bt, dirfd, n.Backing); err != nil {
 		if side && !errors.Is(err, unix.EEXIST) {
 			t.removeLinkSidecar(dirfd, n.Backing)
 		}
@@ -69,11 +69,11 @@ func (t *Tree) writeLinkSidecar(dirfd int, name string, blob []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := backing.WriteFileAt(dirfd, tmp, blob, 0o400); err != nil {
+	if err := t.fs.WriteFileAt(dirfd, tmp, blob, 0o400); err != nil {
 		return fmt.Errorf("tree: write symlink sidecar: %w", err)
 	}
-	if err := backing.Renameat2(dirfd, tmp, dirfd, meta.SymlinkSidecarName(name), 0); err != nil {
-		backing.Unlinkat(dirfd, tmp, 0)
+	if err := t.fs.Renameat2(dirfd, tmp, dirfd, meta.SymlinkSidecarName(name), 0); err != nil {
+		t.fs.Unlinkat(dirfd, tmp, 0)
 		return fmt.Errorf("tree: write symlink sidecar: %w", err)
 	}
 	return nil
@@ -82,7 +82,7 @@ func (t *Tree) writeLinkSidecar(dirfd int, name string, blob []byte) error {
 // removeLinkSidecar removes the long-target sidecar of backing entry name,
 // if there is one.
 func (t *Tree) removeLinkSidecar(dirfd int, name string) {
-	backing.Unlinkat(dirfd, meta.SymlinkSidecarName(name), 0)
+	t.fs.Unlinkat(dirfd, meta.SymlinkSidecarName(name), 0)
 }
 
 // Readlink decrypts the target of symlink n in dirfd (directory ID dirID).
@@ -139,15 +139,15 @@ func (t *Tree) placeSymlink(dirfd int, dirID []byte, n Name, target string, was 
 	if err != nil {
 		return err
 	}
-	if err := backing.Symlinkat(bt, dirfd, tmp); err != nil {
+	if err := t.fs.Symlinkat(bt, dirfd, tmp); err != nil {
 		return err
 	}
 	if err := keepLinkAttrs(dirfd, tmp, was); err != nil {
-		backing.Unlinkat(dirfd, tmp, 0)
+		t.fs.Unlinkat(dirfd, tmp, 0)
 		return err
 	}
-	if err := backing.Renameat2(dirfd, tmp, dirfd, n.Backing, flags); err != nil {
-		backing.Unlinkat(dirfd, tmp, 0)
+	if err := t.fs.Renameat2(dirfd, tmp, dirfd, n.Backing, flags); err != nil {
+		t.fs.Unlinkat(dirfd, tmp, 0)
 		return err
 	}
 	if !side {
