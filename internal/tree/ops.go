@@ -82,7 +82,7 @@ func (t *Tree) Rmdir(dirfd int, n Name) error {
 		restore()
 		return err
 	}
-	return t.RemoveSidecar(dirfd, n)
+	return t.removeEntrySidecar(dirfd, n, dirfd)
 }
 
 // emptyDir checks that backing directory name in dirfd holds nothing but its
@@ -141,9 +141,14 @@ func (t *Tree) UnlinkType(dirfd int, n Name, mode uint32) error {
 		return err
 	}
 	if longTarget {
+		// The unlink must be durable before the target's sidecar goes
+		// (see dropLinkSidecar).
+		if err := t.fs.Fsync(dirfd); err != nil {
+			return err
+		}
 		t.removeLinkSidecar(dirfd, n.Backing)
 	}
-	return t.RemoveSidecar(dirfd, n)
+	return t.removeEntrySidecar(dirfd, n, dirfd)
 }
 
 // Create creates and opens regular file n in dirfd exclusively, read-write

@@ -76,6 +76,30 @@ func (t *Tree) writeLinkSidecar(dirfd int, name string, blob []byte) error {
 		t.fs.Unlinkat(dirfd, tmp, 0)
 		return fmt.Errorf("tree: write symlink sidecar: %w", err)
 	}
+	// Durable before the symlink that needs it is made: a long-target
+	// symlink whose sidecar a crash lost has lost its target (found by
+	// internal/crashsim's replay, "untar": symlink with a long target).
+	if err := t.fs.Fsync(dirfd); err != nil {
+		return fmt.Errorf("tree: write symlink sidecar: %w", err)
+	}
+	return nil
+}
+
+// dropLinkSidecar removes the long-target sidecar of backing entry name
+// of dirfd, if there is one, after the change that made it unused (an
+// unlink or rename of the link in dirfd, a rename onto it) was made
+// durable by an fsync of syncfd: if the removal survived a crash that the
+// change did not, the old symlink would be back without its target (found
+// by internal/crashsim's replay, "renames"). A short-target link pays one
+// fstatat; a long one a directory fsync.
+func (t *Tree) dropLinkSidecar(dirfd int, name string, syncfd int) error {
+	if _, err := backing.Fstatat(dirfd, meta.SymlinkSidecarName(name)); err != nil {
+		return nil
+	}
+	if err := t.fs.Fsync(syncfd); err != nil {
+		return err
+	}
+	t.removeLinkSidecar(dirfd, name)
 	return nil
 }
 
@@ -152,7 +176,7 @@ func (t *Tree) placeSymlink(dirfd int, dirID []byte, n Name, target string, was 
 	}
 	if !side {
 		// A replaced long-target symlink leaves its sidecar behind.
-		t.removeLinkSidecar(dirfd, n.Backing)
+		return t.dropLinkSidecar(dirfd, n.Backing, dirfd)
 	}
 	return nil
 }
