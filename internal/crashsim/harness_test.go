@@ -426,6 +426,7 @@ func (h *harness) validFiles(k int) map[string]fileClaim {
 // crashResult is what one crash state showed.
 type crashResult struct {
 	problems []fsck.Problem // before repair
+	fixes    []fsck.Fix     // what fsck --repair changed
 }
 
 // checkState materializes the crash state after ops [0,k) with the pending
@@ -466,7 +467,7 @@ func (h *harness) checkState(k int, keep func(int) bool, scratch string) (*crash
 		return res, err
 	}
 	if rep.Clean {
-		return res, nil
+		return res, h.checkClaims(v, k, files, true)
 	}
 	return res, h.repairState(s, v, k, files, res)
 }
@@ -583,7 +584,21 @@ func allowedProblems(ps []fsck.Problem, files map[string]fileClaim, beforeRepair
 
 // repairState runs fsck --repair on a crash state with problems and checks
 // that afterwards fsck finds nothing but data damage in unclaimed files,
-// and every claim still holds.
+// and that every claim holds, strictly (directories list, symlinks read).
 func (h *harness) repairState(s *session.Session, v *vault.Vault, k int, files map[string]fileClaim, res *crashResult) error {
+	rr, err := fsck.Repair(context.Background(), s, nil)
+	if err != nil {
+		return fmt.Errorf("repair: %w", err)
+	}
+	res.fixes = rr.Fixes
+	if len(rr.Failed) > 0 {
+		return fmt.Errorf("repair failed: %s", strings.Join(rr.Failed, "; "))
+	}
+	if err := allowedProblems(rr.After.Problems, files, false); err != nil {
+		return fmt.Errorf("after repair (%d fixes): %w", len(rr.Fixes), err)
+	}
+	if err := h.checkClaims(v, k, files, true); err != nil {
+		return fmt.Errorf("after repair: %w", err)
+	}
 	return nil
 }

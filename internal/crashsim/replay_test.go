@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/crashsim"
+	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/vault"
 )
 
@@ -190,6 +191,8 @@ func (h *harness) replay() {
 	n := h.rec.Len()
 	states, failures := 0, 0
 	seen := map[string]bool{} // one report per step and kind of failure
+	found := map[fsck.Kind]int{}
+	fixed := map[fsck.Kind]int{}
 	for k := 0; k <= n; k++ {
 		pending := h.rec.Pending(k)
 		sets := []func(int) bool{
@@ -224,7 +227,16 @@ func (h *harness) replay() {
 		}
 		for _, keep := range sets {
 			states++
-			if _, err := h.checkState(k, keep, scratch); err != nil {
+			res, err := h.checkState(k, keep, scratch)
+			if res != nil {
+				for _, p := range res.problems {
+					found[p.Kind]++
+				}
+				for _, f := range res.fixes {
+					fixed[f.Kind]++
+				}
+			}
+			if err != nil {
 				var kept []int
 				for _, i := range pending {
 					if keep(i) {
@@ -241,7 +253,7 @@ func (h *harness) replay() {
 			}
 		}
 	}
-	t.Logf("%d ops, %d crash states checked, %d failed", n, states, failures)
+	t.Logf("%d ops, %d crash states checked, %d failed; fsck found %v, repair fixed %v", n, states, failures, found, fixed)
 }
 
 // dumpOps logs the recording (ENCRYPTFS_CRASH_DUMP=1), step by step.

@@ -108,6 +108,16 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 		return nil, err
 	}
 	if err == nil {
+		// The unlinks that emptied the directory must be durable before
+		// its ID goes: a crash that kept the dirid's removal and lost one
+		// of theirs would leave a name no ID decrypts any more (found by
+		// internal/crashsim's replay, "untar": rm of a file, then rmdir).
+		// What a crash can leave now is an empty directory without an ID,
+		// which fsck --repair gives a new one. One fsync per rmdir and
+		// per rename over a directory.
+		if err := t.fs.Fsync(sub); err != nil {
+			return nil, err
+		}
 		if err := t.fs.Unlinkat(sub, names.DirIDFile, 0); err != nil {
 			return nil, err
 		}
