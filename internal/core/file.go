@@ -111,7 +111,15 @@ func (f *File) prepareHeader(withHoles bool) error {
 			return err
 		}
 		f.hdr = h
-		return nil
+		// The flag must be durable before the first hole exists: after a
+		// power loss the backing file system may keep the hole (a punch
+		// or a truncate is metadata, journaled) and lose the 36-byte
+		// header write, and the hole would then fail authentication in a
+		// file whose only change was made of holes (found by
+		// internal/crashsim's replay, "data": punch). One fsync when a
+		// file first gets a hole; a new file's header needs none, since
+		// nothing of the file is durable before it.
+		return f.b.Sync()
 	}
 	var h content.Header
 	// Why safe: 128 random bits make a collision between two files' IDs (and
@@ -139,6 +147,14 @@ func (f *File) prepareHeader(withHoles bool) error {
 func (f *File) clearSparse() error {
 	if !f.sparse() {
 		return nil
+	}
+	// What filled or removed the last hole must be durable before the
+	// flag goes: else a power loss could keep the header and lose the
+	// writes, leaving a hole the header no longer allows (found by
+	// internal/crashsim's replay, "data": writing into the holes). One
+	// fsync when a file loses its last hole.
+	if err := f.b.Sync(); err != nil {
+		return err
 	}
 	h := f.hdr
 	h.Flags &^= content.FlagSparse

@@ -135,7 +135,7 @@ var workloads = []workload{
 // writeFileAt writes data at off into existing file p.
 func (h *harness) writeFileAt(p string, off int64, b []byte, sync bool) {
 	h.label(fmt.Sprintf("write %s %d+%d", p, off, len(b)))
-	h.touch(p, false)
+	h.touchRange(p, off, off+int64(len(b)), off+int64(len(b)) > h.size(p))
 	f, err := h.v.OpenFile(p, os.O_RDWR, 0)
 	h.must(err)
 	_, err = f.WriteAt(b, off)
