@@ -104,9 +104,9 @@ func (f Fix) problem() Problem {
 	return Problem{Kind: f.Kind, CipherPath: f.CipherPath, PlainPath: f.PlainPath, Detail: f.Action}
 }
 
-// ErrChanged: the entry a fix was planned for changed before it was made
+// errChanged: the entry a fix was planned for changed before it was made
 // (something else is writing to the vault).
-var ErrChanged = errors.New("fsck: entry changed since it was checked")
+var errChanged = errors.New("fsck: entry changed since it was checked")
 
 // apply makes the change. Every step goes through directory fds below
 // rootfd and checks that the entry is still the inode that was checked.
@@ -121,7 +121,7 @@ func (f Fix) apply(rootfd int, newID func() ([]byte, error)) error {
 		return err
 	}
 	if st.Ino != f.ino {
-		return ErrChanged
+		return errChanged
 	}
 	switch f.action {
 	case fixRemove:
@@ -154,7 +154,7 @@ func removeTempDir(dirfd int, name string) error {
 	}
 	for _, e := range ents {
 		if e.Name != names.DirIDFile {
-			return fmt.Errorf("%w: %s is not empty", ErrChanged, name)
+			return fmt.Errorf("%w: %s is not empty", errChanged, name)
 		}
 		if err := backing.Unlinkat(sub, e.Name, 0); err != nil {
 			return err
@@ -178,7 +178,7 @@ func writeNewDirID(dirfd int, name string, newID func() ([]byte, error)) error {
 	}
 	for _, e := range ents {
 		if !dirIDRebuildable(e.Name, name == "") {
-			return fmt.Errorf("%w: %s holds %s", ErrChanged, name, e.Name)
+			return fmt.Errorf("%w: %s holds %s", errChanged, name, e.Name)
 		}
 	}
 	if err := backing.Unlinkat(sub, names.DirIDFile, 0); err != nil && !errors.Is(err, unix.ENOENT) {
