@@ -17,7 +17,7 @@ import (
 // on it: the engine caches the size and last chunk, so two engine files on
 // one inode would disagree.
 type openInode struct {
-	backing *os.File
+	backing *backing.ObservedFile
 	cf      *core.File
 }
 
@@ -67,7 +67,7 @@ func (v *Vault) openFile(name string, flag int, perm fs.FileMode) (*File, error)
 	if flag&os.O_CREATE != 0 {
 		fd, err = v.tree.Create(ref.parent.fd, ref.name, 0, uint32(perm.Perm()))
 		if err == nil {
-			backing.Fsync(ref.parent.fd)
+			v.fs.Fsync(ref.parent.fd)
 		} else if !errors.Is(err, unix.EEXIST) || flag&os.O_EXCL != 0 {
 			return nil, err
 		}
@@ -121,7 +121,7 @@ func (v *Vault) openFile(name string, flag int, perm fs.FileMode) (*File, error)
 // engine file that sits on a read-only fd (it would have to reopen it under
 // the readers): that open fails with ETXTBSY.
 func (v *Vault) attach(key core.FileKey, fd int, writable, writableFD bool) (*openInode, error) {
-	bf := os.NewFile(uintptr(fd), "backing")
+	bf := v.fs.NewFile(fd, nil)
 	oi, err := v.files.Acquire(key, bf, writableFD, writable, func(cf *core.File) *openInode {
 		return &openInode{backing: bf, cf: cf}
 	})

@@ -97,7 +97,7 @@ func (v *Vault) Mkdir(name string, perm fs.FileMode) error {
 	defer ref.parent.release()
 	_, err = v.tree.Mkdir(ref.parent.fd, ref.name, unixMode(perm))
 	if err == nil {
-		err = backing.Fsync(ref.parent.fd)
+		err = v.fs.Fsync(ref.parent.fd)
 	}
 	return pathErr("mkdir", name, err)
 }

@@ -41,7 +41,8 @@ type Options struct {
 // Vault is an open vault. Its methods are safe for concurrent use.
 type Vault struct {
 	sess   *session.Session
-	tree   *tree.Tree // sess.Tree()
+	tree   *tree.Tree  // sess.Tree()
+	fs     *backing.FS // sess.Backing(): every change to CIPHERDIR
 	rootfd int
 	master []byte
 
@@ -154,7 +155,7 @@ func fromSession(s *session.Session, master []byte) (*Vault, error) {
 		return nil, err
 	}
 	return &Vault{
-		sess: s, tree: s.Tree(), rootfd: rootfd,
+		sess: s, tree: s.Tree(), fs: s.Backing(), rootfd: rootfd,
 		master: append([]byte(nil), master...),
 		files:  core.NewTable[*openInode](s.Engine()),
 	}, nil

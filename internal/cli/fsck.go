@@ -14,6 +14,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/fsck"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/term"
 )
 
@@ -22,16 +23,18 @@ import (
 // and docs/cli.md, which are edited by the CLI's owner.
 const ExitFsckProblems = 26
 
-// cmdFsck checks a vault offline and optionally salvages it:
+// cmdFsck checks a vault offline and optionally salvages or repairs it:
 //
-//	encryptfs fsck [--json] [--salvage DEST] [--passfile F | --extpass CMD | --masterkey] CIPHERDIR
+//	encryptfs fsck [--json] [--salvage DEST | --repair] [--passfile F | --extpass CMD | --masterkey] CIPHERDIR
 //
-// It exits 0 when the vault is clean, ExitFsckProblems when problems were
-// found (all listed on stdout), and the usual codes when it cannot run.
+// It exits 0 when the vault is clean (after --repair: when nothing is left
+// to repair or report), ExitFsckProblems when problems were found (all
+// listed on stdout), and the usual codes when it cannot run.
 func (a *App) cmdFsck(args []string) error {
 	fs := a.newFlagSet("fsck", "CIPHERDIR")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	salvage := fs.String("salvage", "", "copy everything readable into this directory (missing or empty) as plaintext")
+	repair := fs.Bool("repair", false, "fix in place what an interrupted operation left (temporary files, orphaned sidecars, a lost directory ID of an empty directory, a torn header whose chunks authenticate), printing each change first; refused while the vault is mounted")
 	var src passSource
 	fs.StringVar(&src.passfile, "passfile", "", "read the password from the first line of this file")
 	fs.StringVar(&src.extpass, "extpass", "", "run this program for the password")
@@ -43,6 +46,16 @@ func (a *App) cmdFsck(args []string) error {
 	dir, err := filepath.Abs(pos[0])
 	if err != nil {
 		return withCode(ExitUsage, err)
+	}
+	if *repair && *salvage != "" {
+		return usageErrorf("fsck: --repair and --salvage do not go together: salvage first, then repair")
+	}
+	if *repair {
+		// The mount keeps its own view (open files, cached names): a
+		// repair under it could remove a temporary entry it is using.
+		if mnt := mountedAt(dir); mnt != "" {
+			return errorfCode(ExitCipherDir, "fsck: %s is mounted on %s; unmount it before --repair", dir, mnt)
+		}
 	}
 	c, err := a.loadConfig(dir)
 	if err != nil {
@@ -87,6 +100,9 @@ func (a *App) cmdFsck(args []string) error {
 		bar = &progressLine{w: f}
 		opts.Progress = bar.update
 	}
+	if *repair {
+		return a.fsckRepair(ctx, s, dir, *asJSON)
+	}
 	rep, checkErr := fsck.Check(ctx, s, opts)
 	bar.clear()
 	if rep == nil {
@@ -95,13 +111,7 @@ func (a *App) cmdFsck(args []string) error {
 		}
 		return withCode(ExitCipherDir, checkErr)
 	}
-	if *asJSON {
-		b, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(a.Stdout, "%s\n", b)
-	} else if err := fsck.WriteText(a.Stdout, rep); err != nil {
+	if err := a.writeFsckReport(rep, *asJSON); err != nil {
 		return err
 	}
 	switch {
@@ -109,6 +119,54 @@ func (a *App) cmdFsck(args []string) error {
 		return withCode(ExitError, checkErr)
 	case !rep.Clean:
 		return errorfCode(ExitFsckProblems, "fsck: %d problem(s) found in %s", len(rep.Problems), dir)
+	}
+	return nil
+}
+
+// writeFsckReport prints a report as text or JSON.
+func (a *App) writeFsckReport(rep *fsck.Report, asJSON bool) error {
+	if !asJSON {
+		return fsck.WriteText(a.Stdout, rep)
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(a.Stdout, "%s\n", b)
+	return err
+}
+
+// fsckRepair runs fsck --repair: each change is printed ("repair: ..."
+// on stdout; on stderr with --json) before it is made, then the report of
+// the check after the changes.
+func (a *App) fsckRepair(ctx context.Context, s *session.Session, dir string, asJSON bool) error {
+	w := a.Stdout
+	if asJSON {
+		w = a.Stderr
+	}
+	rr, err := fsck.Repair(ctx, s, func(f fsck.Fix) error {
+		_, err := fmt.Fprintln(w, f.Line())
+		return err
+	})
+	switch {
+	case rr == nil:
+		return withCode(ExitCipherDir, err)
+	case rr.After == nil:
+		return withCode(ExitError, err)
+	}
+	for _, f := range rr.Failed {
+		fmt.Fprintf(a.Stderr, "encryptfs: fsck: repair failed: %s\n", f)
+	}
+	if err := a.writeFsckReport(rr.After, asJSON); err != nil {
+		return err
+	}
+	switch {
+	case err != nil:
+		return withCode(ExitError, err)
+	case len(rr.Failed) > 0:
+		return errorfCode(ExitError, "fsck: %d repair(s) failed in %s", len(rr.Failed), dir)
+	case !rr.After.Clean:
+		return errorfCode(ExitFsckProblems, "fsck: %d problem(s) left in %s after %d repair(s)", len(rr.After.Problems), dir, len(rr.Fixes))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/encryptfs/encryptfs/internal/backing"
 	"golang.org/x/sys/unix"
 )
 
@@ -48,12 +49,16 @@ func (c *Config) Marshal() ([]byte, error) {
 
 // Save writes dir/encryptfs.conf atomically (temp, fsync, rename, fsync dir),
 // mode 0400.
-func (c *Config) Save(dir string) error {
+func (c *Config) Save(dir string) error { return c.SaveFS(nil, dir) }
+
+// SaveFS is Save making its changes through fsys (nil: unobserved; see
+// backing.FS), so that a test can record them.
+func (c *Config) SaveFS(fsys *backing.FS, dir string) error {
 	data, err := c.Marshal()
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(dir, FileName, data)
+	return WriteFileAtomicFS(fsys, dir, FileName, data)
 }
 
 // WriteBackup writes data (the previous config, as Marshal returns it) to
@@ -78,27 +83,46 @@ func WriteBackup(path string, data []byte) error {
 // either the old or the new file, never a mix: name+".tmp" is created with
 // O_EXCL (a leftover temp file from an interrupted write is reported, not
 // overwritten), written, fsynced, renamed over name, and dir is fsynced.
-// Nothing planted in dir is followed: O_EXCL refuses a symlink at the temp
-// name, and rename replaces a symlink at name instead of writing through it.
+// Nothing planted in dir is followed: O_EXCL and O_NOFOLLOW refuse a
+// symlink at the temp name, and rename replaces a symlink at name instead
+// of writing through it.
 func WriteFileAtomic(dir, name string, data []byte) error {
-	final := filepath.Join(dir, name)
-	tmp := final + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o400)
+	return WriteFileAtomicFS(nil, dir, name, data)
+}
+
+// WriteFileAtomicFS is WriteFileAtomic making its changes through fsys
+// (nil: unobserved; see backing.FS).
+func WriteFileAtomicFS(fsys *backing.FS, dir, name string, data []byte) error {
+	tmp := name + ".tmp"
+	dirfd, err := backing.OpenRoot(dir)
 	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("config: %s exists (an earlier write was interrupted); check it and remove it: %w", tmp, err)
+		return fmt.Errorf("config: %w", err)
+	}
+	defer backing.Close(dirfd)
+	fd, err := fsys.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o400)
+	if err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("config: %s exists (an earlier write was interrupted); check it and remove it: %w",
+				filepath.Join(dir, tmp), fs.ErrExist)
 		}
-		return fmt.Errorf("config: %w", err)
+		return fmt.Errorf("config: create %s: %w", filepath.Join(dir, tmp), err)
 	}
-	if err := writeSync(f, data); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("config: %w", err) // names tmp already
+	f := fsys.NewFile(fd, nil)
+	_, werr := f.WriteAt(data, 0)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		backing.Unlinkat(dirfd, tmp, 0)
+		return fmt.Errorf("config: write %s: %w", filepath.Join(dir, tmp), err)
 	}
-	if err := os.Rename(tmp, final); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("config: %w", err)
+	if err := fsys.Renameat2(dirfd, tmp, dirfd, name, 0); err != nil {
+		backing.Unlinkat(dirfd, tmp, 0)
+		return fmt.Errorf("config: rename %s: %w", filepath.Join(dir, tmp), err)
 	}
-	return syncDir(dir)
+	if err := fsys.Fsync(dirfd); err != nil {
+		return fmt.Errorf("config: fsync dir %s: %w", dir, err)
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

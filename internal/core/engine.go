@@ -17,19 +17,23 @@
 //     chunk (final=1) second: in between, the last stored chunk is either cut
 //     short or sealed with final=0, and fails.
 //   - A torn overwrite inside the file fails authentication at that chunk.
-//   - The SPARSE header flag is written before the first hole exists, so a
-//     crash never leaves a hole that the header does not allow; a write that
-//     fails puts the old header back. It is cleared again once the file has
-//     no hole left and its data is durable (the next Sync, or Close, which
-//     syncs first; see clearSparse), so a crash never leaves a former hole
-//     under a header without the flag.
+//   - The SPARSE header flag is written, and fsynced, before the first hole
+//     exists, so a crash never leaves a hole that the header does not allow;
+//     a write that fails puts the old header back. It is cleared again as
+//     soon as the file has no hole left (see holes.go), after an fsync of
+//     what filled or removed the last hole.
 //   - PunchHole is several independent chunk rewrites (edges, holes, edges),
 //     like a multi-block write on any file system: a crash can leave part of
 //     the range zeroed, every chunk still authentic.
 //
 // This is the order in which the engine issues writes, which is what a crash
 // of the process sees. After a power loss without Sync the backing file
-// system may have reordered them, as for any application.
+// system may have reordered them, as for any application: then the file's
+// chunks each read old or new, except in the range an interrupted resize
+// (append, truncate, a write past the end) touched, which may fail
+// authentication. The two SPARSE changes are ordered by an fsync, so holes
+// never fail (docs/format.md, "Crash consistency"; internal/crashsim
+// replays it).
 //
 // A full disk is not a crash: the engine is still running and must leave a
 // readable file. A write that grows the file first reserves the backing

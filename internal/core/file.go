@@ -33,12 +33,6 @@ type File struct {
 	hole      uint64
 	holeKnown bool
 	dense     uint64
-	// clearPending: the file has no hole left, and SPARSE is to be cleared
-	// once its data is durable (clearSparse); clearGen counts the times it
-	// was set, so that a Sync clears it only for holes filled before the
-	// sync began.
-	clearPending bool
-	clearGen     uint64
 }
 
 // Size returns the plaintext size.
@@ -76,24 +70,12 @@ func (f *File) EnsureID() (content.FileID, error) {
 // Sync flushes the backing file.
 func (f *File) Sync() error {
 	f.mu.RLock()
+	defer f.mu.RUnlock()
 	if f.closed {
-		f.mu.RUnlock()
 		return ErrClosed
 	}
-	gen, pending := f.clearGen, f.clearPending
-	err := f.b.Sync()
-	f.mu.RUnlock()
-	if err != nil {
+	if err := f.b.Sync(); err != nil {
 		return fmt.Errorf("core: sync: %w", err)
-	}
-	if pending {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		// Only if no hole was made and filled again since the sync began:
-		// what the sync made durable is then every chunk that was a hole.
-		if f.clearPending && f.clearGen == gen && !f.closed {
-			return f.clearSparseNow()
-		}
 	}
 	return nil
 }
@@ -108,24 +90,6 @@ func (f *File) Close() error {
 	f.closed = true
 	f.dropTail()
 	return nil
-}
-
-// Settle finishes what waits for the file's data to be durable before the
-// last opener lets go of it: a SPARSE flag to clear (clearSparse) is
-// cleared after a sync of the data. It writes nothing otherwise. Table's
-// Release calls it while the File is still the inode's open File, so that
-// no other File of the inode reads the header while it changes. Best
-// effort: if the sync or the header write fails, SPARSE stays set, the
-// weaker but safe state.
-func (f *File) Settle() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed || !f.clearPending {
-		return
-	}
-	if f.b.Sync() == nil {
-		f.clearSparseNow()
-	}
 }
 
 // sparse reports whether the header allows holes.
@@ -147,7 +111,15 @@ func (f *File) prepareHeader(withHoles bool) error {
 			return err
 		}
 		f.hdr = h
-		return nil
+		// The flag must be durable before the first hole exists: after a
+		// power loss the backing file system may keep the hole (a punch
+		// or a truncate is metadata, journaled) and lose the 36-byte
+		// header write, and the hole would then fail authentication in a
+		// file whose only change was made of holes (found by
+		// internal/crashsim's replay, "data": punch). One fsync when a
+		// file first gets a hole; a new file's header needs none, since
+		// nothing of the file is durable before it.
+		return f.b.Sync()
 	}
 	var h content.Header
 	// Why safe: 128 random bits make a collision between two files' IDs (and
@@ -169,32 +141,20 @@ func (f *File) prepareHeader(withHoles bool) error {
 	return nil
 }
 
-// clearSparse drops the SPARSE flag of a file that no longer has a hole,
-// once that is safe. The chunks that filled the holes may still be only in
-// the page cache, and the file system may write the header first: a crash
-// would then leave a former hole under a header that no longer allows it,
-// and that chunk would fail authentication. So the flag is cleared only
-// after the file's data is durable: at the next Sync, or when the last
-// opener lets go (Settle, which syncs first). An empty file has no chunk to
-// lose: cleared at once.
-// Called with mu held for writing.
+// clearSparse drops the SPARSE flag of a file without holes (after
+// truncate to 0, or once its last hole is filled: holes.go), narrowing the
+// residual hole risk described in docs/format.md §5.4.
 func (f *File) clearSparse() error {
 	if !f.sparse() {
 		return nil
 	}
-	if f.size == 0 {
-		return f.clearSparseNow()
-	}
-	f.clearPending = true
-	f.clearGen++
-	return nil
-}
-
-// clearSparseNow writes the header without SPARSE.
-func (f *File) clearSparseNow() error {
-	f.clearPending = false
-	if !f.sparse() {
-		return nil
+	// What filled or removed the last hole must be durable before the
+	// flag goes: else a power loss could keep the header and lose the
+	// writes, leaving a hole the header no longer allows (found by
+	// internal/crashsim's replay, "data": writing into the holes). One
+	// fsync when a file loses its last hole.
+	if err := f.b.Sync(); err != nil {
+		return err
 	}
 	h := f.hdr
 	h.Flags &^= content.FlagSparse

@@ -4,9 +4,8 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
-// SPARSE is not sticky. A file keeps the flag only while it has a hole: once
-// a write fills the last one, the flag is cleared as soon as the data is
-// durable (the next Sync, or Close: see clearSparse; docs/format.md §5.4), so zeros
+// SPARSE is not sticky. A file keeps the flag only while it has a hole: a
+// write that fills the last one clears it (docs/format.md §5.4), so zeros
 // swapped into a chunk of a file that was grown by truncate or fallocate
 // and then written in full fail authentication again.
 //
@@ -38,7 +37,6 @@ func (f *File) afterWrite(p *writePlan) {
 	if p.holesTo > p.holesFrom {
 		f.dense = min(f.dense, p.holesFrom)
 		f.hole, f.holeKnown = p.holesFrom, true
-		f.clearPending = false
 		return
 	}
 	if p.runStart <= f.dense {
@@ -61,13 +59,10 @@ func (f *File) checkHoles() {
 	}
 }
 
-// forgetHoles drops the tracking (after a failed write or a shrink, or a
-// punch that made holes): a pending clear of SPARSE is dropped too, and
-// decided again by the next checkHoles.
+// forgetHoles drops the tracking (after a failed write or a shrink).
 func (f *File) forgetHoles(below uint64) {
 	f.holeKnown = false
 	f.dense = min(f.dense, below)
-	f.clearPending = false
 }
 
 // findHole looks for a stored hole among the chunks before the last one

@@ -145,15 +145,8 @@ func TestSparseClearedOnceFilled(t *testing.T) {
 				if got, err := readAll(f); err != nil || !bytes.Equal(got, data) {
 					t.Fatalf("read back: %v", err)
 				}
-				// The flag goes only once the filled holes are durable.
-				if fl := storedFlags(t, suite, b.bytes(t)); fl&content.FlagSparse == 0 {
-					t.Fatalf("SPARSE cleared before the data that filled the holes was synced")
-				}
-				if err := f.Sync(); err != nil {
-					t.Fatal(err)
-				}
 				if fl := storedFlags(t, suite, b.bytes(t)); fl&content.FlagSparse != 0 {
-					t.Fatalf("SPARSE still set on a synced file without holes")
+					t.Fatalf("SPARSE still set on a file without holes")
 				}
 				f.Close()
 				b.zero(t, content.HeaderSize+2*ccs, ccs) // swap zeros into chunk 2
@@ -336,45 +329,3 @@ func TestOffsetsNear2p63(t *testing.T) {
 		})
 	}
 }
-
-// TestSparseClearedAtLastRelease: a file whose holes were all written and
-// which is released without a Sync loses SPARSE when its last opener lets
-// go (Table.Release settles it: a sync of the data first, so a crash cannot
-// leave a former hole under a header that no longer allows it).
-func TestSparseClearedAtLastRelease(t *testing.T) {
-	const cs = 4 << 10
-	suite := newTestSuite(t, content.AES256GCM, cs)
-	r := rand.New(rand.NewPCG(4, 4))
-	for name, newB := range backings(t) {
-		t.Run(name, func(t *testing.T) {
-			b := newB()
-			e := NewEngine(suite, sequential(4))
-			tab := NewTable[*File](e)
-			key := FileKey{Ino: 1}
-			f, err := tab.Acquire(key, nopCloser{b}, true, true, func(f *File) *File { return f })
-			if err != nil {
-				t.Fatal(err)
-			}
-			data := randomBytes(r, 5*cs)
-			if err := f.Truncate(int64(len(data))); err != nil {
-				t.Fatal(err)
-			}
-			mustWrite(t, f, data, 0)
-			if fl := storedFlags(t, suite, b.bytes(t)); fl&content.FlagSparse == 0 {
-				t.Fatal("SPARSE cleared before the data was synced")
-			}
-			if err := tab.Release(key, f); err != nil {
-				t.Fatal(err)
-			}
-			if fl := storedFlags(t, suite, b.bytes(t)); fl&content.FlagSparse != 0 {
-				t.Fatal("SPARSE still set after the last release of a file without holes")
-			}
-		})
-	}
-}
-
-// nopCloser lends a test's backing to a Table, which closes what it owns;
-// the test closes the backing itself (t.Cleanup).
-type nopCloser struct{ rawBacking }
-
-func (nopCloser) Close() error { return nil }

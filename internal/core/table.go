@@ -168,11 +168,8 @@ func (t *Table[V]) Hold(key FileKey, val V) {
 	}
 }
 
-// Release drops a reference; the last one settles the File (File.Settle:
-// a sync where the header still has to change), then closes it and its
-// backing, and returns their error. The File stays the inode's open File
-// while it settles, so an Acquire meanwhile shares it rather than reading
-// a header that is about to change. Releasing an inode that Close already
+// Release drops a reference; the last one closes the File and then its
+// backing, and returns their error. Releasing an inode that Close already
 // closed does nothing.
 func (t *Table[V]) Release(key FileKey, val V) error {
 	t.mu.Lock()
@@ -183,14 +180,6 @@ func (t *Table[V]) Release(key FileKey, val V) error {
 	}
 	en.refs--
 	if en.refs > 0 {
-		t.mu.Unlock()
-		return nil
-	}
-	t.mu.Unlock()
-	en.file.Settle() // may sync: not under the table's lock
-	t.mu.Lock()
-	if en.refs > 0 || t.m[key] != en {
-		// Shared again while it settled, or closed by Close meanwhile.
 		t.mu.Unlock()
 		return nil
 	}

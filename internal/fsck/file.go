@@ -130,6 +130,9 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 		}
 		w.add(Problem{Kind: kind, CipherPath: pl.cipher, PlainPath: pl.plain,
 			Detail: fmt.Sprintf("%v: no content can be decrypted, xattrs cannot be checked", err)})
+		if kind == KindHeader && ro.size < 0 {
+			w.planHeader(dirfd, ent, pl, ro)
+		}
 		return
 	}
 	defer cf.Close()

@@ -7,9 +7,12 @@
 // mount without an authentication error, and every range fsck reports as bad
 // is exactly a range the mount would answer with EIO.
 //
-// The vault is never modified: backing files and directories are opened
+// Check never modifies the vault: backing files and directories are opened
 // read-only (O_NOATIME where permitted), through directory file descriptors
-// as internal/backing does, and nothing is written under CIPHERDIR.
+// as internal/backing does, and nothing is written under CIPHERDIR. Repair
+// (repair.go) is the one function that writes: it removes what an
+// interrupted operation left behind and rebuilds what can be rebuilt
+// without guessing.
 package fsck
 
 import (
@@ -170,6 +173,16 @@ const SalvageReportName = ".encryptfs-salvage-report.txt"
 // failures that stop the walk (CIPHERDIR unreadable, salvage directory
 // unusable, ctx cancelled; then the partial Report is returned too).
 func Check(ctx context.Context, s *session.Session, opts Options) (*Report, error) {
+	w, err := check(ctx, s, opts, false)
+	if w == nil {
+		return nil, err
+	}
+	return w.rep, err
+}
+
+// check is Check; with plan, it also plans the fixes Repair makes
+// (walker.fixes). The walker is nil when the walk could not start.
+func check(ctx context.Context, s *session.Session, opts Options, plan bool) (*walker, error) {
 	cipherDir := s.Dir()
 	rootfd, err := backing.OpenRoot(cipherDir)
 	if err != nil {
@@ -182,6 +195,7 @@ func Check(ctx context.Context, s *session.Session, opts Options) (*Report, erro
 		progress: opts.Progress,
 		seen:     make(map[inodeKey]string),
 		start:    time.Now(),
+		plan:     plan,
 	}
 	if err := tree.ProbeXattrs(rootfd); errors.Is(err, tree.ErrNoXattrs) {
 		// One note, not a problem per file: a store without xattrs (an
@@ -218,9 +232,9 @@ func Check(ctx context.Context, s *session.Session, opts Options) (*Report, erro
 		}
 	}
 	if w.rep.Interrupted {
-		return w.rep, fmt.Errorf("fsck: interrupted: %w", ctx.Err())
+		return w, fmt.Errorf("fsck: interrupted: %w", ctx.Err())
 	}
-	return w.rep, nil
+	return w, nil
 }
 
 // finish fills the summary counts.

@@ -48,6 +48,10 @@ type walker struct {
 	// filesWithData and filesWithBad count non-empty files and those of
 	// them with bad chunks, for Report.Hints.
 	filesWithData, filesWithBad int64
+
+	// plan: Repair's walk, which also plans fixes (repairplan.go).
+	plan  bool
+	fixes []Fix
 }
 
 // progressEvery bounds how often Options.Progress is called.
@@ -97,10 +101,10 @@ type entry struct {
 // not salvaging or the copy could not be made).
 func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *destDir) {
 	w.rep.Summary.Dirs++
-	dirID, err := w.t.ReadDirID(dirfd)
-	if err != nil {
+	dirID, idErr := w.t.ReadDirID(dirfd)
+	if idErr != nil {
 		w.add(Problem{Kind: KindDirID, CipherPath: joinCipher(cipherRel, names.DirIDFile), PlainPath: plainRel,
-			Detail: fmt.Sprintf("directory ID unreadable, names in this directory cannot be decrypted: %v", err)})
+			Detail: fmt.Sprintf("directory ID unreadable, names in this directory cannot be decrypted: %v", idErr)})
 		dirID = nil
 	}
 	w.noteDirID(dirID, cipherRel, plainRel)
@@ -108,6 +112,9 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 	if err != nil {
 		w.add(Problem{Kind: KindIO, CipherPath: cipherRel, PlainPath: plainRel, Detail: fmt.Sprintf("list directory: %v", err)})
 		return
+	}
+	if idErr != nil && w.plan {
+		w.planDirID(dirfd, cipherRel, plainRel, ents, idErr)
 	}
 	slices.SortFunc(ents, func(a, b backing.Dirent) int { return strings.Compare(a.Name, b.Name) })
 	present := make(map[string]bool, len(ents))
@@ -143,11 +150,17 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 			continue
 		case isRoot && (bn == config.FileName+".tmp" || bn == config.BackupName+".tmp"):
 			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "config file left by an interrupted write; compare it with encryptfs.conf and remove it"})
+			w.planRemove(dirfd, cipherRel, bn, KindTemp, "remove the config left by an interrupted write (the vault opened with encryptfs.conf)")
 			continue
 		case names.IsSidecar(bn):
 			long := strings.TrimSuffix(bn, names.LongNameSuffix)
 			if !present[long] {
 				w.add(Problem{Kind: KindOrphanSidecar, CipherPath: at, Detail: "long-name sidecar without its entry " + long})
+				if !hasLongCopy(ents, long) {
+					// A sync tool's copy of the entry reads its name
+					// from this sidecar: then it stays.
+					w.planRemove(dirfd, cipherRel, bn, KindOrphanSidecar, "remove the long-name sidecar without an entry")
+				}
 			}
 			continue
 		case isLongSidecarCopy(bn):
@@ -158,6 +171,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 			continue
 		case strings.HasPrefix(bn, names.TempPrefix):
 			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "temporary entry left by an interrupted operation"})
+			w.planTemp(dirfd, cipherRel, bn)
 			continue
 		case names.IsReserved(bn) && !names.IsLongName(bn) && !tree.IsLongCopy(bn):
 			w.add(Problem{Kind: KindReserved, CipherPath: at, Detail: "unknown name in the reserved encryptfs.* namespace"})
@@ -192,6 +206,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 	for _, sc := range linkSidecars {
 		if !usedLinkSidecars[sc] {
 			w.add(Problem{Kind: KindOrphanSidecar, CipherPath: joinCipher(cipherRel, sc), Detail: "symlink target sidecar without a symlink that uses it"})
+			w.planRemove(dirfd, cipherRel, sc, KindOrphanSidecar, "remove the symlink target sidecar no symlink uses")
 		}
 	}
 	var xs []plainXattr

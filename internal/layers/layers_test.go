@@ -42,6 +42,7 @@ var rank = map[string]int{
 	"internal/cli":                        80,
 	"cmd/encryptfs":                       90,
 	"internal/fstest":                     -1, // test support: imported by tests only
+	"internal/crashsim":                   -1, // test support: crash-state replay
 	"internal/layers":                     -1,
 	"internal/crypto/internal/vectortest": -1, // test vectors loader
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
@@ -44,6 +45,11 @@ type Options struct {
 	// MaxKDFMemoryKiB bounds the Argon2id memory unlocking with a password
 	// may take (config.LimitKDFMemory); 0: no bound beyond kdf's own.
 	MaxKDFMemoryKiB uint64
+	// Backing makes every change the session's doors make to CIPHERDIR
+	// through internal/tree and the vault package (file contents, names,
+	// directory IDs, xattrs, fsyncs); nil: unobserved. Tests pass an FS
+	// with an Observer to record them (internal/crashsim).
+	Backing *backing.FS
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
@@ -71,6 +77,7 @@ type Session struct {
 	params config.Params
 	engine *core.Engine
 	tree   *tree.Tree
+	fs     *backing.FS
 
 	mu   sync.Mutex
 	keys *keys.Keys // nil after Close
@@ -92,7 +99,7 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	// the suite, built last, is never left behind unwiped (nothing after
 	// it can fail).
 	eo := o.engineOptions()
-	t, err := tree.New(k, eo.Rand)
+	t, err := tree.New(k, eo.Rand, o.Backing)
 	if err != nil {
 		k.Wipe()
 		return nil, err
@@ -102,7 +109,7 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 		k.Wipe()
 		return nil, fmt.Errorf("session: content suite: %w", err)
 	}
-	return &Session{dir: dir, params: p, engine: core.NewEngine(suite, eo), tree: t, keys: k}, nil
+	return &Session{dir: dir, params: p, engine: core.NewEngine(suite, eo), tree: t, fs: o.Backing, keys: k}, nil
 }
 
 // loadConfig returns o.Config or loads dir's config, with the KDF memory
@@ -174,6 +181,11 @@ func (s *Session) Engine() *core.Engine { return s.engine }
 
 // Tree returns the name tree: names, directory IDs, symlinks, xattrs.
 func (s *Session) Tree() *tree.Tree { return s.tree }
+
+// Backing returns Options.Backing: the doors make their own changes to
+// CIPHERDIR (file contents, fsyncs of a parent directory) through it. It
+// may be nil (unobserved), which is valid.
+func (s *Session) Backing() *backing.FS { return s.fs }
 
 // Close overwrites the session's copies of the subkeys and the content
 // suite's copies of its keys. The ciphers built from them keep their own key

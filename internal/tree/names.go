@@ -63,14 +63,22 @@ func (t *Tree) Name(dirID []byte, plain string) (Name, error) {
 // short name). created reports whether this call made it, so that a failed
 // create can remove it again; an existing sidecar with the right content is
 // accepted (it belongs to an existing entry of the same name).
+//
+// A sidecar it writes is durable when it returns (the file and dirfd are
+// fsynced): the entry the caller makes next must never outlive a crash
+// without it, since nothing else holds the encrypted name that the
+// entry's hashed name stands for (a long name without its sidecar is lost
+// for good). Found by internal/crashsim's replay ("untar": create and
+// mkdir of a long name, "renames": rename to a long name); it costs one
+// directory fsync per new long name.
 func (t *Tree) WriteSidecar(dirfd int, n Name) (created bool, err error) {
 	if !n.Long {
 		return false, nil
 	}
 	side := names.SidecarName(n.Backing)
-	err = backing.WriteFileAt(dirfd, side, []byte(n.Enc), 0o400)
+	err = t.fs.WriteFileAt(dirfd, side, []byte(n.Enc), 0o400)
 	if err == nil {
-		return true, nil
+		return true, t.syncSidecar(dirfd, n)
 	}
 	if !errors.Is(err, unix.EEXIST) {
 		return false, fmt.Errorf("tree: write long-name sidecar: %w", err)
@@ -81,13 +89,40 @@ func (t *Tree) WriteSidecar(dirfd int, n Name) (created bool, err error) {
 	}
 	// A stale or damaged sidecar: replace it (its hash-named entry can only
 	// ever belong to this encname).
-	if err := backing.Unlinkat(dirfd, side, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := t.fs.Unlinkat(dirfd, side, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return false, err
 	}
-	if err := backing.WriteFileAt(dirfd, side, []byte(n.Enc), 0o400); err != nil {
+	if err := t.fs.WriteFileAt(dirfd, side, []byte(n.Enc), 0o400); err != nil {
 		return false, fmt.Errorf("tree: write long-name sidecar: %w", err)
 	}
-	return true, nil
+	return true, t.syncSidecar(dirfd, n)
+}
+
+// syncSidecar makes the sidecar WriteSidecar just wrote durable (its data
+// is already: WriteFileAt fsyncs the file); on failure it removes it.
+func (t *Tree) syncSidecar(dirfd int, n Name) error {
+	if err := t.fs.Fsync(dirfd); err != nil {
+		t.RemoveSidecar(dirfd, n)
+		return fmt.Errorf("tree: write long-name sidecar: %w", err)
+	}
+	return nil
+}
+
+// removeEntrySidecar removes n's long-name sidecar after its entry was
+// removed from or renamed out of dirfd; entryDir is the directory whose
+// fsync makes that removal durable (dirfd, or a rename's target). The
+// fsync comes first: if the sidecar's removal survived a crash that the
+// entry's did not, the entry's name would be lost for good (found by
+// internal/crashsim's replay: "untar" remove, "renames" rename of a long
+// name). Costs one directory fsync per long name removed.
+func (t *Tree) removeEntrySidecar(dirfd int, n Name, entryDir int) error {
+	if !n.Long {
+		return nil
+	}
+	if err := t.fs.Fsync(entryDir); err != nil {
+		return err
+	}
+	return t.RemoveSidecar(dirfd, n)
 }
 
 // RemoveSidecar removes the long-name sidecar of n (nothing for a short
@@ -96,7 +131,7 @@ func (t *Tree) RemoveSidecar(dirfd int, n Name) error {
 	if !n.Long {
 		return nil
 	}
-	err := backing.Unlinkat(dirfd, names.SidecarName(n.Backing), 0)
+	err := t.fs.Unlinkat(dirfd, names.SidecarName(n.Backing), 0)
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}

@@ -28,7 +28,7 @@ func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
 			t.RemoveSidecar(dirfd, n)
 		}
 	}
-	if err := backing.Mkdirat(dirfd, n.Backing, 0o700); err != nil {
+	if err := t.fs.Mkdirat(dirfd, n.Backing, 0o700); err != nil {
 		undo()
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
 			return err
 		}
 		defer backing.Close(sub)
-		if err := writeDirID(sub, id); err != nil {
+		if err := t.writeDirID(sub, id); err != nil {
 			return err
 		}
 		// In a set-group-ID directory the new directory inherits S_ISGID
@@ -47,7 +47,7 @@ func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
 			mode |= st.Mode & unix.S_ISGID
 		}
 		// The dirid entry must be durable before the directory is used.
-		return backing.Fsync(sub)
+		return t.fs.Fsync(sub)
 	}()
 	if err == nil {
 		err = backing.Fchmodat(dirfd, n.Backing, mode&0o7777)
@@ -60,10 +60,10 @@ func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
 	}
 	if err != nil {
 		if sub, oerr := backing.OpenSubdir(dirfd, n.Backing); oerr == nil {
-			backing.Unlinkat(sub, names.DirIDFile, 0)
+			t.fs.Unlinkat(sub, names.DirIDFile, 0)
 			backing.Close(sub)
 		}
-		backing.Unlinkat(dirfd, n.Backing, unix.AT_REMOVEDIR)
+		t.fs.Unlinkat(dirfd, n.Backing, unix.AT_REMOVEDIR)
 		undo()
 		return nil, fmt.Errorf("tree: mkdir: %w", err)
 	}
@@ -78,11 +78,11 @@ func (t *Tree) Rmdir(dirfd int, n Name) error {
 	if err != nil {
 		return err
 	}
-	if err := backing.Unlinkat(dirfd, n.Backing, unix.AT_REMOVEDIR); err != nil {
+	if err := t.fs.Unlinkat(dirfd, n.Backing, unix.AT_REMOVEDIR); err != nil {
 		restore()
 		return err
 	}
-	return t.RemoveSidecar(dirfd, n)
+	return t.removeEntrySidecar(dirfd, n, dirfd)
 }
 
 // emptyDir checks that backing directory name in dirfd holds nothing but its
@@ -108,7 +108,17 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 		return nil, err
 	}
 	if err == nil {
-		if err := backing.Unlinkat(sub, names.DirIDFile, 0); err != nil {
+		// The unlinks that emptied the directory must be durable before
+		// its ID goes: a crash that kept the dirid's removal and lost one
+		// of theirs would leave a name no ID decrypts any more (found by
+		// internal/crashsim's replay, "untar": rm of a file, then rmdir).
+		// What a crash can leave now is an empty directory without an ID,
+		// which fsck --repair gives a new one. One fsync per rmdir and
+		// per rename over a directory.
+		if err := t.fs.Fsync(sub); err != nil {
+			return nil, err
+		}
+		if err := t.fs.Unlinkat(sub, names.DirIDFile, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -117,7 +127,7 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 			return
 		}
 		if s, err := backing.OpenSubdir(dirfd, name); err == nil {
-			writeDirID(s, id)
+			t.writeDirID(s, id)
 			backing.Close(s)
 		}
 	}
@@ -137,13 +147,18 @@ func (t *Tree) UnlinkType(dirfd int, n Name, mode uint32) error {
 		target, err := backing.Readlinkat(dirfd, n.Backing)
 		longTarget = err == nil && target == longTargetMarker
 	}
-	if err := backing.Unlinkat(dirfd, n.Backing, 0); err != nil {
+	if err := t.fs.Unlinkat(dirfd, n.Backing, 0); err != nil {
 		return err
 	}
 	if longTarget {
+		// The unlink must be durable before the target's sidecar goes
+		// (see dropLinkSidecar).
+		if err := t.fs.Fsync(dirfd); err != nil {
+			return err
+		}
 		t.removeLinkSidecar(dirfd, n.Backing)
 	}
-	return t.RemoveSidecar(dirfd, n)
+	return t.removeEntrySidecar(dirfd, n, dirfd)
 }
 
 // Create creates and opens regular file n in dirfd exclusively, read-write
@@ -156,7 +171,7 @@ func (t *Tree) Create(dirfd int, n Name, flags int, mode uint32) (int, error) {
 		return -1, err
 	}
 	flags &^= unix.O_APPEND | unix.O_WRONLY | unix.O_RDONLY | unix.O_TRUNC | unix.O_CREAT | unix.O_EXCL
-	fd, err := backing.Openat(dirfd, n.Backing, flags|unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, mode&0o7777)
+	fd, err := t.fs.Openat(dirfd, n.Backing, flags|unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, mode&0o7777)
 	if err != nil {
 		if created {
 			t.RemoveSidecar(dirfd, n)
@@ -172,7 +187,7 @@ func (t *Tree) Mknod(dirfd int, n Name, mode uint32, dev uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := backing.Mknodat(dirfd, n.Backing, mode, dev); err != nil {
+	if err := t.fs.Mknodat(dirfd, n.Backing, mode, dev); err != nil {
 		if created {
 			t.RemoveSidecar(dirfd, n)
 		}
@@ -196,7 +211,7 @@ func (t *Tree) Link(oldfd int, oldN Name, newfd int, newN Name) error {
 	if err != nil {
 		return err
 	}
-	if err := backing.Linkat(oldfd, oldN.Backing, newfd, newN.Backing); err != nil {
+	if err := t.fs.Linkat(oldfd, oldN.Backing, newfd, newN.Backing); err != nil {
 		if created {
 			t.RemoveSidecar(newfd, newN)
 		}

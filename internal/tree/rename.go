@@ -73,9 +73,9 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 	if isLink(ost) {
 		err = t.moveSymlink(oldfd, oldID, oldN, &ost, newfd, newID, newN, flags)
 	} else {
-		err = backing.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, flags)
+		err = t.fs.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, flags)
 		if err == nil && newExists && isLink(nst) {
-			t.removeLinkSidecar(newfd, newN.Backing)
+			err = t.dropLinkSidecar(newfd, newN.Backing, newfd)
 		}
 	}
 	if err != nil {
@@ -85,7 +85,7 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 		}
 		return err
 	}
-	return t.RemoveSidecar(oldfd, oldN)
+	return t.removeEntrySidecar(oldfd, oldN, newfd)
 }
 
 // moveSymlink re-creates symlink oldN (backing stat ost, taken before its
@@ -99,11 +99,19 @@ func (t *Tree) moveSymlink(oldfd int, oldID []byte, oldN Name, ost *unix.Stat_t,
 	if err := t.placeSymlink(newfd, newID, newN, target, ost, flags&unix.RENAME_NOREPLACE); err != nil {
 		return err
 	}
-	if err := backing.Unlinkat(oldfd, oldN.Backing, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+	// The new link must be durable before the old one goes: else a
+	// crash could keep the unlink and lose the new link, and the symlink
+	// would be gone under both names (found by internal/crashsim's
+	// replay, "renames": a symlink moved to another directory). One
+	// directory fsync per symlink rename.
+	if err := t.fs.Fsync(newfd); err != nil {
+		return err
+	}
+	if err := t.fs.Unlinkat(oldfd, oldN.Backing, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
 	if ost.Size == int64(len(longTargetMarker)) {
-		t.removeLinkSidecar(oldfd, oldN.Backing)
+		return t.dropLinkSidecar(oldfd, oldN.Backing, oldfd)
 	}
 	return nil
 }
@@ -125,7 +133,7 @@ func (t *Tree) exchange(oldfd int, oldID []byte, oldN Name, ost *unix.Stat_t, ne
 			return err
 		}
 	}
-	if err := backing.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, unix.RENAME_EXCHANGE); err != nil {
+	if err := t.fs.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, unix.RENAME_EXCHANGE); err != nil {
 		return err
 	}
 	// Long-target sidecars are named after the backing name, so they stayed

@@ -52,7 +52,7 @@ func (t *Tree) Symlink(dirfd int, dirID []byte, n Name, target string) error {
 			return err
 		}
 	}
-	if err := backing.Symlinkat(bt, dirfd, n.Backing); err != nil {
+	if err := t.fs.Symlinkat(bt, dirfd, n.Backing); err != nil {
 		if side && !errors.Is(err, unix.EEXIST) {
 			t.removeLinkSidecar(dirfd, n.Backing)
 		}
@@ -69,20 +69,44 @@ func (t *Tree) writeLinkSidecar(dirfd int, name string, blob []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := backing.WriteFileAt(dirfd, tmp, blob, 0o400); err != nil {
+	if err := t.fs.WriteFileAt(dirfd, tmp, blob, 0o400); err != nil {
 		return fmt.Errorf("tree: write symlink sidecar: %w", err)
 	}
-	if err := backing.Renameat2(dirfd, tmp, dirfd, meta.SymlinkSidecarName(name), 0); err != nil {
-		backing.Unlinkat(dirfd, tmp, 0)
+	if err := t.fs.Renameat2(dirfd, tmp, dirfd, meta.SymlinkSidecarName(name), 0); err != nil {
+		t.fs.Unlinkat(dirfd, tmp, 0)
 		return fmt.Errorf("tree: write symlink sidecar: %w", err)
 	}
+	// Durable before the symlink that needs it is made: a long-target
+	// symlink whose sidecar a crash lost has lost its target (found by
+	// internal/crashsim's replay, "untar": symlink with a long target).
+	if err := t.fs.Fsync(dirfd); err != nil {
+		return fmt.Errorf("tree: write symlink sidecar: %w", err)
+	}
+	return nil
+}
+
+// dropLinkSidecar removes the long-target sidecar of backing entry name
+// of dirfd, if there is one, after the change that made it unused (an
+// unlink or rename of the link in dirfd, a rename onto it) was made
+// durable by an fsync of syncfd: if the removal survived a crash that the
+// change did not, the old symlink would be back without its target (found
+// by internal/crashsim's replay, "renames"). A short-target link pays one
+// fstatat; a long one a directory fsync.
+func (t *Tree) dropLinkSidecar(dirfd int, name string, syncfd int) error {
+	if _, err := backing.Fstatat(dirfd, meta.SymlinkSidecarName(name)); err != nil {
+		return nil
+	}
+	if err := t.fs.Fsync(syncfd); err != nil {
+		return err
+	}
+	t.removeLinkSidecar(dirfd, name)
 	return nil
 }
 
 // removeLinkSidecar removes the long-target sidecar of backing entry name,
 // if there is one.
 func (t *Tree) removeLinkSidecar(dirfd int, name string) {
-	backing.Unlinkat(dirfd, meta.SymlinkSidecarName(name), 0)
+	t.fs.Unlinkat(dirfd, meta.SymlinkSidecarName(name), 0)
 }
 
 // Readlink decrypts the target of symlink n in dirfd (directory ID dirID).
@@ -139,20 +163,20 @@ func (t *Tree) placeSymlink(dirfd int, dirID []byte, n Name, target string, was 
 	if err != nil {
 		return err
 	}
-	if err := backing.Symlinkat(bt, dirfd, tmp); err != nil {
+	if err := t.fs.Symlinkat(bt, dirfd, tmp); err != nil {
 		return err
 	}
 	if err := keepLinkAttrs(dirfd, tmp, was); err != nil {
-		backing.Unlinkat(dirfd, tmp, 0)
+		t.fs.Unlinkat(dirfd, tmp, 0)
 		return err
 	}
-	if err := backing.Renameat2(dirfd, tmp, dirfd, n.Backing, flags); err != nil {
-		backing.Unlinkat(dirfd, tmp, 0)
+	if err := t.fs.Renameat2(dirfd, tmp, dirfd, n.Backing, flags); err != nil {
+		t.fs.Unlinkat(dirfd, tmp, 0)
 		return err
 	}
 	if !side {
 		// A replaced long-target symlink leaves its sidecar behind.
-		t.removeLinkSidecar(dirfd, n.Backing)
+		return t.dropLinkSidecar(dirfd, n.Backing, dirfd)
 	}
 	return nil
 }

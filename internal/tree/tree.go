@@ -45,13 +45,16 @@ type Tree struct {
 	links  *meta.Symlinks
 	xattrs *meta.Xattrs
 	rand   io.Reader
+	// fs makes every change to the backing store (nil: unobserved).
+	fs *backing.FS
 }
 
 // New builds the name, symlink and xattr ciphers from the vault's derived
 // subkeys k. rand (nil: crypto/rand) supplies directory IDs and the nonces
-// of symlinks and xattr values.
-func New(k *keys.Keys, rand io.Reader) (*Tree, error) {
-	t := &Tree{rand: rand}
+// of symlinks and xattr values. fsys makes every change the tree makes to
+// the backing store; nil makes them unobserved (see backing.FS).
+func New(k *keys.Keys, rand io.Reader, fsys *backing.FS) (*Tree, error) {
+	t := &Tree{rand: rand, fs: fsys}
 	if t.rand == nil {
 		t.rand = cryptorand.Reader
 	}
@@ -96,8 +99,8 @@ func (t *Tree) ReadDirID(dirfd int) ([]byte, error) {
 }
 
 // writeDirID stores id in dirfd: written as 0600, fsynced, then made 0400.
-func writeDirID(dirfd int, id []byte) error {
-	return backing.WriteFileAt(dirfd, names.DirIDFile, id, 0o400)
+func (t *Tree) writeDirID(dirfd int, id []byte) error {
+	return t.fs.WriteFileAt(dirfd, names.DirIDFile, id, 0o400)
 }
 
 // InitRoot gives a new vault's root directory (rootfd) its ID. It fails with
@@ -107,10 +110,10 @@ func (t *Tree) InitRoot(rootfd int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeDirID(rootfd, id); err != nil {
+	if err := t.writeDirID(rootfd, id); err != nil {
 		return nil, fmt.Errorf("tree: write root %s: %w", names.DirIDFile, err)
 	}
-	if err := backing.Fsync(rootfd); err != nil {
+	if err := t.fs.Fsync(rootfd); err != nil {
 		return nil, err
 	}
 	return id, nil

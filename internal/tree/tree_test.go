@@ -23,7 +23,7 @@ func newTestTree(t *testing.T) (*Tree, string, int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := New(k, nil)
+	tr, err := New(k, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func (t *Tree) SetXattr(fd int, objID []byte, name string, value []byte, flags i
 	if added && size > XattrListMax {
 		return fmt.Errorf("%w: %s", ErrXattrListFull, name)
 	}
-	if err := backing.Fsetxattr(fd, bn, blob, flags); err != nil {
+	if err := t.fs.Fsetxattr(fd, bn, blob, flags); err != nil {
 		return err
 	}
 	if added && size > XattrListMax-xattrListSlack {
@@ -75,7 +75,7 @@ func (t *Tree) SetXattr(fd int, objID []byte, name string, value []byte, flags i
 		// taken the room counted above: check again, and take back our
 		// attribute if the list no longer fits.
 		if _, err := backing.Flistxattr(fd); errors.Is(err, unix.E2BIG) {
-			if rerr := backing.Fremovexattr(fd, bn); rerr != nil {
+			if rerr := t.fs.Fremovexattr(fd, bn); rerr != nil {
 				return fmt.Errorf("tree: setxattr %s overflowed the xattr list and could not be undone: %w", name, rerr)
 			}
 			return fmt.Errorf("%w: %s", ErrXattrListFull, name)
@@ -123,7 +123,7 @@ func (t *Tree) RemoveXattr(fd int, objID []byte, name string) error {
 	if err != nil {
 		return err
 	}
-	return backing.Fremovexattr(fd, bn)
+	return t.fs.Fremovexattr(fd, bn)
 }
 
 // ListXattr returns the plaintext names of the object's xattrs. Backing

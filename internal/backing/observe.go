@@ -1,0 +1,245 @@
+package backing
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// Observing the backing store. The layers above (internal/tree for names,
+// directory IDs, symlinks and xattrs; the vault package and internal/config
+// for file contents, parent fsyncs and config rewrites) make every change
+// to CIPHERDIR through an *FS. An FS without an Observer is exactly the
+// free functions of this package; with one, each successful mutation and
+// each fsync barrier is reported, in the order it was made, so that a test
+// (internal/crashsim) can rebuild every state a crash could leave behind.
+// A nil *FS is valid and observes nothing.
+//
+// Not reported: chmod, chown and times (crash consistency of metadata is
+// not tested), reads, and every call made through the free functions
+// directly (the FUSE frontend's own calls in internal/forwardfs, fsck's
+// salvage and repair writes).
+
+// Op is the kind of an observed Event.
+type Op uint8
+
+// The observed operations.
+const (
+	// OpOpen: Openat of Dir/Name with Flags; it may have created the file
+	// (O_CREAT) or cut it (O_TRUNC).
+	OpOpen    Op = iota + 1
+	OpMkdir      // Mkdirat Dir/Name
+	OpSymlink    // Symlinkat Dir/Name -> Target
+	OpMknod      // Mknodat Dir/Name
+	OpLink       // Linkat Dir/Name to Dir2/Name2
+	OpUnlink     // Unlinkat Dir/Name; Flags holds unix.AT_REMOVEDIR for rmdir
+	OpRename     // Renameat2 Dir/Name to Dir2/Name2 with Flags
+	// OpWriteFile: WriteFileAt Dir/Name: created exclusively, Data written,
+	// fsynced (the file, not Dir).
+	OpWriteFile
+	OpWrite       // pwrite of Data at Off on Fd
+	OpTruncate    // ftruncate of Fd to Off
+	OpPunch       // punch hole of Len bytes at Off on Fd
+	OpSetxattr    // Fsetxattr Name = Data on Fd
+	OpRemovexattr // Fremovexattr Name on Fd
+	// OpFsync: fsync of Fd (a file or a directory), or, when Fd is -1, of
+	// directory entry Name of Dir ("" or "." for Dir itself).
+	OpFsync
+)
+
+// Event is one observed mutation or barrier. Which fields are set depends
+// on Op (see the Op constants); unused fds are -1. Data is the caller's
+// buffer: an Observer that keeps it must copy it.
+type Event struct {
+	Op     Op
+	Dir    int
+	Name   string
+	Dir2   int
+	Name2  string
+	Target string
+	Fd     int
+	Off    int64
+	Len    int64
+	Data   []byte
+	Flags  uint
+}
+
+// Observer sees every successful mutation and barrier made through an FS,
+// after the system call returned and before the FS method returns. It is
+// called from whatever goroutine made the call.
+type Observer interface {
+	Observe(Event)
+}
+
+// FS makes the changes to a backing store, reporting each to its Observer.
+// A nil *FS, or one without an Observer, reports nothing.
+type FS struct {
+	obs Observer
+}
+
+// NewFS returns an FS that reports to obs.
+func NewFS(obs Observer) *FS { return &FS{obs: obs} }
+
+func (f *FS) note(ev Event) {
+	if f != nil && f.obs != nil {
+		f.obs.Observe(ev)
+	}
+}
+
+// observed reports whether events are reported at all.
+func (f *FS) observed() bool { return f != nil && f.obs != nil }
+
+// Openat is the package's Openat, reported as OpOpen when flags may change
+// the file system (O_CREAT, O_TRUNC).
+func (f *FS) Openat(dirfd int, name string, flags int, mode uint32) (int, error) {
+	fd, err := Openat(dirfd, name, flags, mode)
+	if err == nil && flags&(unix.O_CREAT|unix.O_TRUNC) != 0 {
+		f.note(Event{Op: OpOpen, Dir: dirfd, Name: name, Dir2: -1, Fd: fd, Flags: uint(flags)})
+	}
+	return fd, err
+}
+
+// Mkdirat is the package's Mkdirat, reported as OpMkdir.
+func (f *FS) Mkdirat(dirfd int, name string, mode uint32) error {
+	err := Mkdirat(dirfd, name, mode)
+	if err == nil {
+		f.note(Event{Op: OpMkdir, Dir: dirfd, Name: name, Dir2: -1, Fd: -1})
+	}
+	return err
+}
+
+// Unlinkat is the package's Unlinkat, reported as OpUnlink.
+func (f *FS) Unlinkat(dirfd int, name string, flags int) error {
+	err := Unlinkat(dirfd, name, flags)
+	if err == nil {
+		f.note(Event{Op: OpUnlink, Dir: dirfd, Name: name, Dir2: -1, Fd: -1, Flags: uint(flags)})
+	}
+	return err
+}
+
+// Renameat2 is the package's Renameat2, reported as OpRename.
+func (f *FS) Renameat2(olddirfd int, oldname string, newdirfd int, newname string, flags uint) error {
+	err := Renameat2(olddirfd, oldname, newdirfd, newname, flags)
+	if err == nil {
+		f.note(Event{Op: OpRename, Dir: olddirfd, Name: oldname, Dir2: newdirfd, Name2: newname, Fd: -1, Flags: flags})
+	}
+	return err
+}
+
+// Linkat is the package's Linkat, reported as OpLink.
+func (f *FS) Linkat(olddirfd int, oldname string, newdirfd int, newname string) error {
+	err := Linkat(olddirfd, oldname, newdirfd, newname)
+	if err == nil {
+		f.note(Event{Op: OpLink, Dir: olddirfd, Name: oldname, Dir2: newdirfd, Name2: newname, Fd: -1})
+	}
+	return err
+}
+
+// Symlinkat is the package's Symlinkat, reported as OpSymlink.
+func (f *FS) Symlinkat(target string, dirfd int, name string) error {
+	err := Symlinkat(target, dirfd, name)
+	if err == nil {
+		f.note(Event{Op: OpSymlink, Dir: dirfd, Name: name, Dir2: -1, Fd: -1, Target: target})
+	}
+	return err
+}
+
+// Mknodat is the package's Mknodat, reported as OpMknod.
+func (f *FS) Mknodat(dirfd int, name string, mode uint32, dev uint64) error {
+	err := Mknodat(dirfd, name, mode, dev)
+	if err == nil {
+		f.note(Event{Op: OpMknod, Dir: dirfd, Name: name, Dir2: -1, Fd: -1, Flags: uint(mode)})
+	}
+	return err
+}
+
+// WriteFileAt is the package's WriteFileAt, reported as OpWriteFile.
+func (f *FS) WriteFileAt(dirfd int, name string, data []byte, mode uint32) error {
+	err := WriteFileAt(dirfd, name, data, mode)
+	if err == nil {
+		f.note(Event{Op: OpWriteFile, Dir: dirfd, Name: name, Dir2: -1, Fd: -1, Data: data})
+	}
+	return err
+}
+
+// Fsync is the package's Fsync, reported as OpFsync of fd.
+func (f *FS) Fsync(fd int) error {
+	err := Fsync(fd)
+	if err == nil {
+		f.note(Event{Op: OpFsync, Dir: -1, Dir2: -1, Fd: fd})
+	}
+	return err
+}
+
+// FsyncDirAt is the package's FsyncDirAt, reported as OpFsync of Dir/Name.
+func (f *FS) FsyncDirAt(dirfd int, name string) error {
+	err := FsyncDirAt(dirfd, name)
+	if err == nil {
+		f.note(Event{Op: OpFsync, Dir: dirfd, Name: name, Dir2: -1, Fd: -1})
+	}
+	return err
+}
+
+// Fsetxattr is the package's Fsetxattr, reported as OpSetxattr.
+func (f *FS) Fsetxattr(fd int, name string, value []byte, flags int) error {
+	err := Fsetxattr(fd, name, value, flags)
+	if err == nil {
+		f.note(Event{Op: OpSetxattr, Dir: -1, Dir2: -1, Fd: fd, Name: name, Data: value})
+	}
+	return err
+}
+
+// Fremovexattr is the package's Fremovexattr, reported as OpRemovexattr.
+func (f *FS) Fremovexattr(fd int, name string) error {
+	err := Fremovexattr(fd, name)
+	if err == nil {
+		f.note(Event{Op: OpRemovexattr, Dir: -1, Dir2: -1, Fd: fd, Name: name})
+	}
+	return err
+}
+
+// NewFile wraps fd like the package's NewFile; its writes, truncates,
+// punched holes and fsyncs are reported.
+func (f *FS) NewFile(fd int, st *unix.Stat_t) *ObservedFile {
+	return &ObservedFile{File: NewFile(fd, st), fs: f}
+}
+
+// ObservedFile is a File whose mutations an FS reports.
+type ObservedFile struct {
+	*File
+	fs *FS
+}
+
+// WriteAt writes p at off and reports OpWrite.
+func (o *ObservedFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := o.File.WriteAt(p, off)
+	if n > 0 && o.fs.observed() {
+		o.fs.note(Event{Op: OpWrite, Dir: -1, Dir2: -1, Fd: o.fd, Off: off, Data: p[:n]})
+	}
+	return n, err
+}
+
+// Truncate sets the size and reports OpTruncate.
+func (o *ObservedFile) Truncate(size int64) error {
+	err := o.File.Truncate(size)
+	if err == nil {
+		o.fs.note(Event{Op: OpTruncate, Dir: -1, Dir2: -1, Fd: o.fd, Off: size})
+	}
+	return err
+}
+
+// PunchHole punches [off, off+length) and reports OpPunch.
+func (o *ObservedFile) PunchHole(off, length int64) error {
+	err := o.File.PunchHole(off, length)
+	if err == nil && length > 0 {
+		o.fs.note(Event{Op: OpPunch, Dir: -1, Dir2: -1, Fd: o.fd, Off: off, Len: length})
+	}
+	return err
+}
+
+// Sync fsyncs the file and reports OpFsync.
+func (o *ObservedFile) Sync() error {
+	err := o.File.Sync()
+	if err == nil {
+		o.fs.note(Event{Op: OpFsync, Dir: -1, Dir2: -1, Fd: o.fd})
+	}
+	return err
+}

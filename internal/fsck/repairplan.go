@@ -1,0 +1,199 @@
+package fsck
+
+import (
+	"errors"
+	"io"
+	"path"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	"golang.org/x/sys/unix"
+)
+
+// Planning the fixes of Repair, during its check walk. Each plan records
+// the inode it was made for; Fix.apply refuses to act if the entry has
+// changed since.
+
+// addFix records a fix (only on Repair's walk).
+func (w *walker) addFix(f Fix) {
+	if w.plan {
+		w.fixes = append(w.fixes, f)
+	}
+}
+
+// planRemove plans to unlink regular file name of dirfd (at cipherRel).
+func (w *walker) planRemove(dirfd int, cipherRel, name string, kind Kind, action string) {
+	if !w.plan {
+		return
+	}
+	st, err := backing.Fstatat(dirfd, name)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return // only files EncryptFS writes: nothing planted is touched
+	}
+	w.addFix(Fix{Kind: kind, CipherPath: joinCipher(cipherRel, name), Action: action,
+		dir: cipherRel, name: name, action: fixRemove, ino: st.Ino})
+}
+
+// planTemp plans to remove a temporary entry: a file or symlink (a
+// sidecar or symlink being replaced when the crash came), or a directory
+// that holds at most a dirid.
+func (w *walker) planTemp(dirfd int, cipherRel, name string) {
+	if !w.plan {
+		return
+	}
+	st, err := backing.Fstatat(dirfd, name)
+	if err != nil {
+		return
+	}
+	f := Fix{Kind: KindTemp, CipherPath: joinCipher(cipherRel, name), dir: cipherRel, name: name, ino: st.Ino}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG, unix.S_IFLNK:
+		f.action, f.Action = fixRemove, "remove the temporary entry an interrupted operation left"
+	case unix.S_IFDIR:
+		sub, err := backing.OpenSubdir(dirfd, name)
+		if err != nil {
+			return
+		}
+		ents, err := backing.ReadDir(sub)
+		backing.Close(sub)
+		if err != nil || len(ents) > 1 || len(ents) == 1 && ents[0].Name != names.DirIDFile {
+			return
+		}
+		f.action, f.Action = fixRemoveDir, "remove the empty temporary directory an interrupted operation left"
+	default:
+		return
+	}
+	w.addFix(f)
+}
+
+// dirIDRebuildable reports whether entry e may be in a directory that gets
+// a new ID: nothing the lost ID could have named (the dirid itself; in the
+// root, the config files).
+func dirIDRebuildable(e string, isRoot bool) bool {
+	if e == names.DirIDFile {
+		return true
+	}
+	return isRoot && (e == config.FileName || e == config.BackupName)
+}
+
+// planDirID plans a new directory ID for the directory open as dirfd (at
+// cipherRel) whose ID could not be read (idErr), if it holds no entry the
+// lost ID could have named, and its dirid is missing or a regular file
+// (torn: a crash during mkdir, or after rmdir or a rename over it removed
+// it). A directory with entries keeps its problem: a new ID would not
+// decrypt them.
+func (w *walker) planDirID(dirfd int, cipherRel, plainRel string, ents []backing.Dirent, idErr error) {
+	if !errors.Is(idErr, tree.ErrCorruptDir) {
+		return
+	}
+	isRoot := cipherRel == "."
+	for _, e := range ents {
+		if !dirIDRebuildable(e.Name, isRoot) {
+			return
+		}
+	}
+	if st, err := backing.Fstatat(dirfd, names.DirIDFile); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return
+	}
+	self, err := backing.Fstat(dirfd)
+	if err != nil {
+		return
+	}
+	f := Fix{Kind: KindDirID, CipherPath: joinCipher(cipherRel, names.DirIDFile), PlainPath: plainRel,
+		Action: "write a new directory ID (the directory is empty, so no name depends on the lost one)",
+		action: fixDirID, ino: self.Ino}
+	if !isRoot {
+		f.dir, f.name = path.Dir(cipherRel), path.Base(cipherRel)
+	} else {
+		f.dir = "."
+	}
+	w.addFix(f)
+}
+
+// hasLongCopy reports whether a sync tool's copy of long-name entry long
+// is among ents (it reads its name from long's sidecar).
+func hasLongCopy(ents []backing.Dirent, long string) bool {
+	for _, e := range ents {
+		if l, _, ok := names.SplitLongForeign(e.Name); ok && l == long {
+			return true
+		}
+	}
+	return false
+}
+
+// planHeader plans to rebuild the header of a file whose header failed
+// (ro, at pl) when every chunk of the file authenticates under the file ID
+// the header holds. The flags are the engine's own choice (docs/format.md
+// §5.4): SPARSE only if the file has an all-zero chunk that reads as a
+// hole, none otherwise. A file without chunks is left alone: nothing would
+// show that the file ID is the file's.
+func (w *walker) planHeader(dirfd int, ent entry, pl place, ro *readOnly) {
+	if !w.plan || ent.foreign {
+		return
+	}
+	suite := w.eng.Suite()
+	fi, err := ro.Stat()
+	if err != nil || fi.Size() <= content.HeaderSize {
+		return
+	}
+	var raw [content.HeaderSize]byte
+	if _, err := ro.ReadAt(raw[:], 0); err != nil {
+		return
+	}
+	var h content.Header
+	copy(h.FileID[:], raw[4:20])
+	for _, flags := range []uint16{0, content.FlagSparse} {
+		h.Flags = flags
+		hdr := suite.MarshalHeader(h)
+		if !readsWith(w.eng, ro, hdr) {
+			continue
+		}
+		action := "rebuild the header from the file ID it holds (every chunk authenticates under it)"
+		if flags&content.FlagSparse != 0 {
+			action += " with SPARSE set: all-zero chunks of the file will read as holes"
+		}
+		w.addFix(Fix{Kind: KindHeader, CipherPath: pl.cipher, PlainPath: pl.plain, Action: action,
+			dir: path.Dir(pl.cipher), name: ent.backing, action: fixHeader, header: hdr, ino: ent.st.Ino})
+		return
+	}
+}
+
+// readsWith reports whether the whole file ro reads without an error when
+// its first 36 bytes are hdr.
+func readsWith(eng *core.Engine, ro *readOnly, hdr []byte) bool {
+	cf, err := eng.Open(&headerOverlay{readOnly: ro, hdr: hdr})
+	if err != nil {
+		return false
+	}
+	defer cf.Close()
+	size, err := cf.Size()
+	if err != nil {
+		return false
+	}
+	buf := make([]byte, min(size, readBatch))
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		n, err := cf.ReadAt(buf, off)
+		if err != nil && !(errors.Is(err, io.EOF) && off+int64(n) == size) {
+			return false
+		}
+	}
+	return true
+}
+
+// headerOverlay reads a readOnly file with its first bytes replaced.
+type headerOverlay struct {
+	*readOnly
+	hdr []byte
+}
+
+func (o *headerOverlay) ReadAt(p []byte, off int64) (int, error) {
+	n, err := o.readOnly.ReadAt(p, off)
+	if off < int64(len(o.hdr)) {
+		copy(p[:n], o.hdr[off:])
+	}
+	return n, err
+}
