@@ -138,6 +138,7 @@ func runServer(srv server, ready func() error, logger *log.Logger, mounted, moun
 		}
 	}
 	logger.Print(mounted)
+	defer startStatsFile(os.Getenv(statsFileEnv))()
 	srv.Wait()
 	logger.Printf("unmounted %s", mountPoint)
 	return nil
