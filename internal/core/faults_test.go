@@ -30,9 +30,11 @@ import (
 // After a failure the test salvages what reads (as a user would after the
 // EIO) and goes on from there, so one run meets many faults.
 func TestFaultInjection(t *testing.T) {
-	seeds := uint64(6)
-	if testing.Short() {
-		seeds = 2
+	seeds := []uint64{1, 2, 3, 4, 5, 6}
+	if testing.Short() || raceEnabled {
+		// Two seeds keep -race fast; these two met a torn header write
+		// that the engine once reported as a success.
+		seeds = []uint64{4, 5}
 	}
 	for _, cfg := range []struct {
 		name          string
@@ -43,14 +45,14 @@ func TestFaultInjection(t *testing.T) {
 		{"sequential/reserve", false, true, 4 << 10, 10},
 		{"parallel/reserve", true, true, 4 << 10, 10},
 	} {
-		for seed := uint64(1); seed <= seeds; seed++ {
+		for _, seed := range seeds {
 			t.Run(fmt.Sprintf("%s/seed%d", cfg.name, seed), func(t *testing.T) {
 				opts := sequential(seed)
 				if cfg.par {
 					opts = parallel(seed)
 				}
 				e := NewEngine(newTestSuite(t, content.AES256GCM, cfg.chunk), opts)
-				h := &faultRun{t: t, e: e, b: newFaultBacking(seed, 0.04, cfg.reserve), maxSize: int64(cfg.chunks * cfg.chunk)}
+				h := &faultRun{t: t, e: e, b: newFaultBacking(seed, 0.04, cfg.reserve), maxSize: int64(cfg.chunks * cfg.chunk), bigWrites: true}
 				h.run(seed, 400)
 				t.Logf("%d operations failed on purpose, %d succeeded despite a fault", h.failed, h.survived)
 			})
@@ -66,6 +68,9 @@ type faultRun struct {
 	f       *File
 	ref     []byte // the acknowledged content
 	maxSize int64
+	// bigWrites: now and then a write larger than the engine's window
+	// (1 MiB, 4 MiB on the parallel path, where they are pipelined).
+	bigWrites bool
 
 	failed, survived int
 }
@@ -166,12 +171,13 @@ func (h *faultRun) run(seed uint64, ops int) {
 		case 11:
 			// Rarely, a write larger than a parallel engine's 4 MiB window,
 			// so that its pipelined backing writes fail too.
-			if r.IntN(8) != 0 {
+			if !h.bigWrites || r.IntN(8) != 0 {
 				h.b.reset(false)
 				continue
 			}
 			big := int64(5<<20) + r.Int64N(cs)
-			p := randomBytes(r, int(big))
+			p := make([]byte, big)
+			rand.NewChaCha8([32]byte{byte(op), byte(seed)}).Read(p)
 			desc = fmt.Sprintf("WriteAt(%d bytes at 0)", big)
 			_, err = h.f.WriteAt(p, 0)
 			fo = failedOp{0, big, func(i int64) byte { return p[i] }}
@@ -272,6 +278,10 @@ func (h *faultRun) check(f *File, fo *failedOp, where string) []byte {
 			if !touched {
 				t.Fatalf("%s: chunk %d, untouched by the failed operation, fails: %v", where, i, err)
 			}
+			continue
+		}
+		if start+int64(len(buf)) <= int64(len(h.ref)) && bytes.Equal(buf, h.ref[start:start+int64(len(buf))]) {
+			copy(salvage[start:], buf)
 			continue
 		}
 		for j, c := range buf {
