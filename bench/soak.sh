@@ -12,9 +12,9 @@
 #   shared   write its own 4 KiB slots of one shared file and read random
 #            slots of everyone's, checking each is a whole slot or zeros
 #   xattr    set, read back and remove user xattrs on its own files
-# Every 10 s it samples the daemon's RSS (VmRSS), open fds (/proc/PID/fd)
-# and goroutines (the daemon writes them to $ENCRYPTFS_STATS_FILE when that
-# is set). At the end it checks every byte every worker left, unmounts,
+# Every 10 s it samples the daemon's RSS (VmRSS), open fds (/proc/PID/fd),
+# goroutines and live Go heap (the daemon writes those two to
+# $ENCRYPTFS_STATS_FILE when that is set). At the end it checks every byte every worker left, unmounts,
 # mounts again and checks them all once more. It fails if a check fails, a
 # worker hangs, the daemon dies, or a figure keeps growing (see
 # keeps_growing below).
@@ -277,12 +277,12 @@ check_xattr() {
 
 # ---- samples ----
 
-sample() { # prints: seconds rss_kib fds goroutines
-	local rss fds gor
+sample() { # prints: seconds rss_kib fds goroutines heap_live_kib
+	local rss fds gor heap
 	rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$DAEMON_PID/status" 2>/dev/null) || rss=""
 	fds=$(find "/proc/$DAEMON_PID/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
-	gor=$(awk '{print $2}' "$WORK/stats" 2>/dev/null) || gor=""
-	echo "$SECONDS ${rss:-0} $fds ${gor:-0}"
+	read -r _ gor _ heap <"$WORK/stats" 2>/dev/null || gor="" heap=""
+	echo "$SECONDS ${rss:-0} $fds ${gor:-0} $(((${heap:-0} + 1023) / 1024))"
 }
 
 # keeps_growing COLUMN THRESHOLD: reads samples (after warm-up: the first
@@ -309,8 +309,8 @@ keeps_growing() {
 
 note "idle baseline"
 sleep 2
-read -r _ RSS0 FDS0 GOR0 < <(sample)
-echo "baseline: rss ${RSS0} KiB, fds ${FDS0}, goroutines ${GOR0}" >&2
+read -r _ RSS0 FDS0 GOR0 HEAP0 < <(sample)
+echo "baseline: rss ${RSS0} KiB, heap ${HEAP0} KiB, fds ${FDS0}, goroutines ${GOR0}" >&2
 
 note "running $WORKERS workers for ${DURATION}s"
 END=$((SECONDS + DURATION))
@@ -331,7 +331,7 @@ next=$SECONDS
 while [ $SECONDS -lt "$END" ]; do
 	if [ $SECONDS -ge $next ]; then
 		sample >>"$WORK/samples"
-		tail -1 "$WORK/samples" | awk '{printf "t=%4ds rss %7d KiB  fds %4d  goroutines %5d\n", $1, $2, $3, $4}' >&2
+		tail -1 "$WORK/samples" | awk '{printf "t=%4ds rss %7d KiB  heap %7d KiB  fds %4d  goroutines %5d\n", $1, $2, $5, $3, $4}' >&2
 		next=$((next + SAMPLE))
 	fi
 	kill -0 "$DAEMON_PID" 2>/dev/null || { fail "the daemon died: $(tail -5 "$WORK/daemon.log")"; break; }
@@ -368,11 +368,12 @@ check_all
 sync
 if [ "$(id -u)" = 0 ]; then echo 2 >/proc/sys/vm/drop_caches; fi
 sleep $((SAMPLE > 3 ? 3 : SAMPLE))
-read -r _ RSS1 FDS1 GOR1 < <(sample)
-echo "idle after: rss ${RSS1} KiB, fds ${FDS1}, goroutines ${GOR1}" >&2
+read -r _ RSS1 FDS1 GOR1 HEAP1 < <(sample)
+echo "idle after: rss ${RSS1} KiB, heap ${HEAP1} KiB, fds ${FDS1}, goroutines ${GOR1}" >&2
 [ "$FDS1" -le $((FDS0 + 8)) ] || fail "open fds did not come back: $FDS0 before, $FDS1 idle after"
 [ "$GOR1" -le $((GOR0 + 20)) ] || fail "goroutines did not come back: $GOR0 before, $GOR1 idle after"
 keeps_growing 2 "25%" && fail "RSS keeps growing: $(awk '{printf "%s ", $2}' "$WORK/samples")"
+keeps_growing 5 "25%" && fail "the Go heap keeps growing: $(awk '{printf "%s ", $5}' "$WORK/samples")"
 keeps_growing 3 16 && fail "open fds keep growing: $(awk '{printf "%s ", $3}' "$WORK/samples")"
 keeps_growing 4 50 && fail "goroutines keep growing: $(awk '{printf "%s ", $4}' "$WORK/samples")"
 
@@ -389,12 +390,13 @@ work_done=$(cat "$STATE"/untar.* 2>/dev/null | awk '{s += $1} END {print s + 0}'
 lines=$(cat "$STATE"/app.* 2>/dev/null | awk '{s += $1} END {print s + 0}')
 awk -v d="$DURATION" -v w="$WORKERS" -v u="$work_done" -v l="$lines" '
 	NR == 1 || $2 > rmax { rmax = $2 } NR == 1 || $3 > fmax { fmax = $3 } NR == 1 || $4 > gmax { gmax = $4 }
-	{ rl = $2; fl = $3; gl = $4 }
+	NR == 1 || $5 > hmax { hmax = $5 }
+	{ rl = $2; fl = $3; gl = $4; hl = $5 }
 	END {
 		printf "soak: %ds, %d workers: %d untar rounds, %d fsync appends\n", d, w, u, l
-		printf "soak: samples %d; RSS max %d KiB (last %d); fds max %d (last %d); goroutines max %d (last %d)\n", NR, rmax, rl, fmax, fl, gmax, gl
+		printf "soak: samples %d; RSS max %d KiB (last %d); Go heap live max %d KiB (last %d); fds max %d (last %d); goroutines max %d (last %d)\n", NR, rmax, rl, hmax, hl, fmax, fl, gmax, gl
 	}' "$WORK/samples"
-echo "soak: idle before/after: rss ${RSS0}/${RSS1} KiB, fds ${FDS0}/${FDS1}, goroutines ${GOR0}/${GOR1}"
+echo "soak: idle before/after: rss ${RSS0}/${RSS1} KiB, heap ${HEAP0}/${HEAP1} KiB, fds ${FDS0}/${FDS1}, goroutines ${GOR0}/${GOR1}"
 if [ -n "${SOAK_SAMPLES:-}" ]; then cp "$WORK/samples" "$SOAK_SAMPLES"; fi
 if [ -s "$WORK/fail" ]; then
 	echo "soak: FAIL" >&2

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"time"
 )
 
@@ -14,20 +15,29 @@ import (
 // listener, keeps the daemon free of a network port and of net/http.
 const statsFileEnv = "ENCRYPTFS_STATS_FILE"
 
-// startStatsFile writes "goroutines N" to path once a second until stop is
-// called; with path empty it does nothing. The file is replaced whole
-// (rename), so a reader never sees half a line.
+// startStatsFile writes "goroutines N heaplive B" to path once a second
+// until stop is called; with path empty it does nothing. heaplive is the
+// Go heap still reachable at the last GC: unlike RSS it does not include
+// memory the runtime has freed but not yet returned, so it is the figure
+// that shows a leak. The file is replaced whole (rename), so a reader
+// never sees half a line.
 func startStatsFile(path string) (stop func()) {
 	if path == "" {
 		return func() {}
 	}
 	done := make(chan struct{})
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	go func() {
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
 			tmp := path + ".tmp"
-			if os.WriteFile(tmp, fmt.Appendf(nil, "goroutines %d\n", runtime.NumGoroutine()), 0o644) == nil {
+			metrics.Read(live)
+			var heap uint64
+			if live[0].Value.Kind() == metrics.KindUint64 {
+				heap = live[0].Value.Uint64()
+			}
+			if os.WriteFile(tmp, fmt.Appendf(nil, "goroutines %d heaplive %d\n", runtime.NumGoroutine(), heap), 0o644) == nil {
 				os.Rename(tmp, path)
 			}
 			select {

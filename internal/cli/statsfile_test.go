@@ -21,7 +21,7 @@ func TestStatsFile(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if !regexp.MustCompile(`^goroutines [1-9][0-9]*\n$`).Match(b) {
+	if !regexp.MustCompile(`^goroutines [1-9][0-9]* heaplive [0-9]+\n$`).Match(b) {
 		t.Fatalf("stats file: %q", b)
 	}
 	startStatsFile("")() // off: no file, no goroutine
