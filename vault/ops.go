@@ -40,15 +40,35 @@ func (v *Vault) stat(name string) (fs.FileInfo, error) {
 }
 
 // BadEntriesError lists backing entries of a directory whose names do not
-// decrypt (foreign files, sync-conflict copies, tampered names). ReadDir
-// returns it together with every entry that did decrypt.
+// decrypt (foreign files, sync-conflict copies, tampered names), and
+// entries whose names decrypt but which cannot be described (a symlink
+// whose target fails authentication, a file of an impossible size).
+// ReadDir returns it together with every entry it could list, so that one
+// damaged entry does not hide its siblings.
 type BadEntriesError struct {
 	Dir     string
-	Backing []string // backing names
+	Backing []string     // backing names
+	Failed  []EntryError // plaintext names with their errors
+}
+
+// EntryError is an entry of a directory that could not be listed.
+type EntryError struct {
+	Name string // plaintext name
+	Err  error  // an *fs.PathError
 }
 
 func (e *BadEntriesError) Error() string {
-	return "vault: " + e.Dir + ": entries that do not decrypt: " + strings.Join(e.Backing, ", ")
+	msg := "vault: " + e.Dir + ": "
+	if len(e.Backing) > 0 {
+		msg += "entries that do not decrypt: " + strings.Join(e.Backing, ", ")
+	}
+	for i, f := range e.Failed {
+		if i > 0 || len(e.Backing) > 0 {
+			msg += "; "
+		}
+		msg += f.Err.Error()
+	}
+	return msg
 }
 
 // Unwrap makes errors.Is(err, ErrCorrupt) true.
@@ -67,22 +87,23 @@ func (v *Vault) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, pathErr("readdir", name, err)
 	}
 	out := make([]fs.DirEntry, 0, len(ents))
+	be := &BadEntriesError{Dir: name}
 	for _, e := range ents {
 		fi, err := v.statEntry(entryRef{parent: d, name: e.Name})
 		if errors.Is(err, unix.ENOENT) {
 			continue // removed while listing
 		}
 		if err != nil {
-			return nil, pathErr("readdir", path.Join(name, e.Name.Plain), err)
+			be.Failed = append(be.Failed, EntryError{e.Name.Plain, pathErr("readdir", path.Join(name, e.Name.Plain), err)})
+			continue
 		}
 		out = append(out, dirEntry{fi})
 	}
 	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	if len(bad) > 0 {
-		be := &BadEntriesError{Dir: name}
-		for _, b := range bad {
-			be.Backing = append(be.Backing, b.Backing)
-		}
+	for _, b := range bad {
+		be.Backing = append(be.Backing, b.Backing)
+	}
+	if len(be.Backing) > 0 || len(be.Failed) > 0 {
 		return out, be
 	}
 	return out, nil

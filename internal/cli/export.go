@@ -131,6 +131,9 @@ func (e *exporter) dir(name, dest string, fi fs.FileInfo) error {
 		for _, b := range bad.Backing {
 			e.p.report(path.Join(name, b), fmt.Errorf("backing entry does not decrypt (foreign, conflict copy or tampered), not exported: %w", vault.ErrCorrupt))
 		}
+		for _, f := range bad.Failed {
+			e.p.report(path.Join(name, f.Name), fmt.Errorf("not exported: %w", f.Err))
+		}
 	} else if err != nil {
 		return err
 	}

@@ -48,6 +48,9 @@ func (a *App) listDir(v *vault.Vault, dir string, long, recursive bool, p *probl
 		for _, b := range bad.Backing {
 			p.report(path.Join(dir, b), fmt.Errorf("backing entry does not decrypt (foreign, conflict copy or tampered): %w", vault.ErrCorrupt))
 		}
+		for _, f := range bad.Failed {
+			p.report(path.Join(dir, f.Name), f.Err)
+		}
 	} else if err != nil {
 		p.report(dir, err)
 		return

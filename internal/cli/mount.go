@@ -175,6 +175,7 @@ func serveMounted(srv server, stop func(), ready func() error, logger *log.Logge
 		}
 	}
 	logger.Print(mounted)
+	defer startStatsFile(os.Getenv(statsFileEnv))()
 	srv.Wait()
 	logger.Printf("unmounted %s", mountPoint)
 	return nil

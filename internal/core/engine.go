@@ -35,6 +35,15 @@
 // never fail (docs/format.md, "Crash consistency"; internal/crashsim
 // replays it).
 //
+// A failing backing (EIO, ENOSPC, EDQUOT, EINTR, short writes: see
+// TestFaultInjection) is not a crash either: the request fails with the
+// backing's error, chunks it did not write read as before, and a chunk it
+// left half-written fails authentication, never reads as other bytes. The
+// header is the one write whose damage would lose the whole file, so a
+// header rewrite (SPARSE set or cleared) that fails puts the header in use
+// back at once; only if that fails too is the file left unopenable, and
+// the request then reports the error instead of a success.
+//
 // A full disk is not a crash: the engine is still running and must leave a
 // readable file. A write that grows the file first reserves the backing
 // space it stores past the file's end (fallocate KEEP_SIZE), so ENOSPC

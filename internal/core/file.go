@@ -107,10 +107,9 @@ func (f *File) prepareHeader(withHoles bool) error {
 		}
 		h := f.hdr
 		h.Flags |= content.FlagSparse
-		if err := writeFullAt(f.b, f.e.suite.MarshalHeader(h), 0); err != nil {
+		if _, err := f.writeHeader(h); err != nil {
 			return err
 		}
-		f.hdr = h
 		// The flag must be durable before the first hole exists: after a
 		// power loss the backing file system may keep the hole (a punch
 		// or a truncate is metadata, journaled) and lose the 36-byte
@@ -135,15 +134,34 @@ func (f *File) prepareHeader(withHoles bool) error {
 		return fmt.Errorf("core: file key: %w", err)
 	}
 	if err := writeFullAt(f.b, f.e.suite.MarshalHeader(h), 0); err != nil {
+		// A header written in part would leave a file too short or too
+		// damaged to open ever again; the file was empty, so empty it is.
+		f.b.Truncate(0)
 		return err
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
 	return nil
 }
 
+// writeHeader replaces the stored header of a file that has one with h.
+// The header is the one part of a file whose damage loses all of it (no
+// chunk opens without its file ID), and a header write can fail part way
+// (a short write, EIO), so on failure the header in use is written back at
+// once: kept reports that this worked, and the file is as before. If it
+// did not, the file fails to open until repaired, and err says so.
+func (f *File) writeHeader(h content.Header) (kept bool, err error) {
+	if err := writeFullAt(f.b, f.e.suite.MarshalHeader(h), 0); err != nil {
+		return writeFullAt(f.b, f.e.suite.MarshalHeader(f.hdr), 0) == nil, err
+	}
+	f.hdr = h
+	return false, nil
+}
+
 // clearSparse drops the SPARSE flag of a file without holes (after
 // truncate to 0, or once its last hole is filled: holes.go), narrowing the
-// residual hole risk described in docs/format.md §5.4.
+// residual hole risk described in docs/format.md §5.4. A write that fails
+// but leaves the old header in place is no error: SPARSE stays set, the
+// weaker but readable state.
 func (f *File) clearSparse() error {
 	if !f.sparse() {
 		return nil
@@ -158,10 +176,9 @@ func (f *File) clearSparse() error {
 	}
 	h := f.hdr
 	h.Flags &^= content.FlagSparse
-	if err := writeFullAt(f.b, f.e.suite.MarshalHeader(h), 0); err != nil {
+	if kept, err := f.writeHeader(h); err != nil && !kept {
 		return err
 	}
-	f.hdr = h
 	return nil
 }
 
@@ -252,12 +269,11 @@ func (f *File) undoGrow(oldSize int64, hadHeader bool) bool {
 
 // restoreHeader writes back the header h a failed write had replaced (to
 // set SPARSE), once the file is back at its old size, so that a failed
-// write leaves the flag as it was. If that fails too, SPARSE stays set:
-// the weaker, but readable, state.
+// write leaves the flag as it was. If that fails, writeHeader has put the
+// SPARSE header back, the weaker but readable state (or the write's error,
+// which the caller returns, stands for a damaged header too).
 func (f *File) restoreHeader(h content.Header) {
-	if writeFullAt(f.b, f.e.suite.MarshalHeader(h), 0) == nil {
-		f.hdr = h
-	}
+	f.writeHeader(h)
 }
 
 // afterFailedWrite is called when a backing write failed part way: the tail

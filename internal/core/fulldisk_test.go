@@ -112,3 +112,65 @@ func TestFullDiskUndo(t *testing.T) {
 		})
 	}
 }
+
+// headerTearBacking tears the next header write: it stores the first 10
+// bytes and fails with EIO, once, as a short write followed by an error.
+type headerTearBacking struct {
+	*MemBacking
+	armed bool
+}
+
+func (b *headerTearBacking) WriteAt(p []byte, off int64) (int, error) {
+	if b.armed && off == 0 {
+		b.armed = false
+		b.MemBacking.WriteAt(p[:10], off)
+		return 10, syscall.EIO
+	}
+	return b.MemBacking.WriteAt(p, off)
+}
+
+// TestTornHeaderWrite: a header write that fails part way never leaves a
+// file that can no longer be opened behind a request that succeeded, nor
+// turns an empty file into one that cannot be opened. Clearing SPARSE after
+// the last hole is filled puts the old header back (the write succeeds,
+// SPARSE stays set); the first header of an empty file is taken back.
+func TestTornHeaderWrite(t *testing.T) {
+	const cs = 4 << 10
+	suite := newTestSuite(t, content.AES256GCM, cs)
+	e := NewEngine(suite, sequential(21))
+	r := rand.New(rand.NewPCG(21, 21))
+
+	t.Run("clearing SPARSE", func(t *testing.T) {
+		b := &headerTearBacking{MemBacking: NewMemBacking()}
+		f, _ := e.Open(b)
+		tail := randomBytes(r, 100)
+		mustWrite(t, f, tail, 2*cs) // chunks 0 and 1 are holes: SPARSE
+		head := randomBytes(r, 2*cs)
+		b.armed = true
+		n, err := f.WriteAt(head, 0) // fills the last hole: clears SPARSE
+		f.Close()
+		g, oerr := e.Open(NewMemBackingFrom(b.Bytes()))
+		if oerr != nil {
+			t.Fatalf("WriteAt = %d, %v; then the file does not open: %v", n, err, oerr)
+		}
+		got, rerr := readAll(g)
+		if err == nil && (rerr != nil || !bytes.Equal(got, append(head, tail...))) {
+			t.Fatalf("WriteAt succeeded, then reads %d bytes, %v", len(got), rerr)
+		}
+	})
+	t.Run("first header", func(t *testing.T) {
+		b := &headerTearBacking{MemBacking: NewMemBacking(), armed: true}
+		f, _ := e.Open(b)
+		if _, err := f.WriteAt([]byte("x"), 0); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("WriteAt = %v, want EIO", err)
+		}
+		f.Close()
+		g, err := e.Open(NewMemBackingFrom(b.Bytes()))
+		if err != nil {
+			t.Fatalf("an empty file whose first write failed does not open: %v", err)
+		}
+		if size, _ := g.Size(); size != 0 {
+			t.Fatalf("size %d, want 0", size)
+		}
+	})
+}

@@ -29,15 +29,16 @@ const maxSeekHints = 4
 
 // afterWrite updates the hole tracking after a successful write planned by
 // p, and clears SPARSE when the write filled the file's last hole. Called
-// with mu held for writing.
-func (f *File) afterWrite(p *writePlan) {
+// with mu held for writing. It fails only when clearing SPARSE left a
+// damaged header (checkHoles).
+func (f *File) afterWrite(p *writePlan) error {
 	if !f.sparse() {
-		return
+		return nil
 	}
 	if p.holesTo > p.holesFrom {
 		f.dense = min(f.dense, p.holesFrom)
 		f.hole, f.holeKnown = p.holesFrom, true
-		return
+		return nil
 	}
 	if p.runStart <= f.dense {
 		f.dense = max(f.dense, p.last+1)
@@ -45,18 +46,22 @@ func (f *File) afterWrite(p *writePlan) {
 	if f.holeKnown && p.written(f.hole) {
 		f.holeKnown = false
 	}
-	f.checkHoles()
+	return f.checkHoles()
 }
 
 // checkHoles clears SPARSE if no hole is known and none is found. A failed
-// header write leaves the flag set (the weaker but safe state).
-func (f *File) checkHoles() {
+// header write that puts the old header back leaves the flag set (the
+// weaker but safe state) and is no error; one that leaves the header
+// damaged is returned, so the request that got here does not report a
+// success the file cannot be opened to see.
+func (f *File) checkHoles() error {
 	if f.holeKnown || !f.sparse() {
-		return
+		return nil
 	}
 	if f.size == 0 || !f.findHole() {
-		f.clearSparse()
+		return f.clearSparse()
 	}
+	return nil
 }
 
 // forgetHoles drops the tracking (after a failed write or a shrink).

@@ -72,8 +72,7 @@ func (f *File) shrink(size int64) error {
 	if f.holeKnown && f.hole >= newLast {
 		f.holeKnown = false
 	}
-	f.checkHoles()
-	return nil
+	return f.checkHoles()
 }
 
 // cutTo makes the file size bytes long (size > 0, not beyond the stored

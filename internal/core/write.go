@@ -70,8 +70,7 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		return err
 	}
 	f.size = newSize
-	f.afterWrite(&pl)
-	return nil
+	return f.afterWrite(&pl)
 }
 
 // store seals and writes the chunks of plan pl for p at off, and caches the

@@ -83,10 +83,10 @@ func (t *Tree) NewDirID() ([]byte, error) {
 // ReadDirID reads the ID of the open backing directory dirfd. A missing,
 // oversized or non-regular encryptfs.dirid (a FIFO planted there must not
 // hang the caller: backing.ReadFileAt opens it non-blocking and checks its
-// type) is ErrCorruptDir.
+// type; a symlink is refused by O_NOFOLLOW with ELOOP) is ErrCorruptDir.
 func (t *Tree) ReadDirID(dirfd int) ([]byte, error) {
 	id, err := backing.ReadFileAt(dirfd, names.DirIDFile, names.DirIDSize)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, backing.ErrTooBig) || errors.Is(err, backing.ErrNotRegular) {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, backing.ErrTooBig) || errors.Is(err, backing.ErrNotRegular) {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptDir, err)
 	}
 	if err != nil {

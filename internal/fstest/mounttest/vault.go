@@ -48,8 +48,15 @@ func (v *Vault) Session(t testing.TB) *session.Session {
 // test fails.
 func NewVault(t testing.TB, mod func(*mount.Options)) *Vault {
 	t.Helper()
+	return NewVaultIn(t, t.TempDir(), mod)
+}
+
+// NewVaultIn is NewVault with CIPHERDIR in cipher, an empty directory
+// (such as a FaultyDir view).
+func NewVaultIn(t testing.TB, cipher string, mod func(*mount.Options)) *Vault {
+	t.Helper()
 	fstest.RequireFUSE(t)
-	v := &Vault{Cipher: t.TempDir(), Mnt: t.TempDir(), Log: &SyncWriter{}}
+	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}}
 	v.Logger = log.New(v.Log, "", 0)
 	s := v.Session(t)
 	v.Tree = s.Tree()
