@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -179,6 +181,65 @@ func TestTamperV1(t *testing.T) {
 		}
 	})
 
+	// §11 "Deletion": a backing file removed by the storage is simply
+	// absent; the directory lists without it and fsck finds nothing wrong.
+	// Not detected.
+	t.Run("file-deletion", func(t *testing.T) {
+		v, dir := newTestVault(t)
+		for _, n := range []string{"keep", "gone"} {
+			if err := v.WriteFile(n, []byte(n), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Remove(backingPath(t, v, dir, "gone")); err != nil {
+			t.Fatal(err)
+		}
+		if got := listNames(t, v, "."); strings.Join(got, ",") != "keep" {
+			t.Fatalf("v1 documents a deleted file as silently absent: lists %q", got)
+		}
+		if _, err := v.Stat("gone"); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("deleted file: %v, want not-exist", err)
+		}
+		assertFsckClean(t, v)
+	})
+
+	// §11 "Rollback" of a directory: the backing directory replaced by an
+	// older copy of itself (its set of entries as it was) lists the old
+	// set, a removed entry back and a new one gone. Not detected.
+	t.Run("directory-rollback", func(t *testing.T) {
+		v, dir := newTestVault(t)
+		if err := v.Mkdir("d", 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.WriteFile("d/old", []byte("old"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		bd := backingPath(t, v, dir, "d")
+		snap := filepath.Join(t.TempDir(), "snap")
+		if out, err := exec.Command("cp", "-a", bd, snap).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v: %s", err, out)
+		}
+		if err := v.Remove("d/old"); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.WriteFile("d/new", []byte("new"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(bd); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("cp", "-a", snap, bd).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v: %s", err, out)
+		}
+		if got := listNames(t, v, "d"); strings.Join(got, ",") != "old" {
+			t.Fatalf("v1 documents a rolled-back directory as listing its old entries: %q", got)
+		}
+		if got, err := v.ReadFile("d/old"); err != nil || string(got) != "old" {
+			t.Fatalf("rolled-back entry: %q, %v", got, err)
+		}
+		assertFsckClean(t, v)
+	})
+
 	// §11 "Location (entry swap)": two files' backing names swapped in one
 	// directory: names and contents swap together. Not detected.
 	t.Run("file-swap-in-directory", func(t *testing.T) {
@@ -237,6 +298,34 @@ func TestTamperV1(t *testing.T) {
 			t.Fatalf("chunk from another file: %v, want ErrCorrupt", err)
 		}
 	})
+}
+
+// listNames lists directory name of v, sorted.
+func listNames(t *testing.T, v *Vault, name string) []string {
+	t.Helper()
+	ents, err := v.ReadDir(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	sort.Strings(got)
+	return got
+}
+
+// assertFsckClean fails unless fsck reports no problem: the attack left
+// nothing a v1 check could see.
+func assertFsckClean(t *testing.T, v *Vault) {
+	t.Helper()
+	rep, err := fsck.Check(context.Background(), v.sess, fsck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 0 {
+		t.Fatalf("v1 documents this attack as invisible to fsck, which reports %+v", rep.Problems)
+	}
 }
 
 // backingPath is the absolute backing path of plaintext name.
