@@ -49,8 +49,9 @@ func (a *App) newProgress(op string, asJSON bool) *progress {
 	case isTerminal(a.Stderr):
 		p.bar = progressbar.NewOptions64(-1,
 			progressbar.OptionSetWriter(a.Stderr),
-			progressbar.OptionSetDescription(op),
+			progressbar.OptionSetDescription(op+":"),
 			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowCount(),
 			progressbar.OptionUseIECUnits(true),
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionSetElapsedTime(true),
@@ -78,6 +79,7 @@ func (p *progress) setTotals(files, bytes int64) {
 	}
 	p.totalFiles, p.totalBytes = files, bytes
 	if p.bar != nil {
+		p.bar.Describe(p.describe())
 		p.bar.ChangeMax64(max(bytes, 1))
 	}
 	p.update(true)
@@ -132,7 +134,7 @@ func (p *progress) finish() {
 
 func (p *progress) update(force bool) {
 	if p.bar != nil {
-		p.bar.Describe(fmt.Sprintf("%s: %d/%d files", p.op, p.files, p.totalFiles))
+		p.bar.Describe(p.describe())
 		p.bar.Set64(p.bytes)
 		return
 	}
@@ -140,6 +142,11 @@ func (p *progress) update(force bool) {
 		p.last = now
 		p.writeJSON(false)
 	}
+}
+
+// describe is the bar's label: "export: 3/10 files".
+func (p *progress) describe() string {
+	return fmt.Sprintf("%s: %d/%d files", p.op, p.files, p.totalFiles)
 }
 
 func (p *progress) writeJSON(done bool) {
