@@ -111,6 +111,9 @@ func (a *App) newRootCommand() *cobra.Command {
 		writeHelp(c.OutOrStdout(), c)
 	})
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if c == root {
+			return usageErrorf("%v", err)
+		}
 		return usageErrorf("%s: %v", c.Name(), err)
 	})
 	root.AddGroup(commandGroups()...)
