@@ -1,6 +1,7 @@
-// Package cli is the encryptfs command line: one file per subcommand. It is
-// the only package that prints to the user, and it maps every error to one
-// of the exit codes documented in docs/cli.md.
+// Package cli is the encryptfs command line: one file per subcommand,
+// registered in commands.go and parsed by spf13/cobra. It is the only
+// package that prints to the user, and it maps every error to one of the
+// exit codes documented in docs/cli.md.
 package cli
 
 import (
@@ -10,7 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // Version is this build's version, written to new configs as their Creator.
@@ -28,10 +30,9 @@ type App struct {
 	// that passwd can read an old and a new password from two lines.
 	stdinLines *bufio.Reader
 
-	// describe, when set, receives each command's flag set at parse time
-	// and the command stops there: completion and man pages are generated
-	// from the very flag sets the commands parse with.
-	describe func(fs *flagSet, minPos, maxPos int)
+	// cmdArgs are the running command's arguments (after the command name,
+	// single-dash spellings rewritten): mount hands them to its daemon child.
+	cmdArgs []string
 
 	// kdfDefaults and memAvailableKiB, when set (by tests), replace the
 	// built-in KDF defaults and the reading of the machine's available
@@ -47,36 +48,9 @@ func Main(args []string) int {
 	return a.Run(args)
 }
 
-// command is one subcommand.
-type command struct {
-	name    string
-	summary string
-	run     func(a *App, args []string) error
-}
-
-func commands() []command {
-	return []command{
-		{"init", "create a new vault in an empty directory", (*App).cmdInit},
-		{"mount", "mount a vault (daemonizes unless -f)", (*App).cmdMount},
-		{"unmount", "unmount a mounted vault", (*App).cmdUnmount},
-		{"passwd", "change a vault's password", (*App).cmdPasswd},
-		{"info", "show a vault's parameters (no secrets)", (*App).cmdInfo},
-		{"fsck", "check a vault's integrity offline (optionally salvage)", (*App).cmdFsck},
-		{"ls", "list a vault's directory without mounting", (*App).cmdLs},
-		{"cat", "print files of a vault without mounting", (*App).cmdCat},
-		{"export", "decrypt a vault (or part of it) into a plain directory", (*App).cmdExport},
-		{"import", "encrypt a plain file or directory into a vault", (*App).cmdImport},
-		{"encrypt-path", "print the backing path of a plaintext path", (*App).cmdEncryptPath},
-		{"decrypt-path", "print the plaintext path of a backing path", (*App).cmdDecryptPath},
-		{"version", "print the version", (*App).cmdVersion},
-		{"completion", "print a bash or zsh completion script", (*App).cmdCompletion},
-		{"man", "print the encryptfs(1) manual page (roff)", (*App).cmdMan},
-	}
-}
-
 // Run executes args (without the program name) and returns the exit code.
 func (a *App) Run(args []string) int {
-	err := a.dispatch(args)
+	err := a.execute(args)
 	if err == nil {
 		return ExitOK
 	}
@@ -87,46 +61,28 @@ func (a *App) Run(args []string) int {
 	return code
 }
 
-func (a *App) dispatch(args []string) error {
+// execute resolves the command, rewrites legacy spellings (args.go) and
+// lets cobra parse and run it.
+func (a *App) execute(args []string) error {
+	root := a.newRootCommand()
 	if len(args) == 0 {
-		a.usage(a.Stderr)
+		writeUsage(a.Stderr, root)
 		return usageErrorf("no command given")
 	}
-	name := args[0]
-	switch name {
-	case "-h", "-help", "--help", "help":
-		a.usage(a.Stdout)
+	argv, err := a.resolveArgs(root, args)
+	if err != nil {
+		return err
+	}
+	root.SetArgs(argv)
+	_, err = root.ExecuteC()
+	return err
+}
+
+func (a *App) newVersionCommand() *cobra.Command {
+	cmd := newCommand("version", "", 0, 0, groupOther, "print the version")
+	cmd.RunE = func(*cobra.Command, []string) error {
+		fmt.Fprintf(a.Stdout, "encryptfs %s\n", Version)
 		return nil
-	case "-V", "--version":
-		return a.cmdVersion(nil)
 	}
-	for _, c := range commands() {
-		if c.name == name {
-			return c.run(a, args[1:])
-		}
-	}
-	// mount.fuse3 (fstab type fuse.encryptfs) runs "encryptfs CIPHERDIR
-	// MOUNTPOINT -o OPTIONS": treat two leading paths as a mount.
-	if len(args) >= 2 && !strings.HasPrefix(args[0], "-") && !strings.HasPrefix(args[1], "-") {
-		if fi, err := os.Stat(args[0]); err == nil && fi.IsDir() {
-			return a.cmdMount(args)
-		}
-	}
-	return usageErrorf("unknown command %q (see encryptfs --help)", name)
-}
-
-func (a *App) usage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: encryptfs COMMAND [flags] ARGS\n\nCommands:\n")
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintf(w, "\nRun \"encryptfs COMMAND -h\" for a command's flags. Exit codes: docs/cli.md.\n")
-}
-
-func (a *App) cmdVersion(args []string) error {
-	if _, err := a.newFlagSet("version", "").parse(args, 0, 0); err != nil {
-		return helpOK(err)
-	}
-	fmt.Fprintf(a.Stdout, "encryptfs %s\n", Version)
-	return nil
+	return cmd
 }

@@ -2,153 +2,242 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
-	"strconv"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
-func TestDescribeCommands(t *testing.T) {
-	specs := describeCommands()
-	if len(specs) != len(commands()) {
-		t.Fatalf("%d specs for %d commands", len(specs), len(commands()))
-	}
-	byName := map[string]cmdSpec{}
-	for _, s := range specs {
-		byName[s.name] = s
-	}
-	// Every command reached its flag parser (so its flags are documented)
-	// and spot checks of what the parsers define.
-	for _, tc := range []struct{ cmd, flag, arg string }{
-		{"mount", "passfile", "string"},
-		{"mount", "f", ""},
-		{"mount", "idle", "duration"},
-		{"init", "kdf-time", "n"},
-		{"unmount", "lazy", ""},
-		{"passwd", "new-extpass", "string"},
-	} {
-		found := false
-		for _, f := range byName[tc.cmd].flags {
-			if f.name == tc.flag {
-				found = true
-				if f.arg != tc.arg {
-					t.Errorf("%s %s: arg %q, want %q", tc.cmd, tc.flag, f.arg, tc.arg)
-				}
-			}
-		}
-		if !found {
-			t.Errorf("%s: flag %s not described", tc.cmd, tc.flag)
+func testRoot() *cobra.Command {
+	return (&App{Stdout: io.Discard, Stderr: io.Discard}).newRootCommand()
+}
+
+// TestHelpGroups: --help lists the commands by group and a command's
+// flags by section; hidden flags stay out.
+func TestHelpGroups(t *testing.T) {
+	r := run(t, "", "--help")
+	r.want(t, 0)
+	for _, want := range []string{"Vault commands:", "Mount commands:", "Offline tools (no FUSE):", "Other commands:", "-v, --version"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("encryptfs --help lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	for _, f := range byName["mount"].flags {
-		if strings.HasPrefix(f.name, "internal") {
-			t.Errorf("internal flag %s is documented", f.name)
+	for _, c := range testRoot().Commands() {
+		if !strings.Contains(r.stdout, "\n  "+c.Name()+" ") {
+			t.Errorf("encryptfs --help lacks command %s", c.Name())
 		}
 	}
-	if byName["cat"].argsUsage != "CIPHERDIR PATH..." {
-		t.Errorf("cat args %q", byName["cat"].argsUsage)
+	r = run(t, "", "mount", "--help")
+	r.want(t, 0)
+	last := -1
+	for _, section := range []string{"\nUnlock:\n", "\nMount:\n", "\nReverse mode:\n", "\nAdvanced:\n", "\nFlags:\n"} {
+		i := strings.Index(r.stdout, section)
+		if i < last {
+			t.Errorf("mount --help: section %q missing or out of order:\n%s", section, r.stdout)
+		}
+		last = i
+	}
+	for _, want := range []string{"--passfile FILE", "-f, --foreground", "-o, --options OPTIONS", "--exclude PATTERN", "--transport"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("mount --help lacks %q", want)
+		}
+	}
+	if strings.Contains(r.stdout, "internal") {
+		t.Errorf("mount --help shows a hidden flag:\n%s", r.stdout)
+	}
+	// The old spellings of help work too.
+	for _, args := range [][]string{{"mount", "-h"}, {"help", "mount"}, {"mount", "-help"}} {
+		if r2 := run(t, "", args...); r2.code != 0 || !strings.Contains(r2.stdout, "\nUnlock:\n") {
+			t.Errorf("%q: exit %d\n%s", args, r2.code, r2.stdout)
+		}
 	}
 }
 
-func TestManPageCurrent(t *testing.T) {
-	var buf bytes.Buffer
-	writeMan(&buf, describeCommands())
-	committed, err := os.ReadFile("../../docs/man/encryptfs.1")
+// TestSingleDashDeprecated: gocryptfs-style -flag still works on the real
+// binary, with one warning line; --flag warns nothing.
+func TestSingleDashDeprecated(t *testing.T) {
+	dir, _ := newVault(t, "pw")
+	r := run(t, "", "info", "-json", dir)
+	r.want(t, 0)
+	if r.stderr != "encryptfs: -json is deprecated, use --json\n" || !strings.HasPrefix(r.stdout, "{") {
+		t.Errorf("info -json: stderr %q, stdout %q", r.stderr, r.stdout)
+	}
+	r = run(t, "", "info", "--json", dir)
+	r.want(t, 0)
+	if r.stderr != "" {
+		t.Errorf("info --json: stderr %q", r.stderr)
+	}
+	pf := writePassfile(t, "pw")
+	r = run(t, "", "ls", "-passfile", pf, dir)
+	r.want(t, 0)
+	if r.stderr != "encryptfs: -passfile is deprecated, use --passfile\n" {
+		t.Errorf("ls -passfile: stderr %q", r.stderr)
+	}
+	// A wrong flag stays a usage error with one line.
+	r = run(t, "", "ls", "-passfle", pf, dir)
+	r.want(t, ExitUsage)
+	if strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+// TestManPagesCurrent: the committed docs/man pages are what cobra's
+// generator writes from the command tree (scripts/gen-docs.sh), page for
+// page; encryptfs man prints encryptfs(1) and man --dir writes the set.
+func TestManPagesCurrent(t *testing.T) {
+	pages, err := manPages(testRoot())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(buf.Bytes(), committed) {
-		t.Fatal("docs/man/encryptfs.1 is out of date: run scripts/gen-docs.sh and commit it")
+	committed := readManDir(t, "../../docs/man")
+	if !equalPages(pages, committed) {
+		t.Fatalf("docs/man is out of date (generated %s, committed %s): run scripts/gen-docs.sh and commit it",
+			pageNames(pages), pageNames(committed))
 	}
 	r := run(t, "", "man")
 	r.want(t, 0)
-	if r.stdout != buf.String() {
-		t.Fatal("encryptfs man differs from writeMan")
+	if r.stdout != string(pages["encryptfs.1"]) {
+		t.Fatal("encryptfs man differs from docs/man/encryptfs.1")
 	}
-	man := buf.String()
-	for _, s := range describeCommands() {
-		if !strings.Contains(man, `.SS "encryptfs `+roff(s.name)) {
-			t.Errorf("man page lacks command %s", s.name)
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "encryptfs-gone.1"), []byte("stale"), 0o644))
+	run(t, "", "man", "--dir", dir).want(t, 0)
+	if got := readManDir(t, dir); !equalPages(pages, got) {
+		t.Fatalf("man --dir wrote %s", pageNames(got))
+	}
+	for _, c := range testRoot().Commands() {
+		if !c.IsAvailableCommand() {
+			continue // help
 		}
-		for _, f := range s.flags {
-			if !strings.Contains(man, roff(f.dashed())) {
-				t.Errorf("man page lacks %s %s", s.name, f.dashed())
+		page, ok := pages["encryptfs-"+c.Name()+".1"]
+		if !ok {
+			t.Errorf("no page for %s", c.Name())
+			continue
+		}
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden && !bytes.Contains(page, []byte("--"+f.Name)) {
+				t.Errorf("encryptfs-%s.1 lacks --%s", c.Name(), f.Name)
 			}
-		}
-	}
-	for _, e := range exitCodeDocs {
-		if e.meaning == "" {
-			t.Errorf("exit code %d undocumented", e.code)
-		}
-	}
-}
-
-func TestCompletion(t *testing.T) {
-	for _, shell := range []string{"bash", "zsh"} {
-		t.Run(shell, func(t *testing.T) {
-			r := run(t, "", "completion", shell)
-			r.want(t, 0)
-			for _, s := range describeCommands() {
-				if !strings.Contains(r.stdout, s.name) {
-					t.Errorf("command %s missing", s.name)
-				}
-				for _, f := range s.flags {
-					if !strings.Contains(r.stdout, f.dashed()) {
-						t.Errorf("%s %s missing", s.name, f.dashed())
-					}
-				}
-			}
-			if sh, err := exec.LookPath(shell); err == nil {
-				if out, err := exec.Command(sh, "-n", "-c", r.stdout).CombinedOutput(); err != nil {
-					t.Fatalf("%s -n: %v\n%s", shell, err, out)
-				}
-			} else if shell == "bash" {
-				t.Fatal("bash not found")
+			if f.Hidden && bytes.Contains(page, []byte(f.Name)) {
+				t.Errorf("encryptfs-%s.1 shows hidden --%s", c.Name(), f.Name)
 			}
 		})
 	}
-	run(t, "", "completion", "fish").want(t, ExitUsage)
+	if bytes.Contains(pages["encryptfs.1"], []byte("Auto generated")) {
+		t.Error("the pages carry cobra's dated auto-generated tag")
+	}
+}
+
+func readManDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := map[string][]byte{}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[filepath.Base(n)] = b
+	}
+	return pages
+}
+
+func equalPages(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, page := range a {
+		if !bytes.Equal(page, b[name]) {
+			return false
+		}
+	}
+	return true
+}
+
+func pageNames(pages map[string][]byte) string {
+	var names []string
+	for n := range pages {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, " ")
+}
+
+// TestCompletion: cobra's scripts for the four shells, each non-empty and
+// naming the program; bash (and zsh, fish where installed) parse them.
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		t.Run(shell, func(t *testing.T) {
+			r := run(t, "", "completion", shell)
+			r.want(t, 0)
+			if len(r.stdout) < 500 || !strings.Contains(r.stdout, "encryptfs") {
+				t.Fatalf("script:\n%s", r.stdout)
+			}
+			check := map[string][]string{"bash": {"-n"}, "zsh": {"-n"}, "fish": {"--no-execute"}}[shell]
+			if check == nil {
+				return
+			}
+			sh, err := exec.LookPath(shell)
+			if err != nil {
+				if shell == "bash" {
+					t.Fatal("bash not found")
+				}
+				t.Logf("%s not installed: script not parsed", shell)
+				return
+			}
+			cmd := exec.Command(sh, check...)
+			cmd.Stdin = strings.NewReader(r.stdout)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s %v: %v\n%s", shell, check, err, out)
+			}
+		})
+	}
+	run(t, "", "completion", "tcsh").want(t, ExitUsage)
 	run(t, "", "completion").want(t, ExitUsage)
 }
 
-// TestBashCompletionWorks runs the bash script's function on command lines.
-func TestBashCompletionWorks(t *testing.T) {
-	script := run(t, "", "completion", "bash").stdout
+// TestCompletionWorks asks the binary what the scripts ask it at
+// completion time (encryptfs __complete ARGS...).
+func TestCompletionWorks(t *testing.T) {
 	for _, tc := range []struct {
-		words string
-		want  []string // all must be offered
-		not   string   // must not be offered
+		args []string
+		want []string // all must be offered
+		not  string   // must not be offered
+		dirs bool     // directive: directories only
 	}{
-		{"encryptfs mo", []string{"mount"}, "init"},
-		{"encryptfs mount --pass", []string{"--passfile"}, "--new-passfile"},
-		{"encryptfs passwd --new", []string{"--new-passfile", "--new-extpass"}, "--passfile"},
-		{"encryptfs unmount -", []string{"--lazy"}, "--passfile"},
-		{"encryptfs completion ", []string{"bash", "zsh"}, "mount"},
+		{[]string{"mo"}, []string{"mount"}, "init", false},
+		{[]string{"mount", "--pass"}, []string{"--passfile"}, "--new-passfile", false},
+		{[]string{"passwd", "--new"}, []string{"--new-passfile", "--new-extpass"}, "--passfile", false},
+		{[]string{"unmount", "--"}, []string{"--lazy"}, "--passfile", false},
+		{[]string{"mount", "--"}, []string{"--foreground"}, "--internal-notify-fd", false},
+		{[]string{"completion", ""}, []string{"bash", "zsh", "fish", "powershell"}, "mount", false},
+		{[]string{"mount", ""}, nil, "--passfile", true},
+		{[]string{"mount", "a", ""}, nil, "", true},
 	} {
-		t.Run(tc.words, func(t *testing.T) {
-			words := strings.Fields(tc.words)
-			if strings.HasSuffix(tc.words, " ") {
-				words = append(words, "")
-			}
-			var quoted []string
-			for _, w := range words {
-				quoted = append(quoted, "'"+w+"'")
-			}
-			prog := script + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\n" +
-				"COMP_CWORD=" + strconv.Itoa(len(words)-1) + "\n_encryptfs\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
-			out, err := exec.Command("bash", "-c", prog).CombinedOutput()
-			if err != nil {
-				t.Fatalf("bash: %v\n%s", err, out)
-			}
-			got := "\n" + string(out)
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := run(t, "", append([]string{"__completeNoDesc"}, tc.args...)...)
+			r.want(t, 0)
+			got := "\n" + r.stdout
 			for _, w := range tc.want {
 				if !strings.Contains(got, "\n"+w+"\n") {
-					t.Errorf("%q not offered; got %q", w, out)
+					t.Errorf("%q not offered; got %q", w, r.stdout)
 				}
 			}
-			if strings.Contains(got, "\n"+tc.not+"\n") {
-				t.Errorf("%q offered; got %q", tc.not, out)
+			if tc.not != "" && strings.Contains(got, "\n"+tc.not+"\n") {
+				t.Errorf("%q offered; got %q", tc.not, r.stdout)
+			}
+			// ":16" is cobra's ShellCompDirectiveFilterDirs.
+			if isDirs := strings.Contains(got, "\n:16\n"); isDirs != tc.dirs {
+				t.Errorf("directories only: %v, want %v; got %q", isDirs, tc.dirs, r.stdout)
 			}
 		})
 	}

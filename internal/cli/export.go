@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/spf13/cobra"
 	"io/fs"
 	"os"
 	"path"
@@ -14,51 +15,77 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func (a *App) cmdExport(args []string) error {
-	fs := a.newFlagSet("export", "CIPHERDIR DESTDIR [PATH]")
+func (a *App) newExportCommand() *cobra.Command {
+	cmd := newCommand("export", "CIPHERDIR DESTDIR [PATH]", 2, 3, groupOffline, "decrypt a vault (or part of it) into a plain directory", dirArg, dirArg, vaultArg)
+	fs := cmd.Flags()
 	var vf vaultFlags
 	vf.register(fs)
-	pos, err := fs.parse(args, 2, 3)
-	if err != nil {
-		return helpOK(err)
+	asJSON := fs.Bool("json", false, "print progress as JSON lines on stderr")
+	flagGroup(fs, groupOutput, "json")
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		src := ""
+		if len(pos) == 3 {
+			src = pos[2]
+		}
+		dest := pos[1]
+		if err := prepareEmptyDir(dest); err != nil {
+			return withCode(ExitError, fmt.Errorf("export: DESTDIR: %w", errors.Unwrap(err)))
+		}
+		v, err := a.openVault(pos[0], vf)
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+		fi, err := v.Stat(src)
+		if err != nil {
+			return err
+		}
+		prog := a.newProgress("export", *asJSON)
+		if prog != nil {
+			prog.setTotals(vaultTotals(v, src, fi))
+		}
+		p := &problems{a: a, cmd: "export", progress: prog}
+		target := dest
+		if !fi.IsDir() {
+			target = filepath.Join(dest, path.Base(src))
+		}
+		e := exporter{v: v, p: p, progress: prog}
+		e.entry(src, target, fi)
+		e.finishDirs()
+		prog.finish()
+		if p.failed == 0 {
+			fmt.Fprintf(a.Stderr, "encryptfs: exported %d files, %d directories, %d symlinks to %s\n", e.files, e.dirs, e.links, dest)
+		}
+		return p.result()
 	}
-	src := ""
-	if len(pos) == 3 {
-		src = pos[2]
-	}
-	dest := pos[1]
-	if err := prepareEmptyDir(dest); err != nil {
-		return withCode(ExitError, fmt.Errorf("export: DESTDIR: %w", errors.Unwrap(err)))
-	}
-	v, err := a.openVault(pos[0], vf)
-	if err != nil {
-		return err
-	}
-	defer v.Close()
-	fi, err := v.Stat(src)
-	if err != nil {
-		return err
-	}
-	p := &problems{a: a, cmd: "export"}
-	target := dest
-	if !fi.IsDir() {
-		target = filepath.Join(dest, path.Base(src))
-	}
-	e := exporter{v: v, p: p}
-	e.entry(src, target, fi)
-	e.finishDirs()
-	if p.failed == 0 {
-		fmt.Fprintf(a.Stderr, "encryptfs: exported %d files, %d directories, %d symlinks to %s\n", e.files, e.dirs, e.links, dest)
-	}
-	return p.result()
+	return cmd
 }
 
 // exporter copies plaintext out of a vault.
 type exporter struct {
 	v                  *vault.Vault
 	p                  *problems
+	progress           *progress
 	files, dirs, links int
 	dirTimes           []dirTime // set after the directories' contents
+}
+
+// vaultTotals counts the regular files and their bytes under name, for
+// the progress bar's totals (entries that cannot be read count nothing).
+func vaultTotals(v *vault.Vault, name string, fi fs.FileInfo) (files, bytes int64) {
+	switch {
+	case fi.Mode().IsRegular():
+		return 1, fi.Size()
+	case fi.IsDir():
+		ents, _ := v.ReadDir(name)
+		for _, ent := range ents {
+			if info, err := ent.Info(); err == nil {
+				f, b := vaultTotals(v, path.Join(name, ent.Name()), info)
+				files, bytes = files+f, bytes+b
+			}
+		}
+	}
+	return files, bytes
 }
 
 type dirTime struct {
@@ -154,7 +181,7 @@ func (e *exporter) file(name, dest string, fi fs.FileInfo) error {
 	if err != nil {
 		return err
 	}
-	_, err = copyBuffer(out, in)
+	_, err = copyBuffer(progressWriter(out, e.progress), in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -163,6 +190,7 @@ func (e *exporter) file(name, dest string, fi fs.FileInfo) error {
 		return err
 	}
 	e.files++
+	e.progress.fileDone()
 	e.copyXattrs(name, dest)
 	return errors.Join(chownLike(dest, fi), os.Chmod(dest, fi.Mode().Perm()|fi.Mode()&(fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky)),
 		os.Chtimes(dest, time.Time{}, fi.ModTime()))

@@ -5,17 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/spf13/cobra"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/session"
-	"golang.org/x/term"
 )
 
 // ExitFsckProblems is fsck's exit code when the check ran and found
@@ -30,97 +28,99 @@ const ExitFsckProblems = 26
 // It exits 0 when the vault is clean (after --repair: when nothing is left
 // to repair or report), ExitFsckProblems when problems were found (all
 // listed on stdout), and the usual codes when it cannot run.
-func (a *App) cmdFsck(args []string) error {
-	fs := a.newFlagSet("fsck", "CIPHERDIR")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	salvage := fs.String("salvage", "", "copy everything readable into this directory (missing or empty) as plaintext")
-	repair := fs.Bool("repair", false, "fix in place what an interrupted operation left (temporary files, orphaned sidecars, a lost directory ID of an empty directory, a torn header whose chunks authenticate), printing each change first; refused while the vault is mounted")
+func (a *App) newFsckCommand() *cobra.Command {
+	cmd := newCommand("fsck", "CIPHERDIR", 1, 1, groupOffline, "check a vault's integrity offline (optionally salvage or repair)", dirArg)
+	fs := cmd.Flags()
 	var src passSource
-	fs.StringVar(&src.passfile, "passfile", "", "read the password from the first line of this file")
-	fs.StringVar(&src.extpass, "extpass", "", "run this program for the password")
-	useMasterKey := fs.Bool("masterkey", false, "read the master key from stdin instead of a password")
-	pos, err := fs.parse(args, 1, 1)
-	if err != nil {
-		return helpOK(err)
-	}
-	dir, err := filepath.Abs(pos[0])
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
-	if *repair && *salvage != "" {
-		return usageErrorf("fsck: --repair and --salvage do not go together: salvage first, then repair")
-	}
-	if *repair {
-		// The mount keeps its own view (open files, cached names): a
-		// repair under it could remove a temporary entry it is using.
-		if mnt := mountedAt(dir); mnt != "" {
-			return errorfCode(ExitCipherDir, "fsck: %s is mounted on %s; unmount it before --repair", dir, mnt)
+	passSourceFlags(fs, &src, "password")
+	useMasterKey := new(bool)
+	masterKeyFlag(fs, useMasterKey, "read the master key from stdin instead of a password")
+	salvage := fs.String("salvage", "", "copy everything readable into `DEST` (missing or empty) as plaintext")
+	mustMark(cobra.MarkFlagDirname(fs, "salvage"))
+	repair := fs.Bool("repair", false, "fix in place what an interrupted operation left (temporary files, orphaned sidecars, a lost directory ID of an empty directory, a torn header whose chunks authenticate), printing each change first; refused while the vault is mounted")
+	flagGroup(fs, "Salvage and repair", "salvage", "repair")
+	asJSON := fs.Bool("json", false, "print the report as JSON on stdout, and progress as JSON lines on stderr")
+	flagGroup(fs, groupOutput, "json")
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		dir, err := filepath.Abs(pos[0])
+		if err != nil {
+			return withCode(ExitUsage, err)
 		}
-	}
-	c, err := a.loadConfig(dir)
-	if err != nil {
-		return err
-	}
-	var secret []byte
-	if *useMasterKey {
-		if src != (passSource{}) {
-			return usageErrorf("fsck: --masterkey replaces the password; drop --passfile/--extpass")
+		if *repair && *salvage != "" {
+			return usageErrorf("fsck: --repair and --salvage do not go together: salvage first, then repair")
 		}
-		secret, err = a.readMasterKey()
-	} else {
-		secret, err = a.readPassword(src, "Password", false)
-	}
-	if err != nil {
-		return err
-	}
-	s, err := openSession(dir, c, secret, *useMasterKey)
-	clear(secret)
-	if errors.Is(err, config.ErrWrongPassword) {
-		return errorfCode(ExitWrongPassword, "wrong password, or the parameters in encryptfs.conf were edited "+
-			"(either makes the key unwrap fail); with the master key, fsck --masterkey checks the data without it")
-	}
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if *useMasterKey {
-		// A key that decrypts no name in the root is refused; other errors
-		// (a damaged root) are for fsck itself to report.
-		if _, err := checkMasterKey(s); err != nil && ExitCode(err) == ExitWrongPassword {
+		if *repair {
+			// The mount keeps its own view (open files, cached names): a
+			// repair under it could remove a temporary entry it is using.
+			if mnt := mountedAt(dir); mnt != "" {
+				return errorfCode(ExitCipherDir, "fsck: %s is mounted on %s; unmount it before --repair", dir, mnt)
+			}
+		}
+		c, err := a.loadConfig(dir)
+		if err != nil {
 			return err
 		}
-	}
-
-	// Ctrl-C stops the walk; what was found so far is still reported.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	opts := fsck.Options{Salvage: *salvage}
-	var bar *progressLine
-	if f, ok := a.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bar = &progressLine{w: f}
-		opts.Progress = bar.update
-	}
-	if *repair {
-		return a.fsckRepair(ctx, s, dir, *asJSON)
-	}
-	rep, checkErr := fsck.Check(ctx, s, opts)
-	bar.clear()
-	if rep == nil {
-		if errors.Is(checkErr, fsck.ErrSalvageDir) {
-			return withCode(ExitUsage, checkErr)
+		var secret []byte
+		if *useMasterKey {
+			if src != (passSource{}) {
+				return usageErrorf("fsck: --masterkey replaces the password; drop --passfile/--extpass")
+			}
+			secret, err = a.readMasterKey()
+		} else {
+			secret, err = a.readPassword(src, "Password", false)
 		}
-		return withCode(ExitCipherDir, checkErr)
+		if err != nil {
+			return err
+		}
+		s, err := openSession(dir, c, secret, *useMasterKey)
+		clear(secret)
+		if errors.Is(err, config.ErrWrongPassword) {
+			return errorfCode(ExitWrongPassword, "wrong password, or the parameters in encryptfs.conf were edited "+
+				"(either makes the key unwrap fail); with the master key, fsck --masterkey checks the data without it")
+		}
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if *useMasterKey {
+			// A key that decrypts no name in the root is refused; other errors
+			// (a damaged root) are for fsck itself to report.
+			if _, err := checkMasterKey(s); err != nil && ExitCode(err) == ExitWrongPassword {
+				return err
+			}
+		}
+
+		// Ctrl-C stops the walk; what was found so far is still reported.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		opts := fsck.Options{Salvage: *salvage}
+		if *repair {
+			return a.fsckRepair(ctx, s, dir, *asJSON)
+		}
+		prog := a.newProgress("fsck", *asJSON)
+		if prog != nil {
+			opts.Progress = prog.fsck
+		}
+		rep, checkErr := fsck.Check(ctx, s, opts)
+		prog.finish()
+		if rep == nil {
+			if errors.Is(checkErr, fsck.ErrSalvageDir) {
+				return withCode(ExitUsage, checkErr)
+			}
+			return withCode(ExitCipherDir, checkErr)
+		}
+		if err := a.writeFsckReport(rep, *asJSON); err != nil {
+			return err
+		}
+		switch {
+		case checkErr != nil:
+			return withCode(ExitError, checkErr)
+		case !rep.Clean:
+			return errorfCode(ExitFsckProblems, "fsck: %d problem(s) found in %s", len(rep.Problems), dir)
+		}
+		return nil
 	}
-	if err := a.writeFsckReport(rep, *asJSON); err != nil {
-		return err
-	}
-	switch {
-	case checkErr != nil:
-		return withCode(ExitError, checkErr)
-	case !rep.Clean:
-		return errorfCode(ExitFsckProblems, "fsck: %d problem(s) found in %s", len(rep.Problems), dir)
-	}
-	return nil
+	return cmd
 }
 
 // writeFsckReport prints a report as text or JSON.
@@ -171,48 +171,10 @@ func (a *App) fsckRepair(ctx context.Context, s *session.Session, dir string, as
 	return nil
 }
 
-// progressLine redraws one status line on a terminal.
-type progressLine struct {
-	w     io.Writer
-	drawn bool
-}
-
-// update draws "files a/b, X/Y MiB, ETA" in place.
-func (p *progressLine) update(pr fsck.Progress) {
-	line := fmt.Sprintf("fsck: %d/%d files, %s/%s", pr.Files, pr.TotalFiles, humanBytes(pr.Bytes), humanBytes(pr.TotalBytes))
-	if eta, ok := estimate(pr); ok {
-		line += ", ETA " + eta.Round(time.Second).String()
+// fsck takes the check's progress callbacks (totals from its prescan).
+func (p *progress) fsck(pr fsck.Progress) {
+	if p.totalFiles != pr.TotalFiles || p.totalBytes != pr.TotalBytes {
+		p.setTotals(pr.TotalFiles, pr.TotalBytes)
 	}
-	fmt.Fprintf(p.w, "\r\x1b[K%s", line)
-	p.drawn = true
-}
-
-// clear erases the line (nil-safe).
-func (p *progressLine) clear() {
-	if p != nil && p.drawn {
-		fmt.Fprint(p.w, "\r\x1b[K")
-	}
-}
-
-// estimate extrapolates the remaining time from the bytes done so far.
-func estimate(pr fsck.Progress) (time.Duration, bool) {
-	if pr.Bytes <= 0 || pr.Elapsed < time.Second || pr.TotalBytes < pr.Bytes {
-		return 0, false
-	}
-	rest := float64(pr.TotalBytes-pr.Bytes) / float64(pr.Bytes) * float64(pr.Elapsed)
-	return time.Duration(rest), true
-}
-
-// humanBytes renders a byte count with a binary unit.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	p.set(pr.Files, pr.Bytes)
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/encryptfs/encryptfs/vault"
 )
 
-// fsckRun calls cmdFsck directly (the command table entry is added in
-// cli.go separately) and returns the exit code and outputs.
+// fsckRun runs "fsck ARGS..." in process and returns the exit code and
+// outputs.
 func fsckRun(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	in, err := os.CreateTemp(t.TempDir(), "stdin")
@@ -25,11 +25,7 @@ func fsckRun(t *testing.T, stdin string, args ...string) result {
 	defer in.Close()
 	var out, errb bytes.Buffer
 	a := &App{Stdin: in, Stdout: &out, Stderr: &errb}
-	code := ExitOK
-	if err := a.cmdFsck(args); err != nil {
-		code = ExitCode(err)
-		errb.WriteString("encryptfs: " + userMessage(err) + "\n")
-	}
+	code := a.Run(append([]string{"fsck"}, args...))
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/spf13/cobra"
 	"io/fs"
 	"os"
 	"path"
@@ -13,57 +14,79 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func (a *App) cmdImport(args []string) error {
-	fs := a.newFlagSet("import", "CIPHERDIR SRC [DESTPATH]")
+func (a *App) newImportCommand() *cobra.Command {
+	cmd := newCommand("import", "CIPHERDIR SRC [DESTPATH]", 2, 3, groupOffline, "encrypt a plain file or directory into a vault", dirArg, fileArg, vaultArg)
+	fs := cmd.Flags()
 	var vf vaultFlags
 	vf.register(fs)
 	force := fs.Bool("force", false, "import even though the vault is mounted (the mount's caches may not see the new entries at once)")
-	pos, err := fs.parse(args, 2, 3)
-	if err != nil {
-		return helpOK(err)
-	}
-	dest := ""
-	if len(pos) == 3 {
-		dest = pos[2]
-	}
-	src := pos[1]
-	srcInfo, err := os.Lstat(src)
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	if mnt := mountedAt(pos[0]); mnt != "" && !*force {
-		return errorfCode(ExitCipherDir, "import: %s is mounted on %s; copy into the mount instead, or unmount it first", pos[0], mnt)
-	}
-	v, err := a.openVault(pos[0], vf)
-	if err != nil {
-		return err
-	}
-	defer v.Close()
-	if dest != "" {
-		if err := v.MkdirAll(dest, 0o755); err != nil {
+	asJSON := fs.Bool("json", false, "print progress as JSON lines on stderr")
+	flagGroup(fs, groupOutput, "json")
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		dest := ""
+		if len(pos) == 3 {
+			dest = pos[2]
+		}
+		src := pos[1]
+		srcInfo, err := os.Lstat(src)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		if mnt := mountedAt(pos[0]); mnt != "" && !*force {
+			return errorfCode(ExitCipherDir, "import: %s is mounted on %s; copy into the mount instead, or unmount it first", pos[0], mnt)
+		}
+		v, err := a.openVault(pos[0], vf)
+		if err != nil {
 			return err
 		}
+		defer v.Close()
+		if dest != "" {
+			if err := v.MkdirAll(dest, 0o755); err != nil {
+				return err
+			}
+		}
+		prog := a.newProgress("import", *asJSON)
+		if prog != nil {
+			prog.setTotals(localTotals(src))
+		}
+		p := &problems{a: a, cmd: "import", progress: prog}
+		im := importer{v: v, p: p, progress: prog}
+		if srcInfo.IsDir() {
+			im.tree(src, dest)
+		} else {
+			im.entry(src, path.Join(dest, filepath.Base(src)), srcInfo)
+		}
+		im.finishDirs()
+		prog.finish()
+		if p.failed == 0 {
+			fmt.Fprintf(a.Stderr, "encryptfs: imported %d files, %d directories, %d symlinks\n", im.files, im.dirs, im.links)
+		}
+		return p.result()
 	}
-	p := &problems{a: a, cmd: "import"}
-	im := importer{v: v, p: p}
-	if srcInfo.IsDir() {
-		im.tree(src, dest)
-	} else {
-		im.entry(src, path.Join(dest, filepath.Base(src)), srcInfo)
-	}
-	im.finishDirs()
-	if p.failed == 0 {
-		fmt.Fprintf(a.Stderr, "encryptfs: imported %d files, %d directories, %d symlinks\n", im.files, im.dirs, im.links)
-	}
-	return p.result()
+	return cmd
 }
 
 // importer copies a plaintext tree into a vault.
 type importer struct {
 	v                  *vault.Vault
 	p                  *problems
+	progress           *progress
 	files, dirs, links int
 	dirTimes           []dirTime
+}
+
+// localTotals counts the regular files and their bytes under src (not
+// following symlinks), for the progress bar's totals.
+func localTotals(src string) (files, bytes int64) {
+	filepath.WalkDir(src, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				files, bytes = files+1, bytes+info.Size()
+			}
+		}
+		return nil
+	})
+	return files, bytes
 }
 
 // tree imports the contents of directory src into vault directory dest.
@@ -121,7 +144,7 @@ func (im *importer) file(src, dest string, fi fs.FileInfo) error {
 	if err != nil {
 		return err
 	}
-	_, err = copyBuffer(out, in)
+	_, err = copyBuffer(progressWriter(out, im.progress), in)
 	if err == nil {
 		err = out.Sync()
 	}
@@ -133,6 +156,7 @@ func (im *importer) file(src, dest string, fi fs.FileInfo) error {
 		return err
 	}
 	im.files++
+	im.progress.fileDone()
 	im.copyXattrs(src, dest)
 	return errors.Join(im.chownLike(dest, fi), im.v.Chmod(dest, fi.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSetuid|fs.ModeSticky)),
 		im.v.Chtimes(dest, time.Time{}, fi.ModTime()))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spf13/cobra"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -32,42 +33,44 @@ type infoJSON struct {
 	Reverse bool
 }
 
-func (a *App) cmdInfo(args []string) error {
-	fs := a.newFlagSet("info", "CIPHERDIR")
+func (a *App) newInfoCommand() *cobra.Command {
+	cmd := newCommand("info", "CIPHERDIR", 1, 1, groupVault, "show a vault's parameters (no secrets)", dirArg)
+	fs := cmd.Flags()
 	asJSON := fs.Bool("json", false, "print JSON")
+	flagGroup(fs, groupOutput, "json")
 	reverse := fs.Bool("reverse", false, "read the reverse-mode config of a PLAINDIR set up with init --reverse (found without the flag too)")
-	pos, err := fs.parse(args, 1, 1)
-	if err != nil {
-		return helpOK(err)
-	}
-	c, isReverse, err := a.loadAnyConfig(pos[0], *reverse)
-	if err != nil {
-		return err
-	}
-	p := c.Params
-	if *asJSON {
-		var out infoJSON
-		out.FormatVersion, out.Creator, out.Cipher, out.ChunkSize = p.FormatVersion, c.Creator, p.Cipher, p.ChunkSize
-		out.KDF.Algorithm, out.KDF.Time, out.KDF.MemoryKiB, out.KDF.Threads = p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB, p.KDF.Threads
-		out.FeatureFlags, out.Reverse = p.FeatureFlags, p.Reverse || isReverse
-		b, err := json.MarshalIndent(out, "", "  ")
+	flagGroup(fs, groupReverse, "reverse")
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		c, isReverse, err := a.loadAnyConfig(pos[0], *reverse)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(a.Stdout, "%s\n", escapeJSONForTerminal(b))
+		p := c.Params
+		if *asJSON {
+			var out infoJSON
+			out.FormatVersion, out.Creator, out.Cipher, out.ChunkSize = p.FormatVersion, c.Creator, p.Cipher, p.ChunkSize
+			out.KDF.Algorithm, out.KDF.Time, out.KDF.MemoryKiB, out.KDF.Threads = p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB, p.KDF.Threads
+			out.FeatureFlags, out.Reverse = p.FeatureFlags, p.Reverse || isReverse
+			b, err := json.MarshalIndent(out, "", "  ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Stdout, "%s\n", escapeJSONForTerminal(b))
+			return nil
+		}
+		fmt.Fprintf(a.Stdout, "Format version: %d\n", p.FormatVersion)
+		// The Creator is unauthenticated (anyone who can write CIPHERDIR can
+		// set it): quoted if it could send terminal escapes or disguise lines.
+		fmt.Fprintf(a.Stdout, "Creator:        %s\n", displayName(c.Creator))
+		fmt.Fprintf(a.Stdout, "Cipher:         %s\n", p.Cipher)
+		fmt.Fprintf(a.Stdout, "Chunk size:     %d bytes\n", p.ChunkSize)
+		fmt.Fprintf(a.Stdout, "KDF:            %s, time %d, memory %d MiB, threads %d\n",
+			p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB/1024, p.KDF.Threads)
+		fmt.Fprintf(a.Stdout, "Feature flags:  %s\n", strings.Join(p.FeatureFlags, " "))
+		fmt.Fprintf(a.Stdout, "Reverse mode:   %t\n", p.Reverse || isReverse)
 		return nil
 	}
-	fmt.Fprintf(a.Stdout, "Format version: %d\n", p.FormatVersion)
-	// The Creator is unauthenticated (anyone who can write CIPHERDIR can
-	// set it): quoted if it could send terminal escapes or disguise lines.
-	fmt.Fprintf(a.Stdout, "Creator:        %s\n", displayName(c.Creator))
-	fmt.Fprintf(a.Stdout, "Cipher:         %s\n", p.Cipher)
-	fmt.Fprintf(a.Stdout, "Chunk size:     %d bytes\n", p.ChunkSize)
-	fmt.Fprintf(a.Stdout, "KDF:            %s, time %d, memory %d MiB, threads %d\n",
-		p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB/1024, p.KDF.Threads)
-	fmt.Fprintf(a.Stdout, "Feature flags:  %s\n", strings.Join(p.FeatureFlags, " "))
-	fmt.Fprintf(a.Stdout, "Reverse mode:   %t\n", p.Reverse || isReverse)
-	return nil
+	return cmd
 }
 
 // escapeJSONForTerminal replaces every non-printable rune in JSON text by

@@ -10,6 +10,8 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // kdfFlags are the Argon2id cost flags shared by init and passwd.
@@ -17,10 +19,11 @@ type kdfFlags struct {
 	time, memoryMiB, threads uint
 }
 
-func (k *kdfFlags) register(fs *flagSet) {
+func (k *kdfFlags) register(fs *pflag.FlagSet) {
 	fs.UintVar(&k.time, "kdf-time", 0, "Argon2id passes (default: the built-in cost of about 1 s)")
-	fs.UintVar(&k.memoryMiB, "kdf-memory", 0, fmt.Sprintf("Argon2id memory in MiB (minimum %d; default: built in)", session.MinKDFMemoryKiB/1024))
+	fs.UintVar(&k.memoryMiB, "kdf-memory", 0, fmt.Sprintf("Argon2id memory in `MiB` (minimum %d; default: built in)", session.MinKDFMemoryKiB/1024))
 	fs.UintVar(&k.threads, "kdf-threads", 0, "Argon2id lanes (default: built in)")
+	flagGroup(fs, groupKDF, "kdf-time", "kdf-memory", "kdf-threads")
 }
 
 // params returns fresh KDF params (new salt) with the flags' costs, each
@@ -53,30 +56,33 @@ var cipherNames = map[string]session.Algorithm{
 	"xchacha": session.XChaCha20Poly1305, string(session.XChaCha20Poly1305): session.XChaCha20Poly1305,
 }
 
-func (a *App) cmdInit(args []string) error {
-	fs := a.newFlagSet("init", "CIPHERDIR")
+func (a *App) newInitCommand() *cobra.Command {
+	cmd := newCommand("init", "CIPHERDIR", 1, 1, groupVault, "create a new vault in an empty directory", dirArg)
+	fs := cmd.Flags()
+	var src passSource
+	passSourceFlags(fs, &src, "password")
 	cipherName := fs.String("cipher", "aes-gcm", "content cipher: aes-gcm or xchacha")
 	chunk := fs.String("chunk-size", strconv.Itoa(session.DefaultChunkSize), "chunk size in bytes (power of two, 4k..1M; suffix k or M allowed)")
+	reverse := fs.Bool("reverse", false, "set up the existing plaintext directory CIPHERDIR for reverse mounts (aes-256-siv; see docs/reverse.md)")
+	flagGroup(fs, groupReverse, "reverse")
 	var kf kdfFlags
 	kf.register(fs)
-	var src passSource
-	fs.StringVar(&src.passfile, "passfile", "", "read the password from the first line of this file")
-	fs.StringVar(&src.extpass, "extpass", "", "run this program (split on spaces, no shell) and use its first output line as the password")
-	reverse := fs.Bool("reverse", false, "set up the existing plaintext directory CIPHERDIR for reverse mounts (aes-256-siv; see docs/reverse.md)")
-	pos, err := fs.parse(args, 1, 1)
-	if err != nil {
-		return helpOK(err)
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		return a.runInit(pos[0], *cipherName, fs.Changed("cipher"), *chunk, *reverse, kf, src)
 	}
-	dir := pos[0]
-	if *reverse {
-		return a.cmdInitReverse(fs, dir, *cipherName, *chunk, kf, src)
+	return cmd
+}
+
+func (a *App) runInit(dir, cipherName string, cipherSet bool, chunk string, reverse bool, kf kdfFlags, src passSource) error {
+	if reverse {
+		return a.cmdInitReverse(dir, cipherName, cipherSet, chunk, kf, src)
 	}
 
-	alg, ok := cipherNames[*cipherName]
+	alg, ok := cipherNames[cipherName]
 	if !ok {
-		return usageErrorf("init: unknown cipher %q (use aes-gcm or xchacha)", *cipherName)
+		return usageErrorf("init: unknown cipher %q (use aes-gcm or xchacha)", cipherName)
 	}
-	p, err := a.vaultParams(alg, *chunk, kf)
+	p, err := a.vaultParams(alg, chunk, kf)
 	if err != nil {
 		return err
 	}
@@ -152,8 +158,8 @@ func parseSize(s string) (int, error) {
 }
 
 // cmdInitReverse is init --reverse: the cipher is always aes-256-siv.
-func (a *App) cmdInitReverse(fs *flagSet, dir, cipherName, chunk string, kf kdfFlags, src passSource) error {
-	if err := reverseCipher(cipherName, flagWasSet(fs, "cipher")); err != nil {
+func (a *App) cmdInitReverse(dir, cipherName string, cipherSet bool, chunk string, kf kdfFlags, src passSource) error {
+	if err := reverseCipher(cipherName, cipherSet); err != nil {
 		return err
 	}
 	// Params.Reverse stays false: the view shows this config's exact bytes

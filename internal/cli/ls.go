@@ -3,42 +3,44 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/spf13/cobra"
 	"io/fs"
 	"path"
 
 	"github.com/encryptfs/encryptfs/vault"
 )
 
-func (a *App) cmdLs(args []string) error {
-	fs := a.newFlagSet("ls", "CIPHERDIR [PATH]")
-	long := fs.Bool("l", false, "long format: mode, size, modification time, symlink target")
-	recursive := fs.Bool("R", false, "list subdirectories too (full paths)")
+func (a *App) newLsCommand() *cobra.Command {
+	cmd := newCommand("ls", "CIPHERDIR [PATH]", 1, 2, groupOffline, "list a vault's directory without mounting", dirArg, vaultArg)
+	fs := cmd.Flags()
+	long := fs.BoolP("long", "l", false, "long format: mode, size, modification time, symlink target")
+	recursive := fs.BoolP("recursive", "R", false, "list subdirectories too (full paths)")
+	flagGroup(fs, groupOutput, "long", "recursive")
 	var vf vaultFlags
 	vf.register(fs)
-	pos, err := fs.parse(args, 1, 2)
-	if err != nil {
-		return helpOK(err)
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		dir := ""
+		if len(pos) == 2 {
+			dir = pos[1]
+		}
+		v, err := a.openVault(pos[0], vf)
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+		p := &problems{a: a, cmd: "ls"}
+		fi, err := v.Stat(dir)
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			a.printEntry(v, dir, dir, fi, *long)
+			return nil
+		}
+		a.listDir(v, dir, *long, *recursive, p)
+		return p.result()
 	}
-	dir := ""
-	if len(pos) == 2 {
-		dir = pos[1]
-	}
-	v, err := a.openVault(pos[0], vf)
-	if err != nil {
-		return err
-	}
-	defer v.Close()
-	p := &problems{a: a, cmd: "ls"}
-	fi, err := v.Stat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		a.printEntry(v, dir, dir, fi, *long)
-		return nil
-	}
-	a.listDir(v, dir, *long, *recursive, p)
-	return p.result()
+	return cmd
 }
 
 func (a *App) listDir(v *vault.Vault, dir string, long, recursive bool, p *problems) {

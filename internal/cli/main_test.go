@@ -60,15 +60,27 @@ func run(t *testing.T, stdin string, args ...string) result {
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
-// want checks the exit code and, on failure, that stderr is one line.
+// want checks the exit code and, on failure, that stderr is one line
+// (besides --json progress lines, which start with '{').
 func (r result) want(t *testing.T, code int) {
 	t.Helper()
 	if r.code != code {
 		t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.stdout, r.stderr)
 	}
-	if code != 0 && code != ExitUsage && strings.Count(r.stderr, "\n") != 1 {
+	if code != 0 && code != ExitUsage && strings.Count(withoutProgress(r.stderr), "\n") != 1 {
 		t.Fatalf("stderr is not one line:\n%s", r.stderr)
 	}
+}
+
+// withoutProgress drops the --json progress lines from stderr.
+func withoutProgress(stderr string) string {
+	var keep []string
+	for _, line := range strings.SplitAfter(stderr, "\n") {
+		if !strings.HasPrefix(line, `{"op":`) {
+			keep = append(keep, line)
+		}
+	}
+	return strings.Join(keep, "")
 }
 
 // cheapKDF makes init and passwd fast: the floor of the Argon2id bounds.

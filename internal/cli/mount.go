@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/spf13/cobra"
 	"io"
 	"log"
 	"os"
@@ -16,65 +17,65 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func (a *App) cmdMount(args []string) error {
-	fs := a.newFlagSet("mount", "CIPHERDIR MOUNTPOINT")
+func (a *App) newMountCommand() *cobra.Command {
+	cmd := newCommand("mount", "CIPHERDIR MOUNTPOINT", 2, 2, groupMount, "mount a vault (daemonizes unless -f)", dirArg)
+	fs := cmd.Flags()
 	var m mountFlags
 	m.register(fs)
-	pos, err := fs.parse(args, 2, 2)
-	if err != nil {
-		return helpOK(err)
-	}
-	cipherDir, mountPoint, err := absPaths(pos[0], pos[1])
-	if err != nil {
-		return err
-	}
-	if len(m.rev.excludes) > 0 && !m.rev.enabled {
-		return usageErrorf("mount: --exclude needs --reverse")
-	}
-	if m.rev.oneFS && !m.rev.enabled {
-		return usageErrorf("mount: --one-file-system needs --reverse")
-	}
-	if _, err := m.transportMode(os.Getenv); err != nil {
-		return err
-	}
-	load := a.loadConfig
-	if m.rev.enabled {
-		load = a.loadReverseConfig
-	}
-	c, err := load(cipherDir)
-	if err != nil {
-		return err
-	}
-	if err := checkMountPoint(cipherDir, mountPoint); err != nil {
-		return err
-	}
-	if !m.readOnly && !m.rev.enabled && onReadOnlyFS(cipherDir) {
-		// Writes could not reach the backing files: mount read-only rather
-		// than fail on the first write. The daemon child repeats the check
-		// silently; the user sees the note once.
-		m.readOnly = true
-		if m.notifyFD < 0 {
-			fmt.Fprintf(a.Stderr, "encryptfs: note: %s is on a read-only file system; mounting read-only\n", cipherDir)
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		cipherDir, mountPoint, err := absPaths(pos[0], pos[1])
+		if err != nil {
+			return err
 		}
-	}
-	if m.notifyFD >= 0 {
-		return a.runDaemonChild(c, cipherDir, mountPoint, m)
-	}
-	secret, err := a.readMountSecret(m)
-	if err != nil {
-		return err
-	}
-	defer clear(secret)
-	if !m.foreground {
-		wire := secret
-		if m.masterKey {
-			wire = masterKeyWire(secret)
-			defer clear(wire)
+		if len(m.rev.excludes) > 0 && !m.rev.enabled {
+			return usageErrorf("mount: --exclude needs --reverse")
 		}
-		return a.daemonize(args, wire)
+		if m.rev.oneFS && !m.rev.enabled {
+			return usageErrorf("mount: --one-file-system needs --reverse")
+		}
+		if _, err := m.transportMode(os.Getenv); err != nil {
+			return err
+		}
+		load := a.loadConfig
+		if m.rev.enabled {
+			load = a.loadReverseConfig
+		}
+		c, err := load(cipherDir)
+		if err != nil {
+			return err
+		}
+		if err := checkMountPoint(cipherDir, mountPoint); err != nil {
+			return err
+		}
+		if !m.readOnly && !m.rev.enabled && onReadOnlyFS(cipherDir) {
+			// Writes could not reach the backing files: mount read-only rather
+			// than fail on the first write. The daemon child repeats the check
+			// silently; the user sees the note once.
+			m.readOnly = true
+			if m.notifyFD < 0 {
+				fmt.Fprintf(a.Stderr, "encryptfs: note: %s is on a read-only file system; mounting read-only\n", cipherDir)
+			}
+		}
+		if m.notifyFD >= 0 {
+			return a.runDaemonChild(c, cipherDir, mountPoint, m)
+		}
+		secret, err := a.readMountSecret(m)
+		if err != nil {
+			return err
+		}
+		defer clear(secret)
+		if !m.foreground {
+			wire := secret
+			if m.masterKey {
+				wire = masterKeyWire(secret)
+				defer clear(wire)
+			}
+			return a.daemonize(a.cmdArgs, wire)
+		}
+		logger := log.New(a.Stderr, "encryptfs: ", log.LstdFlags)
+		return a.serveMode(c, cipherDir, mountPoint, m, secret, logger, nil)
 	}
-	logger := log.New(a.Stderr, "encryptfs: ", log.LstdFlags)
-	return a.serveMode(c, cipherDir, mountPoint, m, secret, logger, nil)
+	return cmd
 }
 
 // readMountSecret reads the password, or the master key with --masterkey.

@@ -8,6 +8,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/spf13/pflag"
 )
 
 // mountFlags are the mount command's options, from flags or from -o.
@@ -31,25 +32,27 @@ type mountFlags struct {
 	secretFD int // internal: set in the daemon child (password or master key)
 }
 
-func (m *mountFlags) register(fs *flagSet) {
-	fs.BoolVar(&m.foreground, "f", false, "stay in the foreground (log to stderr)")
-	fs.BoolVar(&m.foreground, "foreground", false, "same as -f")
+func (m *mountFlags) register(fs *pflag.FlagSet) {
+	passSourceFlags(fs, &m.src, "password")
+	masterKeyFlag(fs, &m.masterKey, "read the master key from stdin instead of a password")
+	fs.BoolVarP(&m.foreground, "foreground", "f", false, "stay in the foreground (log to stderr; Ctrl-C unmounts)")
+	fs.FuncP("options", "o", "comma-separated mount `OPTIONS`, as from mount(8)/fstab (see docs/cli.md)", m.parseOptions)
 	fs.BoolVar(&m.readOnly, "ro", false, "mount read-only")
 	fs.BoolVar(&m.allowOther, "allow-other", false, "let other users access the mount (needs user_allow_other in /etc/fuse.conf unless root)")
 	fs.BoolVar(&m.sharedStorage, "shared-storage", false, "the CIPHERDIR is changed by others too (network or sync folder): no caching of attributes or entries")
 	fs.BoolVar(&m.showBad, "show-undecryptable", false, "list entries whose names do not decrypt as NAME"+session.BadNameSuffix+", to read, rename or remove them")
-	fs.Func("force-owner", "show every entry as owned by UID:GID (numbers), e.g. for a disk moved between machines; implies --allow-other", m.setForceOwner)
-	fs.BoolVar(&m.masterKey, "masterkey", false, "read the master key from stdin instead of a password")
-	fs.BoolVar(&m.debug, "debug", false, "log every FUSE request (debugging only: the log shows plaintext names and data)")
+	fs.Func("force-owner", "show every entry as owned by `UID:GID` (numbers), e.g. for a disk moved between machines; implies --allow-other", m.setForceOwner)
 	fs.DurationVar(&m.idle, "idle", 0, "unmount after this long without use (e.g. 30m; 0: never)")
-	fs.StringVar(&m.fsName, "fsname", "", "file system name shown in /proc/mounts (default: CIPHERDIR)")
-	fs.StringVar(&m.src.passfile, "passfile", "", "read the password from the first line of this file")
-	fs.StringVar(&m.src.extpass, "extpass", "", "run this program (split on spaces, no shell) for the password")
-	fs.StringVar(&m.transport, "transport", "", "how requests reach the daemon: auto (io_uring when the kernel offers it, else classic), uring or classic (default $"+transportEnv+", else auto)")
-	fs.Func("o", "comma-separated mount options, as from mount(8)/fstab (see docs/cli.md)", m.parseOptions)
+	fs.StringVar(&m.fsName, "fsname", "", "file system `NAME` shown in /proc/mounts (default: CIPHERDIR)")
+	flagGroup(fs, groupMountOpt, "foreground", "options", "ro", "allow-other", "shared-storage", "show-undecryptable", "force-owner", "idle", "fsname")
 	m.rev.register(fs)
+	fs.StringVar(&m.transport, "transport", "", "how requests reach the daemon: auto (io_uring when the kernel offers it, else classic), uring or classic (default $"+transportEnv+", else auto)")
+	fs.BoolVar(&m.debug, "debug", false, "log every FUSE request (debugging only: the log shows plaintext names and data)")
+	flagGroup(fs, groupAdvanced, "transport", "debug")
 	fs.IntVar(&m.notifyFD, "internal-notify-fd", -1, "internal: used by the daemonized child")
 	fs.IntVar(&m.secretFD, "internal-secret-fd", -1, "internal: used by the daemonized child")
+	mustMark(fs.MarkHidden("internal-notify-fd"))
+	mustMark(fs.MarkHidden("internal-secret-fd"))
 }
 
 // fstabOnly are options mount(8) and mount.fuse3 consume or that only mean

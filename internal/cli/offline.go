@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/encryptfs/encryptfs/vault"
+	"github.com/spf13/pflag"
 )
 
 // vaultFlags choose how the offline commands unlock a vault.
@@ -17,10 +18,9 @@ type vaultFlags struct {
 	masterKey bool
 }
 
-func (vf *vaultFlags) register(fs *flagSet) {
-	fs.StringVar(&vf.src.passfile, "passfile", "", "read the password from the first line of this file")
-	fs.StringVar(&vf.src.extpass, "extpass", "", "run this program (split on spaces, no shell) for the password")
-	fs.BoolVar(&vf.masterKey, "masterkey", false, "read the master key from stdin instead of a password")
+func (vf *vaultFlags) register(fs *pflag.FlagSet) {
+	passSourceFlags(fs, &vf.src, "password")
+	masterKeyFlag(fs, &vf.masterKey, "read the master key from stdin instead of a password")
 }
 
 // openVault unlocks CIPHERDIR for the offline commands.
@@ -100,10 +100,13 @@ type problems struct {
 	failed  int
 	corrupt int
 	full    int // failed on a full disk (ENOSPC, EDQUOT)
+
+	progress *progress // cleared before each report (nil: none)
 }
 
 func (p *problems) report(path string, err error) {
 	p.failed++
+	p.progress.interrupt()
 	switch ExitCode(err) {
 	case ExitCorruptData:
 		p.corrupt++

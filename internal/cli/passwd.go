@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,101 +10,105 @@ import (
 	"github.com/encryptfs/encryptfs/internal/config"
 )
 
-func (a *App) cmdPasswd(args []string) error {
-	fs := a.newFlagSet("passwd", "CIPHERDIR")
+func (a *App) newPasswdCommand() *cobra.Command {
+	cmd := newCommand("passwd", "CIPHERDIR", 1, 1, groupVault, "change a vault's password", dirArg)
+	fs := cmd.Flags()
 	var oldSrc, newSrc passSource
-	fs.StringVar(&oldSrc.passfile, "passfile", "", "read the current password from the first line of this file")
-	fs.StringVar(&oldSrc.extpass, "extpass", "", "run this program for the current password")
-	fs.StringVar(&newSrc.passfile, "new-passfile", "", "read the new password from the first line of this file")
-	fs.StringVar(&newSrc.extpass, "new-extpass", "", "run this program for the new password")
-	useMasterKey := fs.Bool("masterkey", false, "read the master key from stdin instead of the current password (forgotten password)")
-	backup := fs.String("backup", "", "keep the previous config as this new file (outside CIPHERDIR; it still opens with the old password)")
+	passSourceFlags(fs, &oldSrc, "current password")
+	var useMasterKey bool
+	masterKeyFlag(fs, &useMasterKey, "read the master key from stdin instead of the current password (forgotten password)")
+	fs.StringVar(&newSrc.passfile, "new-passfile", "", "read the new password from the first line of `FILE`")
+	fs.StringVar(&newSrc.extpass, "new-extpass", "", "run `CMD` (split on spaces, no shell) and use its first output line as the new password")
+	mustMark(cobra.MarkFlagFilename(fs, "new-passfile"))
+	flagGroup(fs, groupUnlock, "new-passfile", "new-extpass")
+	backup := fs.String("backup", "", "keep the previous config as this new `FILE` (outside CIPHERDIR; it still opens with the old password)")
+	mustMark(cobra.MarkFlagFilename(fs, "backup"))
 	reverse := fs.Bool("reverse", false, "change the password of a PLAINDIR's reverse-mode config (found without the flag too)")
+	flagGroup(fs, groupReverse, "reverse")
 	var kf kdfFlags
 	kf.register(fs)
-	pos, err := fs.parse(args, 1, 1)
-	if err != nil {
-		return helpOK(err)
-	}
-	dir := pos[0]
-	c, isReverse, err := a.loadAnyConfig(dir, *reverse)
-	if err != nil {
-		return err
-	}
-	if *backup != "" {
-		if err := checkBackupPath(dir, *backup); err != nil {
-			return err
-		}
-	}
-	// A cost not given as a flag keeps the stored one but never drops below
-	// the default: with --masterkey the stored costs are unauthenticated (an
-	// attacker may have lowered them to the floor, and re-wrapping would
-	// authenticate them), and without it an old cheap vault is upgraded.
-	k, err := kf.params(a.Rand, costsOf(c.Params.KDF).atLeast(a.defaultKDF()))
-	if err != nil {
-		return err
-	}
-	// A new config this machine could not unlock is refused before any
-	// secret is asked for (Rewrap would refuse it too).
-	if err := c.CheckKDFMemory(k.MemoryKiB); err != nil {
-		return fmt.Errorf("passwd: the new config: %w (choose a smaller --kdf-memory)", err)
-	}
-
-	var masterKey []byte
-	if *useMasterKey {
-		if oldSrc != (passSource{}) {
-			return usageErrorf("passwd: --masterkey replaces the current password; drop --passfile/--extpass")
-		}
-		if masterKey, err = a.readMasterKey(); err != nil {
-			return err
-		}
-		defer clear(masterKey)
-		if isReverse { // a PLAINDIR has no encrypted names to check against
-			fmt.Fprintln(a.Stderr, "encryptfs: warning: in reverse mode the master key cannot be checked; a wrong one makes new copies of the view unreadable with the old key")
-		} else if checked, err := a.checkVaultMasterKey(dir, c, masterKey); err != nil {
-			return err
-		} else if !checked {
-			fmt.Fprintln(a.Stderr, "encryptfs: warning: the vault has no entries, so the master key could not be checked against it")
-		}
-	} else {
-		old, err := a.readPassword(oldSrc, "Current password", false)
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		dir := pos[0]
+		c, isReverse, err := a.loadAnyConfig(dir, *reverse)
 		if err != nil {
 			return err
 		}
-		masterKey, err = c.Unlock(old)
-		clear(old)
+		if *backup != "" {
+			if err := checkBackupPath(dir, *backup); err != nil {
+				return err
+			}
+		}
+		// A cost not given as a flag keeps the stored one but never drops below
+		// the default: with --masterkey the stored costs are unauthenticated (an
+		// attacker may have lowered them to the floor, and re-wrapping would
+		// authenticate them), and without it an old cheap vault is upgraded.
+		k, err := kf.params(a.Rand, costsOf(c.Params.KDF).atLeast(a.defaultKDF()))
 		if err != nil {
 			return err
 		}
-		defer clear(masterKey)
-	}
+		// A new config this machine could not unlock is refused before any
+		// secret is asked for (Rewrap would refuse it too).
+		if err := c.CheckKDFMemory(k.MemoryKiB); err != nil {
+			return fmt.Errorf("passwd: the new config: %w (choose a smaller --kdf-memory)", err)
+		}
 
-	pw, err := a.readPassword(newSrc, "New password", true)
-	if err != nil {
-		return err
-	}
-	defer clear(pw)
-	previous, err := c.Marshal()
-	if err != nil {
-		return err
-	}
-	if err := c.Rewrap(masterKey, pw, k, a.Rand); err != nil {
-		return err
-	}
-	if *backup != "" {
-		if err := config.WriteBackup(*backup, previous); err != nil {
+		var masterKey []byte
+		if useMasterKey {
+			if oldSrc != (passSource{}) {
+				return usageErrorf("passwd: --masterkey replaces the current password; drop --passfile/--extpass")
+			}
+			if masterKey, err = a.readMasterKey(); err != nil {
+				return err
+			}
+			defer clear(masterKey)
+			if isReverse { // a PLAINDIR has no encrypted names to check against
+				fmt.Fprintln(a.Stderr, "encryptfs: warning: in reverse mode the master key cannot be checked; a wrong one makes new copies of the view unreadable with the old key")
+			} else if checked, err := a.checkVaultMasterKey(dir, c, masterKey); err != nil {
+				return err
+			} else if !checked {
+				fmt.Fprintln(a.Stderr, "encryptfs: warning: the vault has no entries, so the master key could not be checked against it")
+			}
+		} else {
+			old, err := a.readPassword(oldSrc, "Current password", false)
+			if err != nil {
+				return err
+			}
+			masterKey, err = c.Unlock(old)
+			clear(old)
+			if err != nil {
+				return err
+			}
+			defer clear(masterKey)
+		}
+
+		pw, err := a.readPassword(newSrc, "New password", true)
+		if err != nil {
 			return err
 		}
+		defer clear(pw)
+		previous, err := c.Marshal()
+		if err != nil {
+			return err
+		}
+		if err := c.Rewrap(masterKey, pw, k, a.Rand); err != nil {
+			return err
+		}
+		if *backup != "" {
+			if err := config.WriteBackup(*backup, previous); err != nil {
+				return err
+			}
+		}
+		if isReverse {
+			return a.saveReverseConfig(dir, c, *backup)
+		}
+		if err := c.Save(dir); err != nil {
+			return err
+		}
+		fmt.Fprintln(a.Stdout, "Password changed.")
+		a.noteBackup(*backup)
+		return nil
 	}
-	if isReverse {
-		return a.saveReverseConfig(dir, c, *backup)
-	}
-	if err := c.Save(dir); err != nil {
-		return err
-	}
-	fmt.Fprintln(a.Stdout, "Password changed.")
-	a.noteBackup(*backup)
-	return nil
+	return cmd
 }
 
 // checkVaultMasterKey opens the forward vault in dir (config c) with

@@ -2,53 +2,54 @@ package cli
 
 import (
 	"fmt"
+	"github.com/spf13/cobra"
 	"path/filepath"
 	"strings"
 )
 
-func (a *App) cmdEncryptPath(args []string) error {
-	fs := a.newFlagSet("encrypt-path", "CIPHERDIR PATH")
+func (a *App) newEncryptPathCommand() *cobra.Command {
+	cmd := newCommand("encrypt-path", "CIPHERDIR PATH", 2, 2, groupOffline, "print the backing path of a plaintext path", dirArg, vaultArg)
+	fs := cmd.Flags()
 	var vf vaultFlags
 	vf.register(fs)
-	pos, err := fs.parse(args, 2, 2)
-	if err != nil {
-		return helpOK(err)
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		v, err := a.openVault(pos[0], vf)
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+		enc, err := v.EncryptPath(pos[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(a.Stdout, enc)
+		return nil
 	}
-	v, err := a.openVault(pos[0], vf)
-	if err != nil {
-		return err
-	}
-	defer v.Close()
-	enc, err := v.EncryptPath(pos[1])
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(a.Stdout, enc)
-	return nil
+	return cmd
 }
 
-func (a *App) cmdDecryptPath(args []string) error {
-	fs := a.newFlagSet("decrypt-path", "CIPHERDIR BACKINGPATH")
+func (a *App) newDecryptPathCommand() *cobra.Command {
+	cmd := newCommand("decrypt-path", "CIPHERDIR BACKINGPATH", 2, 2, groupOffline, "print the plaintext path of a backing path", dirArg, vaultArg)
+	fs := cmd.Flags()
 	var vf vaultFlags
 	vf.register(fs)
-	pos, err := fs.parse(args, 2, 2)
-	if err != nil {
-		return helpOK(err)
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		rel := pos[1]
+		// Accept a path inside CIPHERDIR as well as one relative to it.
+		if abs, err := filepath.Abs(pos[0]); err == nil && strings.HasPrefix(rel, abs+"/") {
+			rel = strings.TrimPrefix(rel, abs+"/")
+		}
+		v, err := a.openVault(pos[0], vf)
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+		plain, err := v.DecryptPath(rel)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(a.Stdout, displayName(plain))
+		return nil
 	}
-	rel := pos[1]
-	// Accept a path inside CIPHERDIR as well as one relative to it.
-	if abs, err := filepath.Abs(pos[0]); err == nil && strings.HasPrefix(rel, abs+"/") {
-		rel = strings.TrimPrefix(rel, abs+"/")
-	}
-	v, err := a.openVault(pos[0], vf)
-	if err != nil {
-		return err
-	}
-	defer v.Close()
-	plain, err := v.DecryptPath(rel)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(a.Stdout, displayName(plain))
-	return nil
+	return cmd
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"log"
@@ -13,6 +12,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/spf13/pflag"
 )
 
 // Reverse mode (docs/reverse.md): `init --reverse PLAINDIR` writes
@@ -28,13 +28,14 @@ type reverseFlags struct {
 }
 
 // register adds --reverse and the repeatable --exclude to mount's flags.
-func (r *reverseFlags) register(fs *flagSet) {
+func (r *reverseFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&r.enabled, "reverse", false, "mount an encrypted read-only view of the plaintext directory given as CIPHERDIR (set up with init --reverse)")
-	fs.Func("exclude", "with --reverse: hide entries whose relative path or base name matches this glob (path.Match syntax; repeatable)", func(pat string) error {
+	fs.Func("exclude", "with --reverse: hide entries whose relative path or base name matches this glob `PATTERN` (path.Match syntax; repeatable)", func(pat string) error {
 		r.excludes = append(r.excludes, pat)
 		return nil
 	})
 	fs.BoolVar(&r.oneFS, "one-file-system", false, "with --reverse: do not cross file system boundaries (like rsync -x); mount points below the directory show up empty")
+	flagGroup(fs, groupReverse, "reverse", "exclude", "one-file-system")
 }
 
 // option consumes the reverse-mode -o options "reverse",
@@ -52,13 +53,6 @@ func (r *reverseFlags) option(key, val string, hasVal bool) bool {
 		return false
 	}
 	return true
-}
-
-// flagWasSet reports whether the command line set flag name explicitly.
-func flagWasSet(fs *flagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // reverseCipher checks init's --cipher for reverse mode, which always uses

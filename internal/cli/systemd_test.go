@@ -2,7 +2,7 @@ package cli
 
 import (
 	"bufio"
-	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,17 +65,23 @@ func splitUnitCommand(line string, vars map[string]string) []string {
 	return words
 }
 
-// checkCommandLine parses args (without the program name) with the named
-// command's own flag parser.
+// checkCommandLine parses args (without the program name) as Run does,
+// with the command's own flags and argument count, without running it.
 func checkCommandLine(args []string) error {
-	for _, s := range describeCommands() {
-		if s.name == args[0] {
-			s.fs.app = &App{}
-			_, err := s.fs.parse(args[1:], s.minPos, s.maxPos)
-			return err
-		}
+	a := &App{Stdout: io.Discard, Stderr: io.Discard}
+	root := a.newRootCommand()
+	argv, err := a.resolveArgs(root, args)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown command %q", args[0])
+	cmd, rest, err := root.Find(argv)
+	if err != nil {
+		return err
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		return err
+	}
+	return cmd.ValidateArgs(cmd.Flags().Args())
 }
 
 // TestSystemdUnits checks the contrib/systemd examples: their encryptfs

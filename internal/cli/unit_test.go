@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"io"
 	"io/fs"
 	"reflect"
 	"strings"
@@ -25,43 +24,6 @@ func TestMasterKeyFormat(t *testing.T) {
 	for _, bad := range []string{"", s[:len(s)-1], s + "00", "g" + s[1:]} {
 		if _, err := parseMasterKey([]byte(bad)); err == nil {
 			t.Errorf("parseMasterKey(%q) accepted", bad)
-		}
-	}
-}
-
-func TestParseArgsInterleaved(t *testing.T) {
-	tests := []struct {
-		args    []string
-		wantPos []string
-		wantF   bool
-	}{
-		{[]string{"-f", "a", "b"}, []string{"a", "b"}, true},
-		{[]string{"a", "-f", "b"}, []string{"a", "b"}, true},
-		{[]string{"a", "b", "-f"}, []string{"a", "b"}, true},
-		{[]string{"a", "--", "-f"}, []string{"a", "-f"}, false},
-		// Backing names start with '-' one time in 64: operands, not flags.
-		{[]string{"dir", "-VYVPobsJ_x/2m2i-Xt"}, []string{"dir", "-VYVPobsJ_x/2m2i-Xt"}, false},
-		{[]string{"-f", "dir", "-Abc", "-f"}, []string{"dir", "-Abc"}, true},
-	}
-	for _, tt := range tests {
-		a := &App{}
-		fs := a.newFlagSet("x", "A B")
-		f := fs.Bool("f", false, "")
-		pos, err := fs.parse(tt.args, 2, 2)
-		if err != nil || !reflect.DeepEqual(pos, tt.wantPos) || *f != tt.wantF {
-			t.Errorf("parse(%q) = %q, f=%v, %v", tt.args, pos, *f, err)
-		}
-	}
-}
-
-// A mistyped flag stays an error rather than becoming an operand.
-func TestParseArgsUnknownFlag(t *testing.T) {
-	for _, args := range [][]string{{"a", "b", "--passfle"}, {"-x", "a", "b"}, {"a", "--no-such=V", "b"}} {
-		a := &App{}
-		fs := a.newFlagSet("x", "A B")
-		fs.SetOutput(io.Discard)
-		if pos, err := fs.parse(args, 2, 2); err == nil {
-			t.Errorf("parse(%q) = %q, want an error", args, pos)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/spf13/cobra"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,31 +14,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func (a *App) cmdUnmount(args []string) error {
-	fs := a.newFlagSet("unmount", "MOUNTPOINT")
+func (a *App) newUnmountCommand() *cobra.Command {
+	cmd := newCommand("unmount", "MOUNTPOINT", 1, 1, groupMount, "unmount a mounted vault", dirArg)
+	fs := cmd.Flags()
 	lazy := fs.Bool("lazy", false, "detach now even if busy; the mount goes away once unused")
-	pos, err := fs.parse(args, 1, 1)
-	if err != nil {
-		return helpOK(err)
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		mnt, err := filepath.Abs(pos[0])
+		if err != nil {
+			return withCode(ExitUsage, err)
+		}
+		if real, err := filepath.EvalSymlinks(mnt); err == nil {
+			mnt = real
+		}
+		fstype, err := mountType(mnt)
+		if err != nil {
+			return withCode(ExitUnmount, err)
+		}
+		if !strings.HasPrefix(fstype, "fuse") {
+			return errorfCode(ExitUnmount, "%s is a %s mount, not an encryptfs (FUSE) mount", mnt, fstype)
+		}
+		if err := unmount(mnt, *lazy); err != nil {
+			return withCode(ExitUnmount, err)
+		}
+		return nil
 	}
-	mnt, err := filepath.Abs(pos[0])
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
-	if real, err := filepath.EvalSymlinks(mnt); err == nil {
-		mnt = real
-	}
-	fstype, err := mountType(mnt)
-	if err != nil {
-		return withCode(ExitUnmount, err)
-	}
-	if !strings.HasPrefix(fstype, "fuse") {
-		return errorfCode(ExitUnmount, "%s is a %s mount, not an encryptfs (FUSE) mount", mnt, fstype)
-	}
-	if err := unmount(mnt, *lazy); err != nil {
-		return withCode(ExitUnmount, err)
-	}
-	return nil
+	return cmd
 }
 
 // unmount uses umount2 as root and fusermount3 otherwise (or when umount2
