@@ -27,9 +27,27 @@ type IdentityOptions struct {
 	// (age-encrypted, scrypt) identity file. Nil: such a file fails.
 	Passphrase func() ([]byte, error)
 	// UI is how age plugins talk to the user (PIN prompts, touch
-	// requests); plugin.NewTerminalUI in the CLI. Nil: a plugin that asks
-	// for anything fails.
+	// requests); plugin.NewTerminalUI in the CLI. Nil: NonInteractiveUI.
 	UI *plugin.ClientUI
+}
+
+// NonInteractiveUI is the plugin UI used when none is given (a systemd
+// unit, a test): messages are dropped, and a plugin that asks for a value
+// or a confirmation gets an error (age's client would crash on a nil UI).
+func NonInteractiveUI() *plugin.ClientUI {
+	refuse := errors.New("keyslot: the age plugin asked for input, and no UI was given")
+	return &plugin.ClientUI{
+		DisplayMessage: func(name, message string) error { return nil },
+		RequestValue:   func(name, prompt string, secret bool) (string, error) { return "", refuse },
+		Confirm:        func(name, prompt, yes, no string) (bool, error) { return false, refuse },
+	}
+}
+
+func uiOrDefault(ui *plugin.ClientUI) *plugin.ClientUI {
+	if ui == nil {
+		return NonInteractiveUI()
+	}
+	return ui
 }
 
 // ParseIdentities parses an age identity file: lines of X25519
@@ -85,7 +103,7 @@ func parseIdentityLines(data []byte, ui *plugin.ClientUI) ([]age.Identity, error
 		switch {
 		case strings.HasPrefix(line, "AGE-PLUGIN-"):
 			var p *plugin.Identity
-			if p, err = plugin.NewIdentity(line, ui); err == nil {
+			if p, err = plugin.NewIdentity(line, uiOrDefault(ui)); err == nil {
 				id = []age.Identity{p}
 			}
 		case strings.HasPrefix(line, "AGE-SECRET-KEY-"):
@@ -177,7 +195,7 @@ func ParseRecipient(s string, ui *plugin.ClientUI) (age.Recipient, error) {
 	if r, err := age.ParseRecipients(strings.NewReader(s)); err == nil && len(r) == 1 {
 		return r[0], nil
 	}
-	r, err := plugin.NewRecipient(s, ui)
+	r, err := plugin.NewRecipient(s, uiOrDefault(ui))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrRecipient, err)
 	}
