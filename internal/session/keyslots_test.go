@@ -2,8 +2,8 @@ package session
 
 import (
 	"bytes"
-	"encoding/base64"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"os"
 	"path/filepath"
