@@ -123,6 +123,7 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/session.ErrReverse":        {session.ErrReverse, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 	"internal/session.ErrReverseCipher":  {session.ErrReverseCipher, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/session.ErrForgedConfig":   {session.ErrForgedConfig, fault.CorruptConfig, syscall.EIO, cli.ExitCorruptConfig, nil},
+	"internal/session.ErrConfigChanged":  {session.ErrConfigChanged, fault.Busy, syscall.ETXTBSY, cli.ExitError, syscall.ETXTBSY},
 	"internal/session.ErrNoKeyring":      {session.ErrNoKeyring, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/session.ErrWrongMasterKey": {session.ErrWrongMasterKey, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, nil},
 	"internal/mount.ErrNoSession":        {mount.ErrNoSession, fault.Other, syscall.EIO, cli.ExitError, nil},

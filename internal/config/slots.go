@@ -164,3 +164,21 @@ func validateSlots(slots []Slot) error {
 	}
 	return nil
 }
+
+// MaxKDFMemoryKiB is the largest Argon2id memory cost unlocking c with a
+// password may need: Params.KDF's for format 1, the largest of the
+// password slots' for format 2 (0 if it has none). The CLI compares it
+// with the memory available before asking for a password (§3, "Memory
+// bound before the MAC"); Unlock checks each slot's cost itself.
+func (c *Config) MaxKDFMemoryKiB() uint32 {
+	if !c.IsV2() {
+		return c.Params.KDF.MemoryKiB
+	}
+	var m uint32
+	for _, s := range c.Slots {
+		if s.Header.KDF != nil && s.Header.KDF.MemoryKiB > m {
+			m = s.Header.KDF.MemoryKiB
+		}
+	}
+	return m
+}

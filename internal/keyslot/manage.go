@@ -146,7 +146,8 @@ type Info struct {
 	ID        int
 	Type      string
 	Label     string
-	Recipient string // age slots
+	Recipient string      // age slots
+	KDF       *kdf.Params // password slots (a copy)
 }
 
 // List returns c's slots in stored order (nil for a format-1 config). The
@@ -154,7 +155,13 @@ type Info struct {
 func List(c *config.Config) []Info {
 	var out []Info
 	for _, s := range c.Slots {
-		out = append(out, Info{ID: s.Header.ID, Type: s.Header.Type, Label: s.Header.Label, Recipient: s.Header.Recipient})
+		i := Info{ID: s.Header.ID, Type: s.Header.Type, Label: s.Header.Label, Recipient: s.Header.Recipient}
+		if s.Header.KDF != nil {
+			k := *s.Header.KDF
+			k.Salt = append([]byte(nil), k.Salt...)
+			i.KDF = &k
+		}
+		out = append(out, i)
 	}
 	return out
 }

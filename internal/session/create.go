@@ -56,7 +56,13 @@ func CreateWith(dir string, first []keyslot.NewSlot, co CreateOptions) (*Session
 	if err != nil {
 		return nil, nil, err
 	}
-	s.ring = &keyring{cfg: cfg, master: append([]byte(nil), master...)}
+	data, err := cfg.Marshal()
+	if err != nil {
+		s.Close()
+		clear(master)
+		return nil, nil, err
+	}
+	s.ring = &keyring{cfg: cfg, onDisk: data, master: append([]byte(nil), master...)}
 	return s, master, nil
 }
 

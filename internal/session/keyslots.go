@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,6 +45,7 @@ const (
 // management: the config it unlocked and the master key (wiped on Close).
 type keyring struct {
 	cfg      *config.Config
+	onDisk   []byte // the config file's bytes as last read or written
 	master   []byte
 	slotID   int
 	slotType string
@@ -72,7 +74,7 @@ func OpenWith(dir string, cr keyslot.Credentials, o Options) (*Session, error) {
 		clear(r.MasterKey)
 		return nil, err
 	}
-	s.ring = &keyring{cfg: c, master: r.MasterKey, slotID: r.SlotID, slotType: r.SlotType}
+	s.ring = &keyring{cfg: c, onDisk: c.Raw(), master: r.MasterKey, slotID: r.SlotID, slotType: r.SlotType}
 	if r.SlotType == config.SlotAge {
 		if s.ring.check, err = s.checkAgeKey(); err != nil {
 			s.Close()
@@ -210,17 +212,35 @@ func (s *Session) editConfig(edit func(c *config.Config, master []byte) error) e
 	if !s.ring.cfg.IsV2() {
 		return config.ErrNotV2
 	}
+	// Refuse to overwrite a config changed since it was read (another
+	// key add, a passwd, a sync): its change would be lost. Not atomic
+	// with the save below; it catches the usual case, two commands one
+	// after the other on a session kept open.
+	if cur, err := config.ReadFile(s.dir, config.FileName); err != nil {
+		return err
+	} else if s.ring.onDisk != nil && !bytes.Equal(cur, s.ring.onDisk) {
+		return ErrConfigChanged
+	}
 	next := *s.ring.cfg
 	next.Slots = append([]config.Slot(nil), next.Slots...)
 	if err := edit(&next, s.ring.master); err != nil {
 		return err
 	}
-	if err := next.SaveFS(s.fs, s.dir); err != nil {
+	data, err := next.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := config.WriteFileAtomicFS(s.fs, s.dir, config.FileName, data); err != nil {
 		return err
 	}
 	*s.ring.cfg = next
+	s.ring.onDisk = data
 	return nil
 }
+
+// ErrConfigChanged: a key management call found encryptfs.conf changed
+// since the session read it; nothing was written. Open the vault again.
+var ErrConfigChanged = fault.New(fault.Busy, "session: encryptfs.conf changed since the vault was opened; open it again")
 
 // wipeRing clears the kept master key.
 func (s *Session) wipeRing() {

@@ -295,3 +295,32 @@ func TestUpgradeInPlace(t *testing.T) {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// TestConfigChangedRefused: a session whose config was changed on disk
+// since it opened (another key add) refuses to overwrite that change.
+func TestConfigChangedRefused(t *testing.T) {
+	dir, _, _ := newV2Vault(t, "a")
+	open := func() *Session {
+		s, err := OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	s1, s2 := open(), open()
+	if _, err := s1.AddSlot(keyslot.NewSlot{Type: config.SlotKeyfile, Keyfile: keyfileBytes}); err != nil {
+		t.Fatal(err)
+	}
+	after := readConfig(t, dir)
+	if _, err := s2.AddSlot(keyslot.NewSlot{Type: config.SlotKeyfile, Keyfile: keyfileBytes}); !errors.Is(err, ErrConfigChanged) {
+		t.Fatalf("stale session: %v", err)
+	}
+	if !bytes.Equal(after, readConfig(t, dir)) {
+		t.Fatal("the stale session wrote the config")
+	}
+	// The session that wrote may go on.
+	if err := s1.RemoveSlot(3); err != nil {
+		t.Fatal(err)
+	}
+}
