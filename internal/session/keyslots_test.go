@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"filippo.io/age"
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crashsim"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
@@ -322,5 +324,58 @@ func TestConfigChangedRefused(t *testing.T) {
 	// The session that wrote may go on.
 	if err := s1.RemoveSlot(3); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUpgradeCrash: a crash at any point of Upgrade, with any of the
+// writes not yet made durable lost or kept, leaves a config that opens
+// with the password, as format 1 or format 2, and the vault's names
+// intact (internal/crashsim replays the recorded changes).
+func TestUpgradeCrash(t *testing.T) {
+	dir, _ := newVault(t)
+	s, err := Open(dir, password, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addRootFile(t, s, "kept.txt")
+	s.Close()
+	rec, err := crashsim.NewRecorder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Upgrade(dir, password, cheapKDF(t), Options{Backing: backing.NewFS(rec)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Err(); err != nil {
+		t.Fatal(err)
+	}
+	versions := map[int]bool{}
+	for k := 0; k <= rec.Len(); k++ {
+		for _, keepAll := range []bool{false, true} {
+			st, err := rec.StateAt(k, func(int) bool { return keepAll })
+			if err != nil {
+				t.Fatal(err)
+			}
+			sdir := t.TempDir()
+			if err := st.Materialize(sdir); err != nil {
+				t.Fatal(err)
+			}
+			c, err := config.Load(sdir)
+			if err != nil {
+				t.Fatalf("crash at %d (keep %v): %v", k, keepAll, err)
+			}
+			s, err := OpenWith(sdir, keyslot.Credentials{Password: pwFunc(password)}, Options{})
+			if err != nil {
+				t.Fatalf("crash at %d (keep %v): open: %v", k, keepAll, err)
+			}
+			if checked, err := s.CheckMasterKey(); !checked || err != nil {
+				t.Fatalf("crash at %d: names: %v %v", k, checked, err)
+			}
+			s.Close()
+			versions[c.Params.FormatVersion] = true
+		}
+	}
+	if !versions[1] || !versions[2] {
+		t.Fatalf("crash states saw formats %v, want both", versions)
 	}
 }
