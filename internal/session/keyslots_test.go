@@ -379,3 +379,20 @@ func TestUpgradeCrash(t *testing.T) {
 		t.Fatalf("crash states saw formats %v, want both", versions)
 	}
 }
+
+// TestReverseRefusesV2: a format-2 config where a reverse config belongs
+// is refused by both reverse doors, before any password is tried.
+func TestReverseRefusesV2(t *testing.T) {
+	dir, master, _ := newV2Vault(t)
+	data := readConfig(t, dir)
+	plain := t.TempDir()
+	if err := os.WriteFile(filepath.Join(plain, config.ReverseFileName), data, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenReverse(plain, password, Options{}); !errors.Is(err, config.ErrReverseV2) {
+		t.Fatalf("OpenReverse: %v", err)
+	}
+	if _, err := OpenReverseWithMasterKey(plain, master, Options{}); !errors.Is(err, config.ErrReverseV2) {
+		t.Fatalf("OpenReverseWithMasterKey: %v", err)
+	}
+}
