@@ -118,7 +118,7 @@ func (h SlotHeader) Validate() error {
 			return bad("salt of %d bytes, want %d", len(h.Salt), SlotSaltSize)
 		}
 	case SlotAge:
-		if hasKDF || hasSalt || len(h.AgeFile) == 0 {
+		if hasKDF || hasSalt || len(h.AgeFile) == 0 || h.Recipient == "" {
 			return bad("an age slot has an AgeFile, a Recipient and nothing else")
 		}
 		if len(h.AgeFile) > MaxAgeFile || len(h.Recipient) > MaxRecipient || !display.Safe(h.Recipient) {
