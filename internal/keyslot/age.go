@@ -224,9 +224,9 @@ func sealAgeFile(recipient age.Recipient, secret []byte) ([]byte, error) {
 }
 
 // openAgeFile decrypts an age slot's AgeFile with identities: the slot
-// secret. An age file that decrypts but does not hold exactly
-// SlotSecretSize bytes is corrupt (only whoever made the slot could write
-// it; age authenticated it).
+// secret. An age file whose payload fails age's authentication, or does
+// not hold exactly SlotSecretSize bytes, does not open (Unlock treats it
+// as a slot the identities do not open).
 func openAgeFile(file []byte, identities []age.Identity) ([]byte, error) {
 	r, err := age.Decrypt(bytes.NewReader(file), identities...)
 	if err != nil {
@@ -234,11 +234,11 @@ func openAgeFile(file []byte, identities []age.Identity) ([]byte, error) {
 	}
 	secret, err := io.ReadAll(io.LimitReader(r, config.SlotSecretSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: age slot payload: %v", config.ErrCorrupt, err)
+		return nil, fmt.Errorf("age slot payload: %w", err)
 	}
 	if len(secret) != config.SlotSecretSize {
 		clear(secret)
-		return nil, fmt.Errorf("%w: age slot payload is %d bytes, want %d", config.ErrCorrupt, len(secret), config.SlotSecretSize)
+		return nil, fmt.Errorf("age slot payload is %d bytes, want %d", len(secret), config.SlotSecretSize)
 	}
 	return secret, nil
 }

@@ -177,10 +177,10 @@ func (u *unlocker) age(cr Credentials) (*Result, error) {
 		}
 		secret, err := openAgeFile(s.Header.AgeFile, cr.Identities)
 		if err != nil {
-			if errors.Is(err, config.ErrCorrupt) {
-				return nil, err
-			}
-			u.lastErr = err // no identity matched, or a plugin failed
+			// No identity matched, a plugin failed, or the age file was
+			// edited: like a slot whose wrap fails, it does not open
+			// (the storage can make any age file: recipients are public).
+			u.lastErr = err
 			continue
 		}
 		r, err := u.open(s, secret)

@@ -3,6 +3,7 @@ package keyslot
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"os"
 	"os/exec"
@@ -364,5 +365,42 @@ func TestPaperKey(t *testing.T) {
 	}
 	if _, err := ParsePaperKey([]byte(s[:len(s)-1])); !errors.Is(err, ErrPaperKey) {
 		t.Fatal(err)
+	}
+}
+
+// TestAgeSlotTampered: an edit of any field of an age slot's header (its
+// recipient, its age file, its label) stops the identity from opening it.
+func TestAgeSlotTampered(t *testing.T) {
+	f := newFixture(t)
+	data, err := f.c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := f.c.SlotByID(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := age.GenerateX25519Identity()
+	file := base64.StdEncoding.EncodeToString(s.Header.AgeFile)
+	flipped := bytes.Clone(s.Header.AgeFile)
+	flipped[len(flipped)-1] ^= 1
+	for name, edit := range map[string][2]string{
+		"recipient": {s.Header.Recipient, other.Recipient().String()},
+		"age file":  {file, base64.StdEncoding.EncodeToString(flipped)},
+		"label":     {`"laptop"`, `"laptoq"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			edited := bytes.Replace(data, []byte(edit[0]), []byte(edit[1]), 1)
+			if bytes.Equal(edited, data) {
+				t.Fatal("edit did not apply")
+			}
+			c, err := config.Parse(edited)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Unlock(c, Credentials{Identities: []age.Identity{f.identity}}); !errors.Is(err, config.ErrNoSlotMatch) {
+				t.Fatalf("got %v, want ErrNoSlotMatch", err)
+			}
+		})
 	}
 }
