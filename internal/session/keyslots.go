@@ -41,6 +41,16 @@ const (
 	KeyUnverifiable
 )
 
+func (k KeyCheck) String() string {
+	switch k {
+	case KeyVerified:
+		return "verified against the vault's names"
+	case KeyUnverifiable:
+		return "not verifiable (the vault's root has no names)"
+	}
+	return "not checked"
+}
+
 // keyring is what a session opened through its key slots keeps for key
 // management: the config it unlocked and the master key (wiped on Close).
 type keyring struct {
