@@ -3,6 +3,7 @@ module github.com/encryptfs/encryptfs
 go 1.26.8
 
 require (
+	filippo.io/age v1.3.2
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
@@ -20,3 +21,5 @@ require (
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 )
+
+require filippo.io/hpke v0.4.0 // indirect

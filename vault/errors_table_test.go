@@ -28,6 +28,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/fuseuring"
+	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"github.com/encryptfs/encryptfs/internal/session"
@@ -61,6 +62,21 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/config.ErrUnknownFeature": {config.ErrUnknownFeature, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 	"internal/config.ErrKDFMemory":      {config.ErrKDFMemory, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 	"internal/config.ErrNotFound":       {config.ErrNotFound, fault.NoConfig, syscall.EIO, cli.ExitCipherDir, nil},
+	"internal/config.ErrNoSlotMatch":    {config.ErrNoSlotMatch, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, nil},
+	"internal/config.ErrTampered":       {config.ErrTampered, fault.CorruptConfig, syscall.EIO, cli.ExitCorruptConfig, nil},
+	"internal/config.ErrDuplicateSlot":  {config.ErrDuplicateSlot, fault.CorruptConfig, syscall.EIO, cli.ExitCorruptConfig, nil},
+	"internal/config.ErrLastSlot":       {config.ErrLastSlot, fault.NotPermitted, syscall.EPERM, cli.ExitError, syscall.EPERM},
+	"internal/config.ErrUnknownSlot":    {config.ErrUnknownSlot, fault.NotFound, syscall.ENOENT, cli.ExitError, syscall.ENOENT},
+	"internal/config.ErrSlotLimit":      {config.ErrSlotLimit, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/config.ErrNotV2":          {config.ErrNotV2, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/config.ErrNotV1":          {config.ErrNotV1, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/config.ErrReverseV2":      {config.ErrReverseV2, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+
+	"internal/keyslot.ErrKeyfile":   {keyslot.ErrKeyfile, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/keyslot.ErrPaperKey":  {keyslot.ErrPaperKey, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/keyslot.ErrIdentity":  {keyslot.ErrIdentity, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/keyslot.ErrRecipient": {keyslot.ErrRecipient, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/keyslot.ErrLabel":     {keyslot.ErrLabel, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
 
 	"internal/core.ErrClosed":          {core.ErrClosed, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
 	"internal/crypto/content.ErrWiped": {content.ErrWiped, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
@@ -106,6 +122,9 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/session.ErrNotEmpty":       {session.ErrNotEmpty, fault.Exists, syscall.EEXIST, cli.ExitError, syscall.EEXIST},
 	"internal/session.ErrReverse":        {session.ErrReverse, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 	"internal/session.ErrReverseCipher":  {session.ErrReverseCipher, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/session.ErrForgedConfig":   {session.ErrForgedConfig, fault.CorruptConfig, syscall.EIO, cli.ExitCorruptConfig, nil},
+	"internal/session.ErrConfigChanged":  {session.ErrConfigChanged, fault.Busy, syscall.ETXTBSY, cli.ExitError, syscall.ETXTBSY},
+	"internal/session.ErrNoKeyring":      {session.ErrNoKeyring, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/session.ErrWrongMasterKey": {session.ErrWrongMasterKey, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, nil},
 	"internal/mount.ErrNoSession":        {mount.ErrNoSession, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/mount.ErrNoRoot":           {mount.ErrNoRoot, fault.Other, syscall.EIO, cli.ExitError, nil},

@@ -177,7 +177,7 @@ func TestBadConfig(t *testing.T) {
 		{"garbage", "not json at all", ExitCorruptConfig},
 		{"truncated", string(good[:len(good)/2]), ExitCorruptConfig},
 		{"unknown field", strings.Replace(string(good), `"Creator"`, `"Extra": 1, "Creator"`, 1), ExitCorruptConfig},
-		{"future version", strings.Replace(string(good), `"FormatVersion": 1`, `"FormatVersion": 2`, 1), ExitUnsupported},
+		{"future version", strings.Replace(string(good), `"FormatVersion": 1`, `"FormatVersion": 3`, 1), ExitUnsupported},
 		{"unknown feature", strings.Replace(string(good), `"HKDF"`, `"HKDF", "Quantum"`, 1), ExitUnsupported},
 		{"edited chunk size", strings.Replace(string(good), `"ChunkSize": 16384`, `"ChunkSize": 4096`, 1), ExitWrongPassword},
 		{"missing", "", ExitCipherDir},

@@ -28,8 +28,17 @@ const ReverseFileName = ".encryptfs.reverse.conf"
 // name, since older vaults may have one.
 const BackupName = FileName + ".bak"
 
-// FormatVersion is the newest on-disk format this build reads and writes.
-const FormatVersion = 1
+// Format versions. FormatVersion1 is the original password-only config
+// (docs/format.md §3); FormatVersion2 stores the master key in key slots
+// (docs/format.md §3a). Both are read and written; a vault keeps its
+// version until it is upgraded explicitly (Upgrade).
+const (
+	FormatVersion1 = 1
+	FormatVersion2 = 2
+	// FormatVersion is the newest on-disk format this build reads and
+	// writes.
+	FormatVersion = FormatVersion2
+)
 
 // DefaultCreator is the informational Creator written by Create; the CLI
 // overwrites it with its own version string.
@@ -44,6 +53,17 @@ const (
 	FlagAuthenticatedHoles = "AuthenticatedHoles"
 	FlagFinalChunkFlag     = "FinalChunkFlag"
 )
+
+// FlagKeyslots marks a format-2 config whose master key is stored in key
+// slots (docs/format.md §3a). Format 2's later content features (location
+// binding, per-file Merkle roots, freshness manifests, a master-key epoch)
+// arrive as further flags of format 2, not as new versions.
+const FlagKeyslots = "Keyslots"
+
+// RequiredFlagsV2 returns the feature flags every format-2 config carries
+// today: the v1 content flags (format 2 stores content exactly as format 1)
+// and Keyslots. A fresh slice each call.
+func RequiredFlagsV2() []string { return append(RequiredFlags(), FlagKeyslots) }
 
 // RequiredFlags returns the feature flags every v1 vault carries, in their
 // canonical order. A fresh slice each call: callers may keep or modify it.
@@ -63,7 +83,38 @@ var (
 	ErrKDFMemory = errors.New("config: KDF memory cost exceeds the memory available")
 )
 
-// Params are the authenticated vault parameters.
+// Errors of format 2's key slots (docs/format.md §3a).
+var (
+	// ErrNoSlotMatch: none of the credentials offered opens any key slot
+	// (a wrong password, keyfile, recovery key or age identity; an
+	// edited slot looks the same).
+	ErrNoSlotMatch = errors.New("config: no key slot opens with the credentials given")
+	// ErrTampered: a slot opened, but the config's MAC does not verify
+	// under the master key it gave: the slot set or Params were edited
+	// (a slot added, removed, reordered or changed by whoever can write
+	// CIPHERDIR). Nothing is changed; the vault is refused.
+	ErrTampered = errors.New("config: the key slots or parameters were edited (config MAC mismatch)")
+	// ErrLastSlot: removing the config's only slot would lock everyone out.
+	ErrLastSlot = errors.New("config: refusing to remove the last key slot")
+	// ErrDuplicateSlot: two slots of a config have the same ID.
+	ErrDuplicateSlot = errors.New("config: two key slots have the same ID")
+	// ErrUnknownSlot: no slot of the config has the ID asked for, or it
+	// is not of the type the operation needs.
+	ErrUnknownSlot = errors.New("config: no such key slot")
+	// ErrSlotLimit: the config already has MaxSlots slots.
+	ErrSlotLimit = errors.New("config: too many key slots")
+	// ErrNotV2: a key slot operation on a format-1 config (upgrade first).
+	ErrNotV2 = errors.New("config: the vault's config is format 1, without key slots (upgrade it first)")
+	// ErrNotV1: a format-1 operation (Rewrap, Upgrade) on a format-2 config.
+	ErrNotV1 = errors.New("config: the vault's config is already format 2")
+	// ErrReverseV2: format 2 has no reverse mode; a reverse config stays
+	// format 1.
+	ErrReverseV2 = errors.New("config: a reverse-mode config cannot use format 2 (key slots)")
+)
+
+// Params are the authenticated vault parameters. In a format-2 config KDF
+// is the zero value (each password slot has its own, SlotHeader.KDF) and
+// Reverse is false (format 2 is forward-only; see Upgrade).
 type Params struct {
 	FormatVersion int
 	FeatureFlags  []string
@@ -73,11 +124,22 @@ type Params struct {
 	Reverse       bool // the vault describes a reverse-mode view
 }
 
-// Config is a parsed config file.
+// Config is a parsed config file. A format-1 config has EncryptedKey; a
+// format-2 config has Slots and MAC instead.
 type Config struct {
 	Creator      string
 	Params       Params
-	EncryptedKey []byte
+	EncryptedKey []byte // format 1 only
+
+	// Slots are the key slots of a format-2 config, in stored order.
+	// Read them; change them only through AddSlot, RemoveSlot and
+	// ReplaceSlot, which keep rawSlots and MAC in step.
+	Slots []Slot
+	// MAC is HMAC-SHA256 over Params and Slots (format 2, slotmac.go).
+	MAC []byte
+	// rawSlots is the exact byte string of the "Slots" JSON array as
+	// stored: the MAC covers it, so it is written back byte for byte.
+	rawSlots []byte
 
 	// rawParams is the exact byte string of the "Params" JSON value as
 	// stored. It is the associated data of the key wrap, so it must be
@@ -111,7 +173,7 @@ func (c *Config) LimitKDFMemory(kib uint64) { c.maxKDFMemoryKiB = kib }
 // NewParams returns v1 params with every v1 feature flag set.
 func NewParams(cipher string, chunkSize int, k kdf.Params) Params {
 	return Params{
-		FormatVersion: FormatVersion,
+		FormatVersion: FormatVersion1,
 		FeatureFlags:  RequiredFlags(),
 		Cipher:        cipher,
 		ChunkSize:     chunkSize,
@@ -142,14 +204,28 @@ func Create(p Params, password []byte, rand io.Reader) (*Config, []byte, error) 
 }
 
 // Unlock derives the KEK and unwraps the master key, or ErrWrongPassword.
+// A format-2 config is unlocked through its password slots (UnlockPassword):
+// so every password caller (mount, vault.Open) opens either version.
 func (c *Config) Unlock(password []byte) ([]byte, error) {
+	if c.Params.FormatVersion == FormatVersion2 {
+		master, _, err := c.UnlockPassword(password)
+		return master, err
+	}
 	return c.unwrap(password)
 }
+
+// IsV2 reports whether c is a format-2 (key slot) config.
+func (c *Config) IsV2() bool { return c.Params.FormatVersion == FormatVersion2 }
 
 // Rewrap wraps masterKey under a new password with new KDF params (fresh salt),
 // leaving every other parameter as it is. k must come from kdf.New (a fresh
 // salt); on error the config is unchanged.
 func (c *Config) Rewrap(masterKey, password []byte, k kdf.Params, rand io.Reader) error {
+	if c.IsV2() {
+		// A v2 config has no one password: the caller names the slot
+		// (ChangePassword), which Rewrap cannot.
+		return fmt.Errorf("config: rewrap: %w", ErrNotV1)
+	}
 	if len(masterKey) != keys.MasterKeySize {
 		return fmt.Errorf("config: rewrap: %w", keys.ErrMasterKey)
 	}

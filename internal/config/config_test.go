@@ -112,7 +112,8 @@ func TestParamsEditDetected(t *testing.T) {
 		old, new string
 		want     error
 	}{
-		{"FormatVersion future", gcm, `"FormatVersion": 1`, `"FormatVersion": 2`, ErrFutureVersion},
+		{"FormatVersion future", gcm, `"FormatVersion": 1`, `"FormatVersion": 3`, ErrFutureVersion},
+		{"FormatVersion 2 in a v1 file", gcm, `"FormatVersion": 1`, `"FormatVersion": 2`, ErrCorrupt},
 		{"FormatVersion zero", gcm, `"FormatVersion": 1`, `"FormatVersion": 0`, ErrCorrupt},
 		{"FeatureFlags order", gcm, `"HKDF",`, ``, ErrCorrupt},
 		{"Cipher", gcm, `"aes-256-gcm"`, `"xchacha20-poly1305"`, ErrWrongPassword},

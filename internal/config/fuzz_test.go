@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
@@ -30,6 +32,15 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	vectors, err := os.ReadFile(filepath.Join("..", "..", "testdata", "vectors", vectorsV2File))
+	if err != nil {
+		f.Fatal(err)
+	}
+	var v2 configV2Vectors
+	if err := json.Unmarshal(vectors, &v2); err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(v2.Config))
 	f.Add([]byte(`{"Params": {"FormatVersion": 2}}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -45,7 +56,8 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Parse(Marshal(Parse(x))): %v\n%s", err, out)
 		}
-		if c2.Creator != c.Creator || !bytes.Equal(c2.rawParams, c.rawParams) || !bytes.Equal(c2.EncryptedKey, c.EncryptedKey) {
+		if c2.Creator != c.Creator || !bytes.Equal(c2.rawParams, c.rawParams) || !bytes.Equal(c2.EncryptedKey, c.EncryptedKey) ||
+			!bytes.Equal(c2.rawSlots, c.rawSlots) || !bytes.Equal(c2.MAC, c.MAC) || len(c2.Slots) != len(c.Slots) {
 			t.Fatal("round trip changed the config")
 		}
 	})

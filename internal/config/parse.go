@@ -8,10 +8,6 @@ import (
 	"io"
 )
 
-// MaxFileSize bounds how much of a config file is read: a real config is
-// well under 1 KiB, and a huge file is corrupt, not something to allocate for.
-const MaxFileSize = 64 << 10
-
 // fileJSON is the outer object as stored. Params stays raw: its exact bytes
 // are authenticated by the key wrap.
 type fileJSON struct {
@@ -27,6 +23,10 @@ var fieldNames = map[string]bool{
 	"Creator": true, "Params": true, "EncryptedKey": true,
 	"FormatVersion": true, "FeatureFlags": true, "Cipher": true, "ChunkSize": true, "KDF": true, "Reverse": true,
 	"Algorithm": true, "Salt": true, "Time": true, "MemoryKiB": true, "Threads": true,
+	// Format 2 (slots.go): which of them an object may hold is checked by
+	// the strict decode into its type.
+	"Slots": true, "MAC": true, "Header": true, "Wrapped": true,
+	"ID": true, "Type": true, "Label": true, "Recipient": true, "AgeFile": true,
 }
 
 // Parse decodes strictly and validates a config file's bytes.
@@ -42,6 +42,9 @@ func Parse(data []byte) (*Config, error) {
 	}
 	if err := checkKeys(data); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if peek.Params.FormatVersion == FormatVersion2 {
+		return parseV2(data)
 	}
 	var f fileJSON
 	if err := decodeStrict(data, &f); err != nil {

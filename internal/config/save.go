@@ -18,6 +18,9 @@ import (
 // The Params value is written as the exact bytes that were parsed or
 // wrapped, because they are the key wrap's associated data.
 func (c *Config) Marshal() ([]byte, error) {
+	if c.IsV2() {
+		return c.marshalV2()
+	}
 	if len(c.rawParams) == 0 {
 		return nil, errors.New("config: marshal: no stored Params (make configs with Create or Parse)")
 	}

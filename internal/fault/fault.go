@@ -22,6 +22,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/crypto/siv"
+	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/internal/uring"
 	"golang.org/x/sys/unix"
@@ -166,6 +167,22 @@ var sentinels = [...]struct {
 	{config.ErrUnknownFeature, UnsupportedVault},
 	{config.ErrKDFMemory, UnsupportedVault}, // the config asks for more memory than the machine has free
 	{config.ErrCorrupt, CorruptConfig},
+	// Format 2's key slots. ErrCorrupt comes first: a duplicate ID or too
+	// many slots found while parsing are a corrupt config.
+	{config.ErrNoSlotMatch, WrongPassword},
+	{config.ErrTampered, CorruptConfig},
+	{config.ErrDuplicateSlot, CorruptConfig},
+	{config.ErrLastSlot, NotPermitted},
+	{config.ErrUnknownSlot, NotFound},
+	{config.ErrSlotLimit, Invalid},
+	{config.ErrNotV2, UnsupportedVault},
+	{config.ErrNotV1, UnsupportedVault},
+	{config.ErrReverseV2, UnsupportedVault},
+	{keyslot.ErrKeyfile, Invalid},
+	{keyslot.ErrPaperKey, Invalid},
+	{keyslot.ErrIdentity, Invalid},
+	{keyslot.ErrRecipient, Invalid},
+	{keyslot.ErrLabel, Invalid},
 	{tree.ErrReverse, UnsupportedVault},
 	{content.ErrUnsupported, UnsupportedVault},
 

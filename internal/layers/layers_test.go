@@ -28,6 +28,7 @@ var rank = map[string]int{
 	"internal/display":                    10, // how vault strings are shown: standard library only
 	"internal/config":                     20,
 	"internal/core":                       20,
+	"internal/keyslot":                    25, // key slot credentials and age (above config, below fault)
 	"internal/tree":                       30,
 	"internal/fault":                      40,
 	"internal/session":                    50,

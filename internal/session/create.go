@@ -10,6 +10,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/keyslot"
 )
 
 // CreateOptions describe a new vault.
@@ -33,13 +34,48 @@ type CreateOptions struct {
 // retried). It returns the open session and the master key, which the
 // caller shows once and clears.
 func Create(dir string, password []byte, co CreateOptions) (*Session, []byte, error) {
+	return create(dir, co, func() (*config.Config, []byte, error) {
+		return config.Create(co.Params, password, co.engineOptions().Rand)
+	})
+}
+
+// CreateWith is Create for a format-2 vault (docs/format.md §3a):
+// co.Params come from config.NewParamsV2, and the config has the key slots
+// first (at least one; IDs 1, 2, ... in order; a recovery slot's key is
+// the caller's to draw with keyslot.NewRecoveryKey and show once). The
+// session it returns keeps the config and master key for key management
+// (AddSlot, RemoveSlot, ...), as OpenWith's does. The master key is
+// returned too, for a caller that shows it.
+func CreateWith(dir string, first []keyslot.NewSlot, co CreateOptions) (*Session, []byte, error) {
+	var cfg *config.Config
+	s, master, err := create(dir, co, func() (*config.Config, []byte, error) {
+		c, m, err := keyslot.Create(co.Params, first, co.engineOptions().Rand)
+		cfg = c
+		return c, m, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := cfg.Marshal()
+	if err != nil {
+		s.Close()
+		clear(master)
+		return nil, nil, err
+	}
+	s.ring = &keyring{cfg: cfg, onDisk: data, master: append([]byte(nil), master...)}
+	return s, master, nil
+}
+
+// create is the one creation path: makeConfig returns the new config and
+// its master key; the root's ID is written, then the config.
+func create(dir string, co CreateOptions, makeConfig func() (*config.Config, []byte, error)) (*Session, []byte, error) {
 	if err := co.Params.Validate(); err != nil {
 		return nil, nil, err
 	}
 	if err := checkEmpty(dir); err != nil {
 		return nil, nil, err
 	}
-	c, master, err := config.Create(co.Params, password, co.engineOptions().Rand)
+	c, master, err := makeConfig()
 	if err != nil {
 		return nil, nil, err
 	}

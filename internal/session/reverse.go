@@ -86,7 +86,16 @@ func (r *Reverse) wipe() {
 
 // OpenReverse unlocks PLAINDIR's reverse config (config.ReverseFileName)
 // with password.
+//
+// Reverse configs are format 1 only: a format-2 file there is refused
+// (config.ErrReverseV2) before any password is tried. Why: the view shows
+// the reverse config as its encryptfs.conf, and a copy of the view must
+// open as the format-1 forward vault it claims to be; key slots for
+// reverse mode are not designed yet.
 func OpenReverse(plainDir string, password []byte, o Options) (*Reverse, error) {
+	if err := refuseV2Reverse(plainDir, &o); err != nil {
+		return nil, err
+	}
 	c, master, err := o.unlock(plainDir, config.ReverseFileName, password)
 	if err != nil {
 		return nil, err
@@ -120,6 +129,9 @@ func OpenReverseWithMasterKey(plainDir string, masterKey []byte, o Options) (*Re
 	if err != nil {
 		return nil, err
 	}
+	if c.IsV2() {
+		return nil, config.ErrReverseV2
+	}
 	return newReverseOf(plainDir, c, masterKey)
 }
 
@@ -151,5 +163,19 @@ func (r *Reverse) Deriver() *reverse.Deriver { return r.derive }
 // the view is unmounted.
 func (r *Reverse) Close() error {
 	r.wipe()
+	return nil
+}
+
+// refuseV2Reverse loads the reverse config into o.Config (so it is read
+// once) and refuses a format-2 one.
+func refuseV2Reverse(plainDir string, o *Options) error {
+	c, err := o.loadConfig(plainDir, config.ReverseFileName)
+	if err != nil {
+		return err
+	}
+	if c.IsV2() {
+		return config.ErrReverseV2
+	}
+	o.Config = c
 	return nil
 }

@@ -8,6 +8,7 @@ package session
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -78,9 +79,11 @@ type Session struct {
 	engine *core.Engine
 	tree   *tree.Tree
 	fs     *backing.FS
+	rand   io.Reader // the engine's: salts, nonces and secrets of new key slots
 
 	mu   sync.Mutex
 	keys *keys.Keys // nil after Close
+	ring *keyring   // config and master key kept by OpenWith/CreateWith; nil otherwise
 }
 
 // New builds the session of the vault in dir with parameters p from its
@@ -109,7 +112,7 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 		k.Wipe()
 		return nil, fmt.Errorf("session: content suite: %w", err)
 	}
-	return &Session{dir: dir, params: p, engine: core.NewEngine(suite, eo), tree: t, fs: o.Backing, keys: k}, nil
+	return &Session{dir: dir, params: p, engine: core.NewEngine(suite, eo), tree: t, fs: o.Backing, rand: eo.Rand, keys: k}, nil
 }
 
 // loadConfig returns o.Config or loads dir's config, with the KDF memory
@@ -161,10 +164,21 @@ func (o Options) unlock(dir, name string, password []byte) (*config.Config, []by
 // are taken as they stand; an attacker's edit can only make reads fail,
 // never return wrong plaintext or weaken what is written (docs/format.md
 // §3, "The master-key paths").
+//
+// A format-2 config is different: its MAC, checked here under masterKey,
+// authenticates Params and the slot set (ErrWrongMasterKey if it fails:
+// a wrong key, or an edited config).
 func OpenWithMasterKey(dir string, masterKey []byte, o Options) (*Session, error) {
 	c, err := o.loadConfig(dir, config.FileName)
 	if err != nil {
 		return nil, err
+	}
+	if c.IsV2() {
+		if err := c.VerifyMAC(masterKey); errors.Is(err, config.ErrTampered) {
+			return nil, fmt.Errorf("%w (or the config was edited: its MAC does not verify under this key)", ErrWrongMasterKey)
+		} else if err != nil {
+			return nil, err
+		}
 	}
 	return New(dir, c.Params, masterKey, o)
 }
@@ -199,5 +213,6 @@ func (s *Session) Close() error {
 		s.engine.Suite().Wipe()
 		s.keys = nil
 	}
+	s.wipeRing()
 	return nil
 }

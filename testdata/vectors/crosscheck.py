@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Independent cross-check of the EncryptFS known-answer vectors with
-pyca/cryptography (not used by the Go code): HKDF subkeys, header HMACs, Argon2id, symlink and xattr blobs,
+pyca/cryptography (not used by the Go code): HKDF subkeys, format 2 config slots and MAC, header HMACs, Argon2id, symlink and xattr blobs,
 AES-256-GCM (16-byte nonce) and AES-256-SIV chunks, names and xattr names.
 XChaCha20-Poly1305 via a small HChaCha20 written here.
 Run: python3 testdata/vectors/crosscheck.py"""
@@ -134,6 +134,62 @@ if m:
     for v in m["Xattrs"]:
         ad = bytes.fromhex(v["ObjectID"]) + v["BackingName"].encode()
         assert xchacha_open(vk, bytes.fromhex(v["Blob"]), ad) == bytes.fromhex(v["Value"])
+        checked += 1
+
+def raw_value(text, key, start=0):
+    """The exact text of the JSON value after "key": in text (from start):
+    what format 2 authenticates byte for byte."""
+    i = text.index('"%s": ' % key, start) + len(key) + 4
+    depth, j, in_str = 0, i, False
+    while True:
+        c = text[j]
+        if in_str:
+            if c == "\\":
+                j += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                return text[i:j + 1], j + 1
+        j += 1
+
+
+v2 = load("config-v2.json")
+if v2:
+    from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
+    text = v2["Config"]
+    conf = json.loads(text)
+    master = bytes.fromhex(v2["MasterKey"])
+    params, _ = raw_value(text, "Params")
+    slots_raw, _ = raw_value(text, "Slots")
+    mac_key = hkdf(master, b"", "encryptfs v2 config mac", 32)
+    assert mac_key == bytes.fromhex(v2["MACKey"])
+    mac = hmac.new(mac_key, b"encryptfs.conf v2\0" + params.encode() + b"\0" + slots_raw.encode(), hashlib.sha256).digest()
+    assert mac == base64.b64decode(conf["MAC"])
+    checked += 1
+    pos = 0
+    for slot, vec in zip(conf["Slots"], v2["Slots"]):
+        header, pos = raw_value(slots_raw, "Header", pos)
+        h = slot["Header"]
+        if h["Type"] == "password":
+            k = h["KDF"]
+            secret = Argon2id(salt=base64.b64decode(k["Salt"]), length=32, iterations=k["Time"],
+                              lanes=k["Threads"], memory_cost=k["MemoryKiB"]).derive(v2["Password"].encode())
+        else:
+            cred = bytes.fromhex(v2["Keyfile"] if h["Type"] == "keyfile" else v2["RecoveryKey"])
+            label = "encryptfs v2 keyfile" if h["Type"] == "keyfile" else "encryptfs v2 recovery key"
+            secret = hkdf(cred, base64.b64decode(h["Salt"]), label, 32)
+        assert secret == bytes.fromhex(vec["Secret"]), h["ID"]
+        wk = hkdf(secret, b"", "encryptfs v2 slot wrap", 32)
+        ad = b"encryptfs.conf v2 slot\0" + params.encode() + b"\0" + header.encode()
+        assert ad == vec["AD"].encode()
+        w = base64.b64decode(slot["Wrapped"])
+        assert AESGCM(wk).decrypt(w[:12], w[12:], ad) == master, h["ID"]
         checked += 1
 
 print("crosscheck: %d vectors match" % checked)

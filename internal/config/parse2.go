@@ -1,0 +1,187 @@
+package config
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// fileJSONv2 is a format-2 config as stored. Params and Slots stay raw:
+// their exact bytes are authenticated by the MAC (and Params, with each
+// header, by every slot's wrap).
+type fileJSONv2 struct {
+	Creator string
+	Params  json.RawMessage
+	Slots   json.RawMessage
+	MAC     []byte
+}
+
+// paramsJSONv2 is format 2's Params object: format 1's without KDF (which
+// moved into password slots) and Reverse (format 2 is forward-only).
+type paramsJSONv2 struct {
+	FormatVersion int
+	FeatureFlags  []string
+	Cipher        string
+	ChunkSize     int
+}
+
+// slotJSON is one element of the Slots array.
+type slotJSON struct {
+	Header  json.RawMessage
+	Wrapped []byte
+}
+
+// macSize is the stored size of the config MAC (HMAC-SHA256).
+const macSize = 32
+
+// parseV2 decodes strictly and validates a format-2 config. The key check
+// (checkKeys) has already run on data.
+func parseV2(data []byte) (*Config, error) {
+	var f fileJSONv2
+	if err := decodeStrict(data, &f); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if len(f.Params) == 0 || len(f.Slots) == 0 {
+		return nil, fmt.Errorf("%w: no Params or no Slots", ErrCorrupt)
+	}
+	p, err := decodeParamsV2(f.Params)
+	if err != nil {
+		return nil, err
+	}
+	var elems []slotJSON
+	if err := decodeStrict(f.Slots, &elems); err != nil {
+		return nil, fmt.Errorf("%w: Slots: %w", ErrCorrupt, err)
+	}
+	slots := make([]Slot, 0, len(elems))
+	for i, e := range elems {
+		if len(e.Header) == 0 {
+			return nil, fmt.Errorf("%w: key slot %d has no Header", ErrCorrupt, i)
+		}
+		var h SlotHeader
+		if err := decodeStrict(e.Header, &h); err != nil {
+			return nil, fmt.Errorf("%w: key slot %d: %w", ErrCorrupt, i, err)
+		}
+		slots = append(slots, Slot{Header: h, Wrapped: e.Wrapped, rawHeader: append([]byte(nil), e.Header...)})
+	}
+	if err := validateSlots(slots); err != nil {
+		return nil, err
+	}
+	if len(f.MAC) != macSize {
+		return nil, fmt.Errorf("%w: MAC is %d bytes, want %d", ErrCorrupt, len(f.MAC), macSize)
+	}
+	return &Config{
+		Creator:   f.Creator,
+		Params:    p,
+		Slots:     slots,
+		MAC:       f.MAC,
+		rawParams: append([]byte(nil), f.Params...),
+		rawSlots:  append([]byte(nil), f.Slots...),
+		raw:       append([]byte(nil), data...),
+	}, nil
+}
+
+// decodeParamsV2 decodes and validates format 2's Params.
+func decodeParamsV2(raw []byte) (Params, error) {
+	var pj paramsJSONv2
+	if err := decodeStrict(raw, &pj); err != nil {
+		return Params{}, fmt.Errorf("%w: Params: %w", ErrCorrupt, err)
+	}
+	p := Params{FormatVersion: pj.FormatVersion, FeatureFlags: pj.FeatureFlags, Cipher: pj.Cipher, ChunkSize: pj.ChunkSize}
+	if p.FormatVersion != FormatVersion2 {
+		return Params{}, fmt.Errorf("%w: FormatVersion %d in a format-2 config", ErrCorrupt, p.FormatVersion)
+	}
+	if err := p.Validate(); err != nil {
+		return Params{}, err
+	}
+	return p, nil
+}
+
+// encodeParamsV2 is the canonical encoding of fresh format-2 Params.
+func encodeParamsV2(p Params) ([]byte, error) {
+	raw, err := json.MarshalIndent(paramsJSONv2{p.FormatVersion, p.FeatureFlags, p.Cipher, p.ChunkSize}, "\t", "\t")
+	if err != nil {
+		return nil, fmt.Errorf("config: encode params: %w", err)
+	}
+	return raw, nil
+}
+
+// encodeHeader is the canonical encoding of a fresh slot header, indented
+// to sit inside the Slots array.
+func encodeHeader(h SlotHeader) ([]byte, error) {
+	raw, err := json.MarshalIndent(h, "\t\t\t", "\t")
+	if err != nil {
+		return nil, fmt.Errorf("config: encode slot header: %w", err)
+	}
+	return raw, nil
+}
+
+// encodeSlots is the Slots array of slots, each header written as its
+// exact stored bytes (its wrap's associated data).
+func encodeSlots(slots []Slot) []byte {
+	var b bytes.Buffer
+	b.WriteString("[")
+	for i, s := range slots {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n\t\t{\n\t\t\t\"Header\": ")
+		b.Write(s.rawHeader)
+		b.WriteString(",\n\t\t\t\"Wrapped\": \"")
+		b.WriteString(base64.StdEncoding.EncodeToString(s.Wrapped))
+		b.WriteString("\"\n\t\t}")
+	}
+	b.WriteString("\n\t]")
+	return b.Bytes()
+}
+
+// marshalV2 encodes a format-2 config as stored: Params and Slots as their
+// exact bytes.
+func (c *Config) marshalV2() ([]byte, error) {
+	if len(c.rawParams) == 0 || len(c.rawSlots) == 0 {
+		return nil, errors.New("config: marshal: no stored Params or Slots (make configs with CreateV2 or Parse)")
+	}
+	stored, err := decodeParamsV2(c.rawParams)
+	if err != nil {
+		return nil, fmt.Errorf("config: marshal: %w", err)
+	}
+	a, errA := json.Marshal(stored)
+	b, errB := json.Marshal(c.Params)
+	if errA != nil || errB != nil || !bytes.Equal(a, b) {
+		return nil, errors.New("config: marshal: Params changed in memory")
+	}
+	if !bytes.Equal(encodeSlots(c.Slots), c.rawSlots) && !slotsMatchRaw(c.Slots, c.rawSlots) {
+		return nil, errors.New("config: marshal: Slots changed in memory without AddSlot/RemoveSlot/ReplaceSlot")
+	}
+	creator, err := json.Marshal(c.Creator)
+	if err != nil {
+		return nil, fmt.Errorf("config: marshal: %w", err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString("{\n\t\"Creator\": ")
+	buf.Write(creator)
+	buf.WriteString(",\n\t\"Params\": ")
+	buf.Write(c.rawParams)
+	buf.WriteString(",\n\t\"Slots\": ")
+	buf.Write(c.rawSlots)
+	buf.WriteString(",\n\t\"MAC\": \"")
+	buf.WriteString(base64.StdEncoding.EncodeToString(c.MAC))
+	buf.WriteString("\"\n}\n")
+	return buf.Bytes(), nil
+}
+
+// slotsMatchRaw reports whether raw (a stored Slots array, possibly laid
+// out differently from encodeSlots) holds exactly slots.
+func slotsMatchRaw(slots []Slot, raw []byte) bool {
+	var elems []slotJSON
+	if decodeStrict(raw, &elems) != nil || len(elems) != len(slots) {
+		return false
+	}
+	for i, e := range elems {
+		if !bytes.Equal(e.Header, slots[i].rawHeader) || !bytes.Equal(e.Wrapped, slots[i].Wrapped) {
+			return false
+		}
+	}
+	return true
+}
