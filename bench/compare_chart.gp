@@ -3,7 +3,7 @@
 # datafile: a header line, then one line per row: "label" and the speed-up
 # of each encryptfs transport over the best peer (> 1: encryptfs faster;
 # for time rows it is best peer time / encryptfs time).
-set terminal svg size 1200,560 dynamic font "sans,12" background rgb "white"
+set terminal svg size 1200,600 dynamic font "sans,12" background rgb "white"
 set output outfile
 set title title
 set datafile separator "\t"
@@ -13,8 +13,10 @@ set style histogram clustered gap 1
 set style fill solid 0.8 border -1
 set boxwidth 0.9
 set logscale y 2
-set yrange [0.125:8]
-set ytics ("1/8" 0.125, "1/4" 0.25, "1/2" 0.5, "1" 1, "2" 2, "4" 4, "8" 8)
+set yrange [0.01<*<0.25 : 4<*<100]
+set ytics ("1/16" 0.0625, "1/8" 0.125, "1/4" 0.25, "1/2" 0.5, "1" 1, "2" 2, "4" 4, "8" 8, "16" 16, "32" 32)
+set rmargin 10
+set bmargin 9
 set ylabel "speed vs the best peer (> 1: encryptfs faster; log scale)"
 set xtics rotate by -40 scale 0 nomirror
 set grid ytics
