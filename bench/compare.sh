@@ -60,7 +60,7 @@ export LC_ALL=C
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 ALL_COLUMNS=(tmpfs loopback gocryptfs securefs encfs cryfs encryptfs-classic encryptfs-uring)
 DEFAULT_COLUMNS=(tmpfs loopback gocryptfs securefs encryptfs-classic encryptfs-uring)
-URING_PARAM=/sys/module/fuse/parameters/enable_uring
+URING_PARAM=${URING_PARAM:-/sys/module/fuse/parameters/enable_uring} # overridable to test the skip
 PASSWORD="benchmark password"
 
 die() { echo "compare.sh: $*" >&2; exit 1; }

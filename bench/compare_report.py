@@ -84,7 +84,10 @@ def main():
             meta[k].append(v)
     columns = meta["columns"][0].split()
     peers = [c for c in columns if c in PEERS]
-    ours = [c for c in columns if c in OURS]
+    # Skipped columns stay in the table, every cell saying so.
+    skipped = [x.split(":", 1)[0] for x in meta.get("skipped", [])]
+    shown = columns + [c for c in skipped if c not in columns]
+    ours = [c for c in shown if c in OURS]
 
     def med(col, metric):
         vs = values.get((col, metric))
@@ -132,7 +135,7 @@ def main():
     out.append("")
 
     def table(rows, fio=False):
-        head = ["row"] + columns + ["%s / best peer" % c for c in ours]
+        head = ["row"] + shown + ["%s / best peer" % c for c in ours]
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---|" * len(head))
         chart = []
@@ -140,15 +143,17 @@ def main():
             if not any(values.get((c, metric)) for c in columns):
                 continue
             cells = [label]
-            for c in columns:
-                if fio and c != "tmpfs" and "tmpfs" in columns:
+            for c in shown:
+                if c in skipped:
+                    cells.append("skipped")
+                elif fio and c != "tmpfs" and "tmpfs" in columns:
                     cells.append(fio_cell(c, metric))
                 else:
                     cells.append(cell(c, metric, kind))
             speeds = []
             for c in ours:
                 text, speed = ratio(c, metric, kind)
-                cells.append(text)
+                cells.append("skipped" if c in skipped else text)
                 speeds.append(speed)
             out.append("| " + " | ".join(cells) + " |")
             if kind in ("thr", "time") and any(s is not None for s in speeds):
