@@ -125,7 +125,7 @@ run_untar() {
 		mkdir "$d/$n"
 		tar -C "$d/$n" -xf "$WORK/src.tar" || { fail "untar w$i round $n: tar failed"; return 1; }
 		(cd "$d/$n" && md5sum --quiet -c "$WORK/manifest") || { fail "untar w$i round $n: md5 mismatch"; return 1; }
-		[ $n -gt 1 ] && rm -rf "$d/$((n - 1))"
+		[ $n -gt 1 ] && rm -rf "${d:?}/$((n - 1))"
 		echo $n >"$STATE/untar.$i"
 	done
 }

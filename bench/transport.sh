@@ -62,7 +62,12 @@ print("%.2f" % ((time.perf_counter() - t) / n * 1e6))
 EOF
 }
 
-secs() { local t0=$(date +%s.%N); "$@"; echo "$(date +%s.%N) - $t0" | bc; }
+secs() {
+	local t0
+	t0=$(date +%s.%N)
+	"$@"
+	echo "$(date +%s.%N) - $t0" | bc
+}
 
 for round in $(seq "$ROUNDS"); do
 	for tr in classic uring; do
@@ -74,9 +79,11 @@ for round in $(seq "$ROUNDS"); do
 		echo "$tr STAT@0 $(loop_us stat "$mnt/f" "$STATS" 0)" >>"$RESULTS"
 		"$BIN" unmount "$mnt"
 		"$BIN" mount --passfile "$WORK/pw" --transport "$tr" "$WORK/cipher" "$mnt"
-		echo "$tr OPEN $(loop_us open "$mnt/f" "$OPENS")" >>"$RESULTS"
-		echo "$tr UNTAR $(secs tar -C "$mnt" -xf "$WORK/tree.tar")" >>"$RESULTS"
-		echo "$tr RM $(secs rm -rf "$mnt/net" "$mnt/crypto")" >>"$RESULTS"
+		{
+			echo "$tr OPEN $(loop_us open "$mnt/f" "$OPENS")"
+			echo "$tr UNTAR $(secs tar -C "$mnt" -xf "$WORK/tree.tar")"
+			echo "$tr RM $(secs rm -rf "$mnt/net" "$mnt/crypto")"
+		} >>"$RESULTS"
 		rm -f "$mnt/f"
 		"$BIN" unmount "$mnt"
 	done
