@@ -25,7 +25,11 @@ const readyByte = 'R'
 // mounts in the foreground, hands it the secret through an inherited pipe
 // (never argv or the environment), and exits 0 once the child reports the
 // mount is ready, or with the child's own exit code when it fails.
-func (a *App) daemonize(args []string, secret []byte) error {
+//
+// secretIsKey says the secret is the master key the parent unlocked (a
+// forward mount: the child opens with it and ignores the unlock flags in
+// args).
+func (a *App) daemonize(args []string, secret []byte, secretIsKey bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("daemonize: %w", err)
@@ -41,7 +45,11 @@ func (a *App) daemonize(args []string, secret []byte) error {
 		return fmt.Errorf("daemonize: %w", err)
 	}
 	// fds 3 and 4 in the child are ExtraFiles[0] and [1].
-	childArgs := append([]string{"mount", "--internal-notify-fd=3", "--internal-secret-fd=4"}, args...)
+	childArgs := []string{"mount", "--internal-notify-fd=3", "--internal-secret-fd=4"}
+	if secretIsKey {
+		childArgs = append(childArgs, "--internal-secret-is-key")
+	}
+	childArgs = append(childArgs, args...)
 	cmd := exec.Command(exe, childArgs...)
 	if f, ok := a.Stderr.(*os.File); ok {
 		cmd.Stdout, cmd.Stderr = f, f // errors before the mount is ready reach the user
@@ -106,7 +114,7 @@ func (a *App) runDaemonChild(c *config.Config, cipherDir, mountPoint string, m m
 		return withCode(ExitPassword, fmt.Errorf("mount: read the secret from the parent: %w", err))
 	}
 	defer clear(secret)
-	if m.masterKey {
+	if m.secretIsKey || m.unlock.masterKey {
 		key, err := parseMasterKey(secret)
 		if err != nil {
 			return err
@@ -124,7 +132,19 @@ func (a *App) runDaemonChild(c *config.Config, cipherDir, mountPoint string, m m
 		out.set(daemonLog())
 		return detachStdio()
 	}
-	return a.serveMode(c, cipherDir, mountPoint, m, secret, logger, ready)
+	if m.rev.enabled {
+		return a.serveReverse(c, cipherDir, mountPoint, m, m.rev, secret, logger, ready)
+	}
+	// The parent unlocked the vault (with whatever credential) and sent
+	// its master key; on a format-2 vault OpenWithMasterKey checks the
+	// config's MAC under it. A parent of another build that sent a
+	// password is served too.
+	s, err := openSession(cipherDir, c, secret, m.secretIsKey || m.unlock.masterKey)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return a.serve(s, cipherDir, mountPoint, m, logger, ready)
 }
 
 // masterKeyWire is how the parent passes a master key to the child: the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/fault"
 )
 
@@ -24,6 +25,7 @@ const (
 	ExitUnmount       = 10 // unmount failed (not mounted, busy)
 	ExitCorruptData   = 11 // file data or a name failed authentication (offline tools)
 	ExitNoSpace       = 12 // the file system written to is full (ENOSPC) or over quota (EDQUOT)
+	ExitKeySlot       = 13 // a key slot change refused: the last slot, no slot with that ID (or not of the kind asked), too many slots
 )
 
 // codedError carries an explicit exit code.
@@ -62,6 +64,9 @@ func ExitCode(err error) int {
 	var ce *codedError
 	if errors.As(err, &ce) {
 		return ce.code
+	}
+	if errors.Is(err, config.ErrLastSlot) || errors.Is(err, config.ErrUnknownSlot) || errors.Is(err, config.ErrSlotLimit) {
+		return ExitKeySlot
 	}
 	switch fault.Of(err) {
 	case fault.WrongPassword:

@@ -31,10 +31,8 @@ const ExitFsckProblems = 26
 func (a *App) newFsckCommand() *cobra.Command {
 	cmd := newCommand("fsck", "CIPHERDIR", 1, 1, groupOffline, "check a vault's integrity offline (optionally salvage or repair)", dirArg)
 	fs := cmd.Flags()
-	var src passSource
-	passSourceFlags(fs, &src, "password")
-	useMasterKey := new(bool)
-	masterKeyFlag(fs, useMasterKey, "read the master key from stdin instead of a password")
+	var u unlockFlags
+	u.register(fs, "password")
 	salvage := fs.String("salvage", "", "copy everything readable into `DEST` (missing or empty) as plaintext")
 	mustMark(cobra.MarkFlagDirname(fs, "salvage"))
 	repair := fs.Bool("repair", false, "fix in place what an interrupted operation left (temporary files, orphaned sidecars, a lost directory ID of an empty directory, a torn header whose chunks authenticate), printing each change first; refused while the vault is mounted")
@@ -60,20 +58,7 @@ func (a *App) newFsckCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		var secret []byte
-		if *useMasterKey {
-			if src != (passSource{}) {
-				return usageErrorf("fsck: --masterkey replaces the password; drop --passfile/--extpass")
-			}
-			secret, err = a.readMasterKey()
-		} else {
-			secret, err = a.readPassword(src, "Password", false)
-		}
-		if err != nil {
-			return err
-		}
-		s, err := openSession(dir, c, secret, *useMasterKey)
-		clear(secret)
+		s, err := a.unlockVault(dir, c, u, "Password")
 		if errors.Is(err, config.ErrWrongPassword) {
 			return errorfCode(ExitWrongPassword, "wrong password, or the parameters in encryptfs.conf were edited "+
 				"(either makes the key unwrap fail); with the master key, fsck --masterkey checks the data without it")
@@ -82,7 +67,7 @@ func (a *App) newFsckCommand() *cobra.Command {
 			return err
 		}
 		defer s.Close()
-		if *useMasterKey {
+		if unlockedByMasterKey(s, u) {
 			// A key that decrypts no name in the root is refused; other errors
 			// (a damaged root) are for fsck itself to report.
 			if _, err := checkMasterKey(s); err != nil && ExitCode(err) == ExitWrongPassword {

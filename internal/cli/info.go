@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/keyslot"
 )
 
 // infoJSON is the --json output of info. It holds no secret (no salt, no
@@ -31,6 +32,10 @@ type infoJSON struct {
 	// Params.Reverse stays false there, see initReverse; this field says
 	// which kind of directory was read.)
 	Reverse bool
+	// Slots are a format-2 vault's key slots (KDF above is then zero:
+	// each password slot has its own). What the file says: info does not
+	// unlock (key list --verify does).
+	Slots []slotJSON `json:",omitempty"`
 }
 
 func (a *App) newInfoCommand() *cobra.Command {
@@ -51,6 +56,9 @@ func (a *App) newInfoCommand() *cobra.Command {
 			out.FormatVersion, out.Creator, out.Cipher, out.ChunkSize = p.FormatVersion, c.Creator, p.Cipher, p.ChunkSize
 			out.KDF.Algorithm, out.KDF.Time, out.KDF.MemoryKiB, out.KDF.Threads = p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB, p.KDF.Threads
 			out.FeatureFlags, out.Reverse = p.FeatureFlags, p.Reverse || isReverse
+			if c.IsV2() {
+				out.Slots = slotsJSON(keyslot.List(c))
+			}
 			b, err := json.MarshalIndent(out, "", "  ")
 			if err != nil {
 				return err
@@ -64,10 +72,20 @@ func (a *App) newInfoCommand() *cobra.Command {
 		fmt.Fprintf(a.Stdout, "Creator:        %s\n", displayName(c.Creator))
 		fmt.Fprintf(a.Stdout, "Cipher:         %s\n", p.Cipher)
 		fmt.Fprintf(a.Stdout, "Chunk size:     %d bytes\n", p.ChunkSize)
-		fmt.Fprintf(a.Stdout, "KDF:            %s, time %d, memory %d MiB, threads %d\n",
-			p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB/1024, p.KDF.Threads)
+		if c.IsV2() {
+			fmt.Fprintf(a.Stdout, "KDF:            per password slot (below)\n")
+		} else {
+			fmt.Fprintf(a.Stdout, "KDF:            %s, time %d, memory %d MiB, threads %d\n",
+				p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB/1024, p.KDF.Threads)
+		}
 		fmt.Fprintf(a.Stdout, "Feature flags:  %s\n", strings.Join(p.FeatureFlags, " "))
 		fmt.Fprintf(a.Stdout, "Reverse mode:   %t\n", p.Reverse || isReverse)
+		if c.IsV2() {
+			fmt.Fprintf(a.Stdout, "Key slots (as encryptfs.conf says; encryptfs key list --verify authenticates them):\n")
+			for _, si := range keyslot.List(c) {
+				fmt.Fprintf(a.Stdout, "  %s\n", describeSlot(si))
+			}
+		}
 		return nil
 	}
 	return cmd

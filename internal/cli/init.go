@@ -63,16 +63,31 @@ func (a *App) newInitCommand() *cobra.Command {
 	passSourceFlags(fs, &src, "password")
 	cipherName := fs.String("cipher", "aes-gcm", "content cipher: aes-gcm or xchacha")
 	chunk := fs.String("chunk-size", strconv.Itoa(session.DefaultChunkSize), "chunk size in bytes (power of two, 4k..1M; suffix k or M allowed)")
+	format := fs.Int("format", config.FormatVersion2, "config format: 2 (key slots: password, keyfiles, age identities, recovery key) or 1 (one password, as encryptfs 0.1 made); --reverse is always 1")
+	noRecovery := fs.Bool("no-recovery-key", false, "format 2: make no recovery key slot (the password is then the only way in until key add)")
 	reverse := fs.Bool("reverse", false, "set up the existing plaintext directory CIPHERDIR for reverse mounts (aes-256-siv; see docs/reverse.md)")
 	flagGroup(fs, groupReverse, "reverse")
 	var kf kdfFlags
 	kf.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		switch {
+		case *reverse && fs.Changed("format") && *format != config.FormatVersion1:
+			return usageErrorf("init: --reverse makes a format-1 config (reverse mode has no key slots); drop --format %d", *format)
+		case *format != config.FormatVersion1 && *format != config.FormatVersion2:
+			return usageErrorf("init: --format %d: use 1 or 2", *format)
+		case *noRecovery && (*reverse || *format == config.FormatVersion1):
+			return usageErrorf("init: --no-recovery-key is for format 2, which has a recovery key slot")
+		}
+		if *format == config.FormatVersion2 && !*reverse {
+			return a.runInitV2(pos[0], *cipherName, *chunk, kf, src, !*noRecovery)
+		}
 		return a.runInit(pos[0], *cipherName, fs.Changed("cipher"), *chunk, *reverse, kf, src)
 	}
 	return cmd
 }
 
+// runInit makes a format-1 vault (or, with reverse, a PLAINDIR's
+// reverse-mode config).
 func (a *App) runInit(dir, cipherName string, cipherSet bool, chunk string, reverse bool, kf kdfFlags, src passSource) error {
 	if reverse {
 		return a.cmdInitReverse(dir, cipherName, cipherSet, chunk, kf, src)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/mount"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,52 +60,70 @@ func (a *App) newMountCommand() *cobra.Command {
 		if m.notifyFD >= 0 {
 			return a.runDaemonChild(c, cipherDir, mountPoint, m)
 		}
-		secret, err := a.readMountSecret(m)
+		if m.rev.enabled {
+			return a.mountReverse(c, cipherDir, mountPoint, m)
+		}
+		// Every forward mount unlocks here, in the foreground process: an
+		// identity's plugin may ask for a PIN or a touch, and every prompt
+		// and refusal belongs on the user's terminal. The daemon child gets
+		// the master key.
+		s, err := a.unlockVault(cipherDir, c, m.unlock, "Password")
 		if err != nil {
 			return err
 		}
-		defer clear(secret)
 		if !m.foreground {
-			wire := secret
-			if m.masterKey {
-				wire = masterKeyWire(secret)
-				defer clear(wire)
-			}
-			return a.daemonize(a.cmdArgs, wire)
+			key := s.MasterKey()
+			s.Close()
+			defer clear(key)
+			wire := masterKeyWire(key)
+			defer clear(wire)
+			return a.daemonize(a.cmdArgs, wire, true)
 		}
+		defer s.Close()
 		logger := log.New(a.Stderr, "encryptfs: ", log.LstdFlags)
-		return a.serveMode(c, cipherDir, mountPoint, m, secret, logger, nil)
+		return a.serve(s, cipherDir, mountPoint, m, logger, nil)
 	}
 	return cmd
 }
 
-// readMountSecret reads the password, or the master key with --masterkey.
+// mountReverse mounts the reverse view of PLAINDIR (format 1 only): the
+// daemon child unlocks with the password or master key the parent read.
+func (a *App) mountReverse(c *config.Config, plainDir, mountPoint string, m mountFlags) error {
+	if len(m.unlock.keyfiles) > 0 || len(m.unlock.identities) > 0 || len(m.unlock.credentials) > 0 {
+		return usageErrorf("mount: --reverse opens with a password or the master key; keyfiles, identities and credentials are for format-2 vaults")
+	}
+	secret, err := a.readMountSecret(m)
+	if err != nil {
+		return err
+	}
+	defer clear(secret)
+	if !m.foreground {
+		wire := secret
+		if m.unlock.masterKey {
+			wire = masterKeyWire(secret)
+			defer clear(wire)
+		}
+		return a.daemonize(a.cmdArgs, wire, false)
+	}
+	logger := log.New(a.Stderr, "encryptfs: ", log.LstdFlags)
+	return a.serveReverse(c, plainDir, mountPoint, m, m.rev, secret, logger, nil)
+}
+
+// readMountSecret reads the password, or the master key with --masterkey
+// (reverse mounts).
 func (a *App) readMountSecret(m mountFlags) ([]byte, error) {
-	if m.masterKey {
-		if m.src != (passSource{}) {
+	if m.unlock.masterKey {
+		if m.unlock.src != (passSource{}) {
 			return nil, usageErrorf("mount: --masterkey replaces the password; drop --passfile/--extpass")
 		}
 		return a.readMasterKey()
 	}
-	return a.readPassword(m.src, "Password", false)
+	return a.readPassword(m.unlock.src, "Password", false)
 }
 
-// serveMode runs the forward or (with --reverse) the reverse server.
-func (a *App) serveMode(c *config.Config, dir, mountPoint string, m mountFlags, secret []byte, logger *log.Logger, ready func() error) error {
-	if m.rev.enabled {
-		return a.serveReverse(c, dir, mountPoint, m, m.rev, secret, logger, ready)
-	}
-	return a.serve(c, dir, mountPoint, m, secret, logger, ready)
-}
-
-// serve unlocks the vault with secret, mounts it, reports readiness through
-// ready (if not nil) and serves until unmounted or signalled.
-func (a *App) serve(c *config.Config, cipherDir, mountPoint string, m mountFlags, secret []byte, logger *log.Logger, ready func() error) error {
-	s, err := openSession(cipherDir, c, secret, m.masterKey)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+// serve mounts the unlocked vault s, reports readiness through ready (if
+// not nil) and serves until unmounted or signalled.
+func (a *App) serve(s *session.Session, cipherDir, mountPoint string, m mountFlags, logger *log.Logger, ready func() error) error {
 	fsName := m.fsName
 	if fsName == "" {
 		fsName = cipherDir

@@ -19,22 +19,23 @@ type mountFlags struct {
 	sharedStorage bool
 	showBad       bool
 	forceOwner    *fuseserver.Owner
-	masterKey     bool
 	debug         bool
 	idle          time.Duration
 	fsName        string
-	src           passSource
+	unlock        unlockFlags
 	extra         []string // -o options passed on to the FUSE mount
 	transport     string   // auto, uring or classic; "": $ENCRYPTFS_TRANSPORT, else auto
 	rev           reverseFlags
 
 	notifyFD int // internal: set in the daemon child (pipe to the parent)
 	secretFD int // internal: set in the daemon child (password or master key)
+	// secretIsKey: internal: the secret on secretFD is the master key the
+	// parent unlocked (every forward mount), not what the user typed.
+	secretIsKey bool
 }
 
 func (m *mountFlags) register(fs *pflag.FlagSet) {
-	passSourceFlags(fs, &m.src, "password")
-	masterKeyFlag(fs, &m.masterKey, "read the master key from stdin instead of a password")
+	m.unlock.register(fs, "password")
 	fs.BoolVarP(&m.foreground, "foreground", "f", false, "stay in the foreground (log to stderr; Ctrl-C unmounts)")
 	fs.FuncP("options", "o", "comma-separated mount `OPTIONS`, as from mount(8)/fstab (see docs/cli.md)", m.parseOptions)
 	fs.BoolVar(&m.readOnly, "ro", false, "mount read-only")
@@ -52,7 +53,9 @@ func (m *mountFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&m.notifyFD, "internal-notify-fd", -1, "internal: used by the daemonized child")
 	fs.IntVar(&m.secretFD, "internal-secret-fd", -1, "internal: used by the daemonized child")
 	mustMark(fs.MarkHidden("internal-notify-fd"))
+	fs.BoolVar(&m.secretIsKey, "internal-secret-is-key", false, "internal: used by the daemonized child")
 	mustMark(fs.MarkHidden("internal-secret-fd"))
+	mustMark(fs.MarkHidden("internal-secret-is-key"))
 }
 
 // fstabOnly are options mount(8) and mount.fuse3 consume or that only mean
@@ -99,11 +102,17 @@ func (m *mountFlags) parseOptions(s string) error {
 		case key == "foreground":
 			m.foreground = true
 		case key == "masterkey":
-			m.masterKey = true
+			m.unlock.masterKey = true
 		case key == "passfile" && hasVal:
-			m.src.passfile = val
+			m.unlock.src.passfile = val
 		case key == "extpass" && hasVal:
-			m.src.extpass = val
+			m.unlock.src.extpass = val
+		case key == "keyfile" && hasVal:
+			m.unlock.keyfiles = append(m.unlock.keyfiles, val)
+		case key == "identity" && hasVal:
+			m.unlock.identities = append(m.unlock.identities, val)
+		case key == "credential" && hasVal:
+			m.unlock.credentials = append(m.unlock.credentials, val)
 		case key == "fsname" && hasVal:
 			m.fsName = val
 		case key == "transport" && hasVal:
@@ -115,7 +124,7 @@ func (m *mountFlags) parseOptions(s string) error {
 			}
 			m.idle = d
 		case fstabOnly[key], strings.HasPrefix(key, "x-"), key == "comment":
-		case key == "passfile", key == "extpass", key == "fsname", key == "idle", key == "force_owner", key == "transport":
+		case key == "passfile", key == "extpass", key == "keyfile", key == "identity", key == "credential", key == "fsname", key == "idle", key == "force_owner", key == "transport":
 			return fmt.Errorf("option %q needs a value", key)
 		default:
 			m.extra = append(m.extra, opt)

@@ -14,13 +14,11 @@ import (
 
 // vaultFlags choose how the offline commands unlock a vault.
 type vaultFlags struct {
-	src       passSource
-	masterKey bool
+	unlock unlockFlags
 }
 
 func (vf *vaultFlags) register(fs *pflag.FlagSet) {
-	passSourceFlags(fs, &vf.src, "password")
-	masterKeyFlag(fs, &vf.masterKey, "read the master key from stdin instead of a password")
+	vf.unlock.register(fs, "password")
 }
 
 // openVault unlocks CIPHERDIR for the offline commands.
@@ -29,31 +27,9 @@ func (a *App) openVault(dir string, vf vaultFlags) (*vault.Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	if vf.masterKey {
-		if vf.src != (passSource{}) {
-			return nil, usageErrorf("--masterkey replaces the password; drop --passfile/--extpass")
-		}
-		key, err := a.readMasterKey()
-		if err != nil {
-			return nil, err
-		}
-		defer clear(key)
-		s, err := openSession(dir, c, key, true)
-		if err != nil {
-			return nil, err
-		}
-		return vault.FromSession(s)
-	}
-	pw, err := a.readPassword(vf.src, "Password", false)
+	s, err := a.unlockVault(dir, c, vf.unlock, "Password")
 	if err != nil {
 		return nil, err
-	}
-	defer clear(pw)
-	// The session unlocks the config loaded above, with loadConfig's
-	// bound on the KDF's memory.
-	s, err := openSession(dir, c, pw, false)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	return vault.FromSession(s)
 }

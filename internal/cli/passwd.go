@@ -13,10 +13,12 @@ import (
 func (a *App) newPasswdCommand() *cobra.Command {
 	cmd := newCommand("passwd", "CIPHERDIR", 1, 1, groupVault, "change a vault's password", dirArg)
 	fs := cmd.Flags()
-	var oldSrc, newSrc passSource
-	passSourceFlags(fs, &oldSrc, "current password")
-	var useMasterKey bool
-	masterKeyFlag(fs, &useMasterKey, "read the master key from stdin instead of the current password (forgotten password)")
+	var u unlockFlags
+	var newSrc passSource
+	u.register(fs, "current password")
+	fs.Lookup("masterkey").Usage = "read the master key (format 2: or a recovery key) from stdin instead of the current password (forgotten password)"
+	slot := fs.Int("slot", 0, "format 2: set the password of password slot `ID` (after unlocking with any credential; default: the slot the current password opens)")
+	flagGroup(fs, groupUnlock, "slot")
 	fs.StringVar(&newSrc.passfile, "new-passfile", "", "read the new password from the first line of `FILE`")
 	fs.StringVar(&newSrc.extpass, "new-extpass", "", "run `CMD` (split on spaces, no shell) and use its first output line as the new password")
 	mustMark(cobra.MarkFlagFilename(fs, "new-passfile"))
@@ -38,6 +40,16 @@ func (a *App) newPasswdCommand() *cobra.Command {
 				return err
 			}
 		}
+		if !isReverse && c.IsV2() {
+			return a.passwdV2(dir, c, u, newSrc, kf, *slot, *backup)
+		}
+		if *slot != 0 {
+			return usageErrorf("passwd: --slot is for format-2 vaults; this one has one password")
+		}
+		if len(u.keyfiles) > 0 || len(u.identities) > 0 || len(u.credentials) > 0 {
+			return errorfCode(ExitUnsupported, "passwd: a format-1 vault opens only with its password or master key (encryptfs upgrade adds key slots)")
+		}
+		useMasterKey, oldSrc := u.masterKey, u.src
 		// A cost not given as a flag keeps the stored one but never drops below
 		// the default: with --masterkey the stored costs are unauthenticated (an
 		// attacker may have lowered them to the floor, and re-wrapping would

@@ -127,7 +127,7 @@ func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m moun
 		return usageErrorf("mount: --idle is not supported with --reverse")
 	}
 	open := session.OpenReverse
-	if m.masterKey {
+	if m.unlock.masterKey {
 		open = session.OpenReverseWithMasterKey
 	}
 	s, err := open(plainDir, secret, session.Options{Config: c})

@@ -42,7 +42,7 @@ func configShape(t *testing.T, dir string) []string {
 func TestInitAndVaultCreateAgree(t *testing.T) {
 	pf := writePassfile(t, "pw")
 	byInit := filepath.Join(t.TempDir(), "init")
-	run(t, "", append(append([]string{"init", "--passfile", pf}, cheapKDF...), byInit)...).want(t, 0)
+	run(t, "", append(append([]string{"init", "--format", "1", "--passfile", pf}, cheapKDF...), byInit)...).want(t, 0)
 
 	byLib := t.TempDir()
 	v, err := vault.Create(byLib, []byte("pw"), vault.Options{KDFTime: 1, KDFMemoryKiB: 8192, KDFThreads: 1})

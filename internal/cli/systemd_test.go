@@ -120,8 +120,8 @@ func TestSystemdUnits(t *testing.T) {
 				if len(m.extra) > 0 {
 					t.Errorf("%s: options %v would go to the kernel", unit, m.extra)
 				}
-				if m.src.passfile == "" && m.src.extpass == "" {
-					t.Errorf("%s: no password source in Options", unit)
+				if m.unlock.src.passfile == "" && m.unlock.src.extpass == "" && len(m.unlock.credentials) == 0 && len(m.unlock.keyfiles) == 0 {
+					t.Errorf("%s: no password or credential source in Options", unit)
 				}
 			}
 		}

@@ -34,7 +34,7 @@ func TestMountOptions(t *testing.T) {
 	if err := m.parseOptions("rw,ro,allow_other,idle=5m,passfile=/k,nofail,x-systemd.automount,nodev,noexec,shared_storage,show_undecryptable"); err != nil {
 		t.Fatal(err)
 	}
-	if !m.readOnly || !m.allowOther || m.idle != 5*time.Minute || m.src.passfile != "/k" || !m.sharedStorage || !m.showBad ||
+	if !m.readOnly || !m.allowOther || m.idle != 5*time.Minute || m.unlock.src.passfile != "/k" || !m.sharedStorage || !m.showBad ||
 		!reflect.DeepEqual(m.extra, []string{"nodev", "noexec"}) {
 		t.Fatalf("%+v", m)
 	}

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/session"
@@ -13,9 +15,10 @@ import (
 // hands that config, with the KDF memory bound loadConfig set on it, to
 // the session, which unlocks it.
 
-// openSession unlocks the forward vault in dir, whose config c was loaded
+// openSession opens the forward vault in dir, whose config c was loaded
 // by loadConfig, with secret: the master key if isMasterKey, else the
-// password.
+// password. The mount's daemon child uses it with the key its parent
+// unlocked; the commands unlock with unlockVault.
 func openSession(dir string, c *config.Config, secret []byte, isMasterKey bool) (*session.Session, error) {
 	o := session.Options{Config: c}
 	var s *session.Session
@@ -26,6 +29,81 @@ func openSession(dir string, c *config.Config, secret []byte, isMasterKey bool) 
 		s, err = session.Open(dir, secret, o)
 	}
 	return s, forwardError(err)
+}
+
+// unlockVault opens the forward vault in dir (config c, from loadConfig)
+// with what u offers, through session.OpenWith: the one way every command
+// unlocks. prompt is the password prompt.
+//
+// --masterkey reads a key from stdin: on a format-1 vault the master key;
+// on a format-2 vault it is tried as a recovery key first, then as the
+// master key (the config MAC checks it). A master key on a format-1 vault
+// is not checked here (checkMasterKey does, where the command needs it).
+// A key from an age slot that could not be checked against the vault's
+// names gets a one-line warning.
+func (a *App) unlockVault(dir string, c *config.Config, u unlockFlags, prompt string) (*session.Session, error) {
+	if err := u.check(); err != nil {
+		return nil, err
+	}
+	cr, wipe, err := a.credentials(c, u, prompt)
+	defer wipe()
+	if err != nil {
+		return nil, err
+	}
+	o := session.Options{Config: c, Rand: a.Rand}
+	var s *session.Session
+	if u.masterKey {
+		key, err := a.readMasterKey()
+		if err != nil {
+			return nil, err
+		}
+		defer clear(key)
+		if c.IsV2() {
+			cr.RecoveryKeys = append(cr.RecoveryKeys, append([]byte(nil), key...))
+			s, err = session.OpenWith(dir, cr, o)
+			if !errors.Is(err, config.ErrNoSlotMatch) {
+				return a.opened(dir, s, err)
+			}
+			cr.RecoveryKeys = cr.RecoveryKeys[:len(cr.RecoveryKeys)-1]
+		}
+		cr.MasterKey = key
+		s, err = session.OpenWith(dir, cr, o)
+		if c.IsV2() && errors.Is(err, config.ErrTampered) {
+			return nil, errorfCode(ExitWrongPassword, "%s: the key is neither a recovery key nor the master key of this vault (or encryptfs.conf was edited)", dir)
+		}
+		return a.opened(dir, s, err)
+	}
+	s, err = session.OpenWith(dir, cr, o)
+	return a.opened(dir, s, err)
+}
+
+// opened gives the errors of unlocking their message and exit code, and
+// warns when an age slot's key could not be checked.
+func (a *App) opened(dir string, s *session.Session, err error) (*session.Session, error) {
+	if err != nil {
+		return nil, unlockError(dir, err)
+	}
+	if s.KeyCheck() == session.KeyUnverifiable {
+		fmt.Fprintln(a.Stderr, "encryptfs: warning: the vault's root is empty, so the key the age slot gave could not be checked against it (a replaced encryptfs.conf would go unnoticed)")
+	}
+	return s, nil
+}
+
+// unlockError maps the refusals of session.OpenWith to one line each.
+func unlockError(dir string, err error) error {
+	switch {
+	case errors.Is(err, config.ErrNoSlotMatch):
+		// Not wrapped with %w: userMessage would print "wrong password".
+		return errorfCode(ExitWrongPassword, "%s: %s (a wrong or removed keyfile, identity or key?)", dir, strings.TrimPrefix(err.Error(), "config: "))
+	case errors.Is(err, config.ErrTampered):
+		return errorfCode(ExitCorruptConfig, "%s: encryptfs.conf was edited: a key slot opened but the config's MAC does not verify; nothing was changed (%v)", dir, err)
+	case errors.Is(err, session.ErrReverse):
+		return forwardError(err)
+	}
+	if ExitCode(err) == ExitWrongPassword || ExitCode(err) == ExitPassword || ExitCode(err) == ExitUsage {
+		return err
+	}
+	return fmt.Errorf("%s: %w", dir, err)
 }
 
 // forwardError gives the refusal of a reverse-mode vault its message.
@@ -44,4 +122,11 @@ func checkMasterKey(s *session.Session) (checked bool, err error) {
 		return false, errorfCode(ExitWrongPassword, "wrong master key: no file name in the vault's root decrypts with it")
 	}
 	return checked, err
+}
+
+// unlockedByMasterKey tells whether s was opened with the master key of a
+// format-1 vault, which only checkMasterKey can check.
+func unlockedByMasterKey(s *session.Session, u unlockFlags) bool {
+	id, _ := s.UnlockedBy()
+	return u.masterKey && id == 0 && s.Params().FormatVersion == config.FormatVersion1
 }

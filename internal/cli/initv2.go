@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/encryptfs/encryptfs/internal/session"
+)
+
+// runInitV2 makes a format-2 vault (docs/format.md §3a): a password slot
+// ("password") and, with recovery, a recovery slot ("recovery") whose
+// paper key is shown once, where format 1 showed the master key. Why a
+// recovery slot rather than the master key: it opens the vault the same
+// way (mount --masterkey) but can be revoked (key remove) without
+// re-encrypting anything.
+func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSource, recovery bool) error {
+	alg, ok := cipherNames[cipherName]
+	if !ok {
+		return usageErrorf("init: unknown cipher %q (use aes-gcm or xchacha)", cipherName)
+	}
+	chunkSize, err := parseSize(chunk)
+	if err != nil {
+		return usageErrorf("init: --chunk-size: %v", err)
+	}
+	k, err := kf.params(a.Rand, a.defaultKDF())
+	if err != nil {
+		return err
+	}
+	p := config.NewParamsV2(string(alg), chunkSize)
+	if err := p.Validate(); err != nil {
+		return withCode(ExitUsage, fmt.Errorf("init: %w", err))
+	}
+	if err := prepareEmptyDir(dir); err != nil {
+		return err
+	}
+	pw, err := a.readPassword(src, "New password", true)
+	if err != nil {
+		return err
+	}
+	defer clear(pw)
+	slots := []keyslot.NewSlot{{Type: config.SlotPassword, Label: "password", Password: pw, KDF: k}}
+	var recoveryKey []byte
+	if recovery {
+		if recoveryKey, err = keyslot.NewRecoveryKey(a.Rand); err != nil {
+			return err
+		}
+		defer clear(recoveryKey)
+		slots = append(slots, keyslot.NewSlot{Type: config.SlotRecovery, Label: "recovery", RecoveryKey: recoveryKey})
+	}
+	// The same creation path as format 1 (session.Create): a failed step
+	// leaves dir empty again, so that init can be retried.
+	s, masterKey, err := session.CreateWith(dir, slots, session.CreateOptions{
+		Params: p, Creator: creator, Options: session.Options{Rand: a.Rand},
+	})
+	if err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	clear(masterKey)
+	s.Close()
+	fmt.Fprintf(a.Stdout, "Created vault %s (format 2, %s, %d-byte chunks; key slot 1: password, Argon2id t=%d m=%d MiB p=%d).\n",
+		dir, p.Cipher, p.ChunkSize, k.Time, k.MemoryKiB/1024, k.Threads)
+	if recovery {
+		a.printRecoveryKey(a.Stdout, recoveryKey, 2)
+	}
+	fmt.Fprintf(a.Stdout, "Mount it with: encryptfs mount %s MOUNTPOINT\n", dir)
+	return nil
+}
+
+// printRecoveryKey shows a recovery key once, with the warning that goes
+// with it (the wording of printMasterKey, which users know).
+func (a *App) printRecoveryKey(w io.Writer, key []byte, slotID int) {
+	fmt.Fprintf(w, `
+Your recovery key (the way in if the password is lost):
+
+%s
+
+Write it on paper and keep it somewhere safe, away from this computer.
+Anyone who has it can decrypt the vault without the password. It is shown
+only now. To use it: encryptfs mount --masterkey / encryptfs passwd --masterkey
+(the key is read from stdin). It is key slot %d: encryptfs key remove revokes it.
+
+`, keyslot.FormatPaperKey(key), slotID)
+}

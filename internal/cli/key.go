@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/spf13/cobra"
+)
+
+// newKeyCommand is encryptfs key add|list|remove: the key slots of a
+// format-2 vault, in the spirit of cryptsetup luksAddKey and
+// systemd-cryptenroll.
+func (a *App) newKeyCommand() *cobra.Command {
+	cmd := newCommand("key", "", 0, 0, groupVault, "manage a vault's key slots: add, list, remove (format 2)")
+	cmd.Use = "key"
+	cmd.Args = func(_ *cobra.Command, pos []string) error {
+		if len(pos) == 0 {
+			return usageErrorf("key: expected a subcommand: add, list or remove")
+		}
+		return usageErrorf("key: unknown subcommand %q (add, list or remove)", pos[0])
+	}
+	cmd.RunE = func(*cobra.Command, []string) error { return nil }
+	cmd.AddCommand(a.newKeyListCommand(), a.newKeyAddCommand(), a.newKeyRemoveCommand())
+	return cmd
+}
+
+// slotJSON is one slot in key list --json and info --json.
+type slotJSON struct {
+	ID        int
+	Type      string
+	Label     string
+	Recipient string   `json:",omitempty"`
+	KDF       *kdfJSON `json:",omitempty"`
+}
+
+type kdfJSON struct {
+	Algorithm string
+	Time      uint32
+	MemoryKiB uint32
+	Threads   uint8
+}
+
+func slotsJSON(slots []keyslot.Info) []slotJSON {
+	out := make([]slotJSON, 0, len(slots))
+	for _, si := range slots {
+		j := slotJSON{ID: si.ID, Type: si.Type, Label: si.Label, Recipient: si.Recipient}
+		if si.KDF != nil {
+			j.KDF = &kdfJSON{si.KDF.Algorithm, si.KDF.Time, si.KDF.MemoryKiB, si.KDF.Threads}
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// describeSlot is a slot's line in key list and info.
+func describeSlot(si keyslot.Info) string {
+	detail := ""
+	switch {
+	case si.KDF != nil:
+		detail = fmt.Sprintf("  Argon2id t=%d m=%d MiB p=%d", si.KDF.Time, si.KDF.MemoryKiB/1024, si.KDF.Threads)
+	case si.Recipient != "":
+		detail = "  " + si.Recipient
+	}
+	// Label and Recipient are display-safe (config refuses anything else);
+	// displayName quotes them anyway if that ever changed.
+	return strings.TrimRight(fmt.Sprintf("%3d  %-8s  %-16s%s", si.ID, si.Type, displayName(si.Label), detail), " ")
+}
+
+// keyListJSON is the output of key list --json.
+type keyListJSON struct {
+	// Verified: the vault was unlocked (--verify), so the list is the one
+	// the config's MAC authenticates; UnlockedBy is the slot that opened.
+	Verified   bool
+	UnlockedBy int `json:",omitempty"`
+	Slots      []slotJSON
+}
+
+func (a *App) newKeyListCommand() *cobra.Command {
+	cmd := newCommand("list", "CIPHERDIR", 1, 1, "", "list the key slots (ID, type, label, recipient, KDF costs)", dirArg)
+	fs := cmd.Flags()
+	verify := fs.Bool("verify", false, "unlock the vault (with the unlock flags) so that the list is authenticated, not just what encryptfs.conf says")
+	var u unlockFlags
+	u.register(fs, "password")
+	asJSON := fs.Bool("json", false, "print JSON")
+	flagGroup(fs, groupOutput, "json")
+	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
+		dir := pos[0]
+		c, err := a.loadConfig(dir)
+		if err != nil {
+			return err
+		}
+		if !c.IsV2() {
+			return withCode(ExitUnsupported, fmt.Errorf("%s: %w", dir, config.ErrNotV2))
+		}
+		if !*verify && unlockFlagsChanged(cmd) {
+			return usageErrorf("key list: the unlock flags go with --verify")
+		}
+		out := keyListJSON{}
+		slots := keyslot.List(c)
+		if *verify {
+			s, err := a.unlockVault(dir, c, u, "Password")
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if slots, err = s.Slots(); err != nil {
+				return err
+			}
+			out.Verified = true
+			out.UnlockedBy, _ = s.UnlockedBy()
+		}
+		out.Slots = slotsJSON(slots)
+		if *asJSON {
+			b, err := json.MarshalIndent(out, "", "  ")
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Stdout, "%s\n", escapeJSONForTerminal(b))
+		} else {
+			fmt.Fprintf(a.Stdout, " ID  TYPE      LABEL             DETAILS\n")
+			for _, si := range slots {
+				mark := ""
+				if out.Verified && si.ID == out.UnlockedBy {
+					mark = "  (unlocked this time)"
+				}
+				fmt.Fprintf(a.Stdout, "%s%s\n", describeSlot(si), mark)
+			}
+		}
+		if !*verify {
+			fmt.Fprintln(a.Stderr, "encryptfs: note: this is what encryptfs.conf says; it is authenticated only when unlocked (key list --verify)")
+		}
+		return nil
+	}
+	return cmd
+}
+
+// unlockFlagsChanged tells whether any unlock flag was given.
+func unlockFlagsChanged(cmd *cobra.Command) bool {
+	for _, name := range []string{"passfile", "extpass", "masterkey", "keyfile", "identity", "credential"} {
+		if cmd.Flags().Changed(name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *App) newKeyRemoveCommand() *cobra.Command {
+	cmd := newCommand("remove", "CIPHERDIR ID", 2, 2, "", "remove a key slot (refused for the last one)", dirArg, vaultArg)
+	fs := cmd.Flags()
+	var u unlockFlags
+	u.register(fs, "password")
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		dir := pos[0]
+		id, err := strconv.Atoi(pos[1])
+		if err != nil || id < config.MinSlotID || id > config.MaxSlotID {
+			return usageErrorf("key remove: %q is not a key slot ID (a number from %d to %d; see encryptfs key list)", pos[1], config.MinSlotID, config.MaxSlotID)
+		}
+		c, err := a.loadConfig(dir)
+		if err != nil {
+			return err
+		}
+		if !c.IsV2() {
+			return withCode(ExitUnsupported, fmt.Errorf("%s: %w", dir, config.ErrNotV2))
+		}
+		s, err := a.unlockVault(dir, c, u, "Password")
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if err := s.RemoveSlot(id); err != nil {
+			return slotError("key remove", id, err)
+		}
+		fmt.Fprintf(a.Stdout, "Removed key slot %d.\n", id)
+		if by, _ := s.UnlockedBy(); by == id {
+			fmt.Fprintf(a.Stdout, "It was the credential used now: it no longer opens the vault.\n")
+		}
+		return nil
+	}
+	return cmd
+}
+
+// slotError gives a refused slot change its one line (ExitKeySlot).
+func slotError(cmd string, id int, err error) error {
+	switch ExitCode(err) {
+	case ExitKeySlot:
+		if errors.Is(err, config.ErrLastSlot) {
+			return errorfCode(ExitKeySlot, "%s: key slot %d is the vault's last one; add another first (encryptfs key add), or nobody could open the vault", cmd, id)
+		}
+		if errors.Is(err, config.ErrUnknownSlot) {
+			return errorfCode(ExitKeySlot, "%s: the vault has no key slot %d (see encryptfs key list)", cmd, id)
+		}
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
+}

@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/spf13/cobra"
+)
+
+// newKeyfileSize is the size of a keyfile key add --new-keyfile makes: 32
+// random bytes are a 256-bit key (the slot runs HKDF, not Argon2id, over
+// it, so it must be random itself).
+const newKeyfileSize = 32
+
+// keyAddFlags describe the slot key add makes.
+type keyAddFlags struct {
+	typ        string
+	label      string
+	recipient  string
+	newKeyfile string
+	recovery   bool
+	newSrc     passSource
+	kdf        kdfFlags
+}
+
+// slotType is the type asked for: --type, or what the other flags imply
+// (--recipient: age, --new-keyfile: keyfile, --recovery: recovery), else
+// password. Contradictions are usage errors.
+func (f keyAddFlags) slotType() (string, error) {
+	var implied []string
+	if f.recipient != "" {
+		implied = append(implied, config.SlotAge)
+	}
+	if f.newKeyfile != "" {
+		implied = append(implied, config.SlotKeyfile)
+	}
+	if f.recovery {
+		implied = append(implied, config.SlotRecovery)
+	}
+	if f.newSrc != (passSource{}) {
+		implied = append(implied, config.SlotPassword)
+	}
+	if len(implied) > 1 {
+		return "", usageErrorf("key add: one slot at a time: --recipient, --new-keyfile, --recovery and --new-passfile/--new-extpass make different kinds")
+	}
+	typ := f.typ
+	switch {
+	case typ == "" && len(implied) == 1:
+		typ = implied[0]
+	case typ == "":
+		typ = config.SlotPassword
+	case len(implied) == 1 && implied[0] != typ:
+		return "", usageErrorf("key add: --type %s does not go with the flags of a %s slot", typ, implied[0])
+	}
+	switch typ {
+	case config.SlotAge:
+		if f.recipient == "" {
+			return "", usageErrorf("key add: an age slot needs --recipient (age1..., or a plugin's such as age1yubikey1...)")
+		}
+	case config.SlotKeyfile:
+		if f.newKeyfile == "" {
+			return "", usageErrorf("key add: a keyfile slot needs --new-keyfile FILE")
+		}
+	case config.SlotPassword, config.SlotRecovery:
+	default:
+		return "", usageErrorf("key add: --type %q: use password, keyfile, age or recovery", typ)
+	}
+	return typ, nil
+}
+
+func (a *App) newKeyAddCommand() *cobra.Command {
+	cmd := newCommand("add", "CIPHERDIR", 1, 1, "", "add a key slot: password, keyfile, age recipient (hardware keys through age plugins) or recovery key", dirArg)
+	fs := cmd.Flags()
+	var u unlockFlags
+	u.register(fs, "password")
+	var f keyAddFlags
+	fs.StringVar(&f.typ, "type", "", "the new slot's type: password, keyfile, age or recovery (default: implied by the flags below, else password)")
+	fs.StringVar(&f.label, "label", "", "the new slot's `LABEL` (printable, at most 64 bytes; default: its type)")
+	fs.StringVar(&f.recipient, "recipient", "", "age slot: seal it to `RECIPIENT` (age1..., age1pq1..., or a plugin's: age1yubikey1..., age1tpm1..., age1fido2-hmac1...)")
+	fs.StringVar(&f.newKeyfile, "new-keyfile", "", "keyfile slot: the keyfile `FILE`; made (32 random bytes, mode 0400) if it does not exist")
+	fs.BoolVar(&f.recovery, "recovery", false, "recovery slot: make a recovery key and print it once")
+	fs.StringVar(&f.newSrc.passfile, "new-passfile", "", "password slot: read the new password from the first line of `FILE`")
+	fs.StringVar(&f.newSrc.extpass, "new-extpass", "", "password slot: run `CMD` (split on spaces, no shell) and use its first output line as the new password")
+	mustMark(cobra.MarkFlagFilename(fs, "new-keyfile"))
+	mustMark(cobra.MarkFlagFilename(fs, "new-passfile"))
+	flagGroup(fs, "New slot", "type", "label", "recipient", "new-keyfile", "recovery", "new-passfile", "new-extpass")
+	f.kdf.register(fs)
+	cmd.RunE = func(_ *cobra.Command, pos []string) error {
+		return a.keyAdd(pos[0], u, f)
+	}
+	return cmd
+}
+
+// keyAdd unlocks dir with any credential and adds one slot.
+func (a *App) keyAdd(dir string, u unlockFlags, f keyAddFlags) error {
+	typ, err := f.slotType()
+	if err != nil {
+		return err
+	}
+	ns := keyslot.NewSlot{Type: typ, Label: f.label, Recipient: f.recipient}
+	if ns.Label == "" {
+		ns.Label = typ
+	}
+	if typ == config.SlotPassword {
+		if ns.KDF, err = f.kdf.params(a.Rand, a.defaultKDF()); err != nil {
+			return err
+		}
+	} else if f.kdf != (kdfFlags{}) {
+		return usageErrorf("key add: the --kdf-* costs are for password slots")
+	}
+	c, err := a.loadConfig(dir)
+	if err != nil {
+		return err
+	}
+	if !c.IsV2() {
+		return withCode(ExitUnsupported, fmt.Errorf("%s: %w", dir, config.ErrNotV2))
+	}
+	if typ == config.SlotPassword {
+		if err := c.CheckKDFMemory(ns.KDF.MemoryKiB); err != nil {
+			return fmt.Errorf("key add: %w (choose a smaller --kdf-memory)", err)
+		}
+	}
+	var newFile string // a keyfile made here, removed again if the slot is not added
+	if typ == config.SlotKeyfile {
+		if ns.Keyfile, newFile, err = a.keyfileFor(dir, f.newKeyfile); err != nil {
+			return err
+		}
+		defer clear(ns.Keyfile)
+	}
+	added := false
+	defer func() {
+		if newFile != "" && !added {
+			os.Remove(newFile)
+		}
+	}()
+	s, err := a.unlockVault(dir, c, u, "Password")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	switch typ {
+	case config.SlotPassword:
+		if ns.Password, err = a.readPassword(f.newSrc, "New password", true); err != nil {
+			return err
+		}
+		defer clear(ns.Password)
+	case config.SlotRecovery:
+		if ns.RecoveryKey, err = keyslot.NewRecoveryKey(a.Rand); err != nil {
+			return err
+		}
+		defer clear(ns.RecoveryKey)
+	case config.SlotAge:
+		ns.UI = a.pluginUI()
+	}
+	id, err := s.AddSlot(ns)
+	if err != nil {
+		return addSlotError(err)
+	}
+	added = true
+	fmt.Fprintf(a.Stdout, "Added key slot %d (%s, label %q).\n", id, typ, ns.Label)
+	switch {
+	case newFile != "":
+		fmt.Fprintf(a.Stdout, "Wrote the new keyfile %s (%d random bytes, mode 0400): keep it like a password.\n", newFile, newKeyfileSize)
+	case typ == config.SlotRecovery:
+		a.printRecoveryKey(a.Stdout, ns.RecoveryKey, id)
+	}
+	return nil
+}
+
+// addSlotError gives key add's refusals their line and code.
+func addSlotError(err error) error {
+	switch {
+	case errors.Is(err, keyslot.ErrRecipient), errors.Is(err, keyslot.ErrLabel):
+		return withCode(ExitUsage, fmt.Errorf("key add: %w", err))
+	case errors.Is(err, config.ErrSlotLimit):
+		return errorfCode(ExitKeySlot, "key add: the vault has the most key slots it can hold (%d); remove one first", config.MaxSlots)
+	}
+	return fmt.Errorf("key add: %w", err)
+}
+
+// keyfileFor reads the keyfile path, or makes it (newKeyfileSize random
+// bytes, mode 0400, never overwriting: O_EXCL) when it does not exist.
+// A new keyfile must not be inside the vault: a sync of CIPHERDIR would
+// carry the key along with what it opens. made is the path if made here.
+func (a *App) keyfileFor(dir, path string) (key []byte, made string, err error) {
+	if _, err := os.Lstat(path); err == nil {
+		k, err := keyslot.ReadKeyfile(path)
+		if err != nil {
+			return nil, "", withCode(ExitPassword, err)
+		}
+		return k, "", nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, "", withCode(ExitPassword, fmt.Errorf("key add: --new-keyfile: %w", err))
+	}
+	if inside, err := isInside(dir, filepath.Dir(path)); err != nil {
+		return nil, "", usageErrorf("key add: --new-keyfile: %v", err)
+	} else if inside {
+		return nil, "", usageErrorf("key add: --new-keyfile %s is inside %s; keep keys outside the vault directory", path, dir)
+	}
+	key = make([]byte, newKeyfileSize)
+	if _, err := io.ReadFull(a.Rand, key); err != nil {
+		return nil, "", err
+	}
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
+	if err != nil {
+		clear(key)
+		return nil, "", fmt.Errorf("key add: --new-keyfile: %w", err)
+	}
+	_, werr := out.Write(key)
+	serr := out.Sync()
+	cerr := out.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		clear(key)
+		os.Remove(path)
+		return nil, "", fmt.Errorf("key add: writing %s: %w", path, err)
+	}
+	return key, path, nil
+}
+
+// isInside tells whether the existing directory sub is dir or below it.
+func isInside(dir, sub string) (bool, error) {
+	absDir, err := resolvedAbs(dir)
+	if err != nil {
+		return false, err
+	}
+	absSub, err := resolvedAbs(sub)
+	if err != nil {
+		return false, err
+	}
+	rel, err := filepath.Rel(absDir, absSub)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)), nil
+}
