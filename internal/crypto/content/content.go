@@ -86,7 +86,7 @@ type Suite struct {
 	// them under the read lock (once per file open or header write).
 	keyMu        sync.RWMutex
 	wiped        bool
-	bound        bool // v2 headers with location bindings (NewBoundSuite)
+	bound        bool   // v2 headers with location bindings (NewBoundSuite)
 	contentsKey  []byte // the key every per-file key is derived from
 	headerMACKey []byte
 }
