@@ -102,7 +102,7 @@ func (v *Vault) openFile(name string, flag int, perm fs.FileMode) (*File, error)
 		return nil, unix.EINVAL
 	}
 	key := core.FileKey{Dev: st.Dev, Ino: st.Ino}
-	oi, err := v.attach(key, fd, writable, writableFD)
+	oi, err := v.attach(key, fd, v.tree.Place(ref.parent.id, ref.name), writable, writableFD)
 	if err != nil {
 		return nil, err
 	}
@@ -120,9 +120,11 @@ func (v *Vault) openFile(name string, flag int, perm fs.FileMode) (*File, error)
 // writableFD says whether fd itself is read-write. A writer cannot share an
 // engine file that sits on a read-only fd (it would have to reopen it under
 // the readers): that open fails with ETXTBSY.
-func (v *Vault) attach(key core.FileKey, fd int, writable, writableFD bool) (*openInode, error) {
+// place is where the file was found, which a vault with location binding
+// checks its header against (core.Table.AcquireAt).
+func (v *Vault) attach(key core.FileKey, fd int, place core.Place, writable, writableFD bool) (*openInode, error) {
 	bf := v.fs.NewFile(fd, nil)
-	oi, err := v.files.Acquire(key, bf, writableFD, writable, func(cf *core.File) *openInode {
+	oi, err := v.files.AcquireAt(key, bf, place, writableFD, writable, func(cf *core.File) *openInode {
 		return &openInode{backing: bf, cf: cf}
 	})
 	if errors.Is(err, core.ErrClosed) {

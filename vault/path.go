@@ -57,7 +57,7 @@ func (v *Vault) openDir(components []string) (dirRef, error) {
 	if err := v.checkOpen(); err != nil {
 		return dirRef{}, err
 	}
-	id, err := v.tree.ReadDirID(v.rootfd)
+	id, err := v.tree.ReadRootDirID(v.rootfd)
 	if err != nil {
 		return dirRef{}, err
 	}
@@ -73,7 +73,7 @@ func (v *Vault) openDir(components []string) (dirRef, error) {
 		if err != nil {
 			return dirRef{}, err
 		}
-		id, err := v.tree.ReadDirID(sub)
+		id, err := v.tree.ReadDirIDAt(sub, v.tree.Place(d.id, n))
 		if err != nil {
 			backing.Close(sub)
 			return dirRef{}, err

@@ -70,7 +70,7 @@ func (v *Vault) DecryptPath(backingPath string) (string, error) {
 		if err != nil {
 			return "", pathErr("decrypt-path", backingPath, err)
 		}
-		id, err := v.tree.ReadDirID(sub)
+		id, err := v.tree.ReadDirIDAt(sub, v.tree.Place(d.id, n))
 		if err != nil {
 			backing.Close(sub)
 			return "", pathErr("decrypt-path", backingPath, err)

@@ -50,6 +50,12 @@ type Options struct {
 	// directory IDs, xattrs, fsyncs); nil: unobserved. Tests pass an FS
 	// with an Observer to record them (internal/crashsim).
 	Backing *backing.FS
+	// BoundVaultID, if set (16 bytes), turns on location binding (format
+	// v2, docs/design/format-v2.md §4) with this VaultID as the root's
+	// parent ID. A test hook until the v2 config carries the feature flag
+	// "BoundLocations" and Params.VaultID: New should then take both
+	// from p (see newBound).
+	BoundVaultID []byte
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
@@ -99,6 +105,9 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	// the suite, built last, is never left behind unwiped (nothing after
 	// it can fail).
 	eo := o.engineOptions()
+	if o.BoundVaultID != nil {
+		return newBound(dir, p, masterKey, k, eo, o)
+	}
 	t, err := tree.New(k, eo.Rand, o.Backing)
 	if err != nil {
 		k.Wipe()

@@ -97,7 +97,7 @@ func (t *Tree) DecryptAlt(dirfd int, alts []AltDirID, b string) (Name, bool) {
 		if names.Validate(full) != nil {
 			continue
 		}
-		n.Orig, n.Plain = n.Plain, full
+		n.Orig, n.Plain, n.altID = n.Plain, full, a.ID
 		return n, true
 	}
 	return Name{}, false
