@@ -57,6 +57,12 @@ type Vault struct {
 // without the password. It goes through the same creation code as
 // encryptfs init (internal/session.Create).
 func Create(dir string, password []byte, opts Options) (*Vault, error) {
+	return create(dir, password, opts, session.Options{})
+}
+
+// create is Create with session options so (tests turn on location
+// binding with so.BoundVaultID).
+func create(dir string, password []byte, opts Options, so session.Options) (*Vault, error) {
 	r := opts.Rand
 	if r == nil {
 		r = rand.Reader
@@ -95,13 +101,18 @@ func Create(dir string, password []byte, opts Options) (*Vault, error) {
 	s, master, err := session.Create(dir, password, session.CreateOptions{
 		Params:  config.NewParams(alg, chunk, k),
 		Creator: opts.Creator,
-		Options: session.Options{Rand: r},
+		Options: withRand(so, r),
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer clear(master)
 	return fromSession(s, master)
+}
+
+func withRand(so session.Options, r io.Reader) session.Options {
+	so.Rand = r
+	return so
 }
 
 // Open unlocks the vault in dir with password.
