@@ -7,9 +7,12 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"golang.org/x/sys/unix"
 )
 
 // newBoundVault is newTestVault with location binding on (format v2 part
@@ -236,4 +239,40 @@ func TestBoundOps(t *testing.T) {
 	if _, err := v3.ReadFile("B/target"); err == nil {
 		t.Fatal("removed file still there")
 	}
+}
+
+// TestBoundLink: a file takes a second name (tree.LinkIn), both names
+// read, a third link is core.ErrTooManyLinks (EMLINK), and after one name
+// is removed its binding goes, so a new link fits again.
+func TestBoundLink(t *testing.T) {
+	v, _ := newBoundVault(t)
+	mustWrite(t, v, "f", "linked")
+	link := func(from, to string) error {
+		a, err := v.resolve(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.parent.release()
+		b, err := v.resolve(to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.parent.release()
+		return v.tree.LinkIn(a.parent.fd, a.parent.id, a.name, b.parent.fd, b.parent.id, b.name)
+	}
+	if err := link("f", "g"); err != nil {
+		t.Fatal(err)
+	}
+	mustRead(t, v, "g", "linked")
+	mustRead(t, v, "f", "linked")
+	if err := link("f", "h"); !errors.Is(err, core.ErrTooManyLinks) || fault.Of(err).Errno() != unix.EMLINK {
+		t.Fatalf("third link: %v, want ErrTooManyLinks (EMLINK)", err)
+	}
+	if err := v.Remove("f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := link("g", "h"); err != nil {
+		t.Fatalf("link after unlink: %v", err)
+	}
+	mustRead(t, v, "h", "linked")
 }

@@ -39,8 +39,8 @@ import (
 // Binding turns on location binding for a Tree (NewBound).
 type Binding struct {
 	Binder  *bind.Binder
-	VaultID []byte        // 16 bytes: the root directory's parent ID
-	Engine  *core.Engine  // a bound engine, to rebind file headers
+	VaultID []byte       // 16 bytes: the root directory's parent ID
+	Engine  *core.Engine // a bound engine, to rebind file headers
 }
 
 // FileSource returns the one engine File of the regular file backing in
