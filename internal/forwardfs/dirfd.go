@@ -1,9 +1,11 @@
 package forwardfs
 
 import (
+	"errors"
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,7 +41,7 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 		return -1, nil, nil, err
 	}
 	if id = n.cachedDirID(); id == nil {
-		if id, err = n.r.tree.ReadDirID(fd); err != nil {
+		if id, err = n.readDirID(fd); err != nil {
 			backing.Close(fd)
 			return -1, nil, nil, err
 		}
@@ -139,9 +141,12 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		if err != nil {
 			return -1, nil, err
 		}
+		pid := id // the parent's: the directory's place (binding)
 		fd = next
-		if id, err = n.r.tree.ReadDirID(fd); err != nil {
-			if id = c.cachedDirID(); id == nil {
+		if id, err = n.r.tree.ReadDirIDAt(fd, n.r.tree.Place(pid, nm)); err != nil {
+			// A directory found where it is not bound is not served from
+			// the ID read before (it was moved or grafted there since).
+			if id = c.cachedDirID(); id == nil || errors.Is(err, bind.ErrMisplaced) {
 				backing.Close(fd)
 				return -1, nil, err
 			}
@@ -153,6 +158,27 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		}
 	}
 	return fd, id, nil
+}
+
+// readDirID reads the ID of directory node n's backing directory fd. With
+// location binding (format v2) the ID file must bind the directory to its
+// place, its parent's ID and its encrypted name (tree.ReadDirIDAt): the
+// name is encrypted again for that. Without binding the place is not
+// needed, and not computed.
+func (n *node) readDirID(fd int) ([]byte, error) {
+	t := n.r.tree
+	switch {
+	case !t.Bound():
+		return t.ReadDirID(fd)
+	case n == &n.r.node:
+		return t.ReadRootDirID(fd)
+	}
+	e, err := n.entry()
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	return t.ReadDirIDAt(fd, t.Place(e.pid, e.name))
 }
 
 // doneFD releases a use of the cached fd.

@@ -44,13 +44,19 @@ func (t *Tree) beginRebind(dirfd int, n Name, st *unix.Stat_t, from, to bind.Pla
 	case t.bind == nil:
 		return noRebind, nil
 	case isDir(*st):
-		return t.beginRebindDir(dirfd, n, from, to)
+		return t.beginRebindDir(dirfd, n, st, from, to)
 	case st.Mode&unix.S_IFMT == unix.S_IFREG:
 		f, release, err := t.openFile(dirfd, n.Backing, from)
 		if err != nil {
 			return rebind{}, err
 		}
+		keep, err := keepTimes(dirfd, n.Backing, st)
+		if err != nil {
+			release()
+			return rebind{}, err
+		}
 		if err := f.AddBinding(to, keepFree); err != nil {
+			keep()
 			release()
 			return rebind{}, err
 		}
@@ -59,15 +65,37 @@ func (t *Tree) beginRebind(dirfd int, n Name, st *unix.Stat_t, from, to bind.Pla
 			if ok {
 				err = f.DropBinding(from)
 			}
+			keep()
 			return errors.Join(err, release())
 		}}, nil
 	}
 	return noRebind, nil
 }
 
-// beginRebindDir is beginRebind for a directory: its ID file gets the new
-// place's binding beside the old one.
-func (t *Tree) beginRebindDir(dirfd int, n Name, from, to bind.Place) (rebind, error) {
+// keepTimes returns a function that sets the atime and mtime of the
+// object at name in dirfd back to those of st, wherever it is by then (it
+// holds an O_PATH descriptor of it), and lets the descriptor go. A
+// binding is not a change of the contents: rewriting a header or a
+// directory's ID file must not move the mtime the mount shows (link,
+// rename and unlink keep it, POSIX says). A write by someone else between
+// the stat and the reset loses its mtime update: the one race left,
+// between a rename or link and a write of the same file.
+func keepTimes(dirfd int, name string, st *unix.Stat_t) (func(), error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("tree: open %s: %w", name, err)
+	}
+	return func() {
+		// utimensat of the descriptor's /proc link: the object itself,
+		// not whatever the name now points at.
+		unix.UtimesNanoAt(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), []unix.Timespec{st.Atim, st.Mtim}, 0)
+		unix.Close(fd)
+	}, nil
+}
+
+// beginRebindDir is beginRebind for a directory (backing stat st): its ID
+// file gets the new place's binding beside the old one.
+func (t *Tree) beginRebindDir(dirfd int, n Name, st *unix.Stat_t, from, to bind.Place) (rebind, error) {
 	sub, err := backing.OpenSubdir(dirfd, n.Backing)
 	if err != nil {
 		return rebind{}, err
@@ -83,15 +111,22 @@ func (t *Tree) beginRebindDir(dirfd int, n Name, from, to bind.Place) (rebind, e
 	if err := t.bind.Binder.Check(bind.KindDir, id, from, slots); err != nil {
 		return fail(fmt.Errorf("tree: directory ID: %w", err))
 	}
+	keep, err := keepTimes(sub, ".", st)
+	if err != nil {
+		return fail(err)
+	}
 	if err := t.replaceDirIDFile(sub, t.dirIDFile(id, to, &from)); err != nil {
+		keep()
 		return fail(err)
 	}
 	// The new binding must be durable before the rename can be.
 	if err := t.fs.Fsync(sub); err != nil {
+		keep()
 		return fail(err)
 	}
 	return rebind{finish: func(ok bool) error {
 		defer backing.Close(sub)
+		defer keep()
 		if !ok {
 			return nil
 		}
@@ -142,6 +177,11 @@ func (t *Tree) UnlinkIn(dirfd int, dirID []byte, n Name, mode uint32) error {
 		return err
 	}
 	defer release()
+	keep, err := keepTimes(dirfd, n.Backing, &st)
+	if err != nil {
+		return err
+	}
+	defer keep()
 	if err := t.UnlinkType(dirfd, n, unix.S_IFREG); err != nil {
 		return err
 	}

@@ -22,6 +22,9 @@ type Vault struct {
 	Log         *SyncWriter   // what the daemon logged
 	Logger      *log.Logger   // the daemon's logger, writing to Log
 	Tree        *tree.Tree    // the tree of the mount's session, for planting entries in CIPHERDIR
+	// VaultID, if set, turns location binding (format v2) on in every
+	// session of the vault (session.Options.BoundVaultID): NewBoundVault.
+	VaultID []byte
 }
 
 // testParams and testMasterKey are the parameters and key of every test
@@ -35,7 +38,7 @@ var (
 // t.Cleanup.
 func (v *Vault) Session(t testing.TB) *session.Session {
 	t.Helper()
-	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{})
+	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{BoundVaultID: v.VaultID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +58,25 @@ func NewVault(t testing.TB, mod func(*mount.Options)) *Vault {
 // (such as a FaultyDir view).
 func NewVaultIn(t testing.TB, cipher string, mod func(*mount.Options)) *Vault {
 	t.Helper()
+	return newVault(t, cipher, nil, mod)
+}
+
+// boundVaultID is the VaultID of NewBoundVault's vaults.
+var boundVaultID = bytes.Repeat([]byte{0x5b}, 16)
+
+// NewBoundVault is NewVault for a vault with location binding (format v2,
+// docs/design/format-v2.md §4): every directory and file is bound to its
+// place, and the mount checks it.
+func NewBoundVault(t testing.TB, mod func(*mount.Options)) *Vault {
+	t.Helper()
+	return newVault(t, t.TempDir(), boundVaultID, mod)
+}
+
+// newVault is NewVaultIn, with location binding if vaultID is set.
+func newVault(t testing.TB, cipher string, vaultID []byte, mod func(*mount.Options)) *Vault {
+	t.Helper()
 	fstest.RequireFUSE(t)
-	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}}
+	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}, VaultID: vaultID}
 	v.Logger = log.New(v.Log, "", 0)
 	s := v.Session(t)
 	v.Tree = s.Tree()

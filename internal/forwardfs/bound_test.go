@@ -1,0 +1,114 @@
+package forwardfs_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	"golang.org/x/sys/unix"
+
+	"github.com/encryptfs/encryptfs/internal/fstest/fsx"
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
+	"github.com/encryptfs/encryptfs/internal/fstest/posix"
+)
+
+// The suites again on a vault with location binding (format v2,
+// docs/design/format-v2.md §4): every rename, link and unlink rebinds,
+// and every lookup, open and directory read checks the binding.
+
+// TestBoundPosixSuite is TestPosixSuite with binding.
+func TestBoundPosixSuite(t *testing.T) {
+	v := mounttest.NewBoundVault(t, nil)
+	posix.RunWithOptions(t, v.Mnt, posix.Options{NoSymlinkHardLinks: true, TwoLinks: true})
+	if s := v.Log.String(); s != "" {
+		t.Errorf("daemon log:\n%s", s)
+	}
+}
+
+// TestBoundFsx is TestFsx with binding: one seed and the multi-process
+// run (renames and hard links among them).
+func TestBoundFsx(t *testing.T) {
+	v := mounttest.NewBoundVault(t, nil)
+	t.Run("seed3", func(t *testing.T) {
+		fsx.RunWithOptions(t, v.Mnt, t.TempDir(), 3, 1000, fsx.Options{NoMmap: true})
+	})
+	t.Run("multi", func(t *testing.T) {
+		fsx.RunMultiProcess(t, v.Mnt, t.TempDir(), 8, fsx.DefaultProcs, 500)
+	})
+	if s := v.Log.String(); s != "" {
+		t.Errorf("daemon log:\n%s", s)
+	}
+}
+
+// TestBoundTamper moves contents around in CIPHERDIR of a bound vault,
+// the attacks v1 does not see (docs/format.md §11, "Location" and
+// "Directory IDs"): each moved object reads as EIO through the mount.
+func TestBoundTamper(t *testing.T) {
+	v := mounttest.NewBoundVault(t, nil)
+	for _, d := range []string{"d1", "d2", "d3"} {
+		must(t, os.Mkdir(filepath.Join(v.Mnt, d), 0o755))
+	}
+	for _, f := range []string{"a", "b", "d1/x", "d3/y"} {
+		must(t, os.WriteFile(filepath.Join(v.Mnt, f), []byte("contents of "+f), 0o644))
+	}
+	must(t, v.Srv.Unmount())
+
+	rootfd, err := backing.OpenRoot(v.Cipher)
+	must(t, err)
+	defer backing.Close(rootfd)
+	rootID, err := v.Tree.ReadRootDirID(rootfd)
+	must(t, err)
+	backingOf := func(dirID []byte, name string) tree.Name {
+		n, err := v.Tree.Name(dirID, name)
+		must(t, err)
+		return n
+	}
+	dirID := func(name string) []byte {
+		n := backingOf(rootID, name)
+		fd, err := backing.OpenSubdir(rootfd, n.Backing)
+		must(t, err)
+		defer backing.Close(fd)
+		id, err := v.Tree.ReadDirIDAt(fd, v.Tree.Place(rootID, n))
+		must(t, err)
+		return id
+	}
+	p := func(parts ...string) string { return filepath.Join(append([]string{v.Cipher}, parts...)...) }
+	a, b := backingOf(rootID, "a").Backing, backingOf(rootID, "b").Backing
+	d1, d2, d3 := backingOf(rootID, "d1").Backing, backingOf(rootID, "d2").Backing, backingOf(rootID, "d3").Backing
+	// Swap a and b (names and contents swap together in v1).
+	must(t, os.Rename(p(a), p("tmp")))
+	must(t, os.Rename(p(b), p(a)))
+	must(t, os.Rename(p("tmp"), p(b)))
+	// Move d1/x to d2/x, under the name x encrypts to in d2.
+	must(t, os.Rename(p(d1, backingOf(dirID("d1"), "x").Backing), p(d2, backingOf(dirID("d2"), "x").Backing)))
+	// Copy d1's directory ID file into d3: d3's entries would decrypt as
+	// d1's names.
+	raw, err := os.ReadFile(p(d1, "encryptfs.dirid"))
+	must(t, err)
+	must(t, os.Remove(p(d3, "encryptfs.dirid")))
+	must(t, os.WriteFile(p(d3, "encryptfs.dirid"), raw, 0o400))
+
+	v.MountAgain(t, nil)
+	for _, f := range []string{"a", "b", "d2/x"} {
+		if _, err := os.ReadFile(filepath.Join(v.Mnt, f)); !errors.Is(err, unix.EIO) {
+			t.Errorf("read %s after the move: %v, want EIO", f, err)
+		}
+	}
+	if _, err := os.ReadDir(filepath.Join(v.Mnt, "d3")); !errors.Is(err, unix.EIO) {
+		t.Errorf("readdir of d3 with d1's directory ID: %v, want EIO", err)
+	}
+	// What was not moved still reads.
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, "b")); err == nil {
+		t.Errorf("b reads %q", got)
+	}
+	if ents, err := os.ReadDir(filepath.Join(v.Mnt, "d1")); err != nil || len(ents) != 0 {
+		t.Errorf("d1: %v, %v; want empty", ents, err)
+	}
+	if !strings.Contains(v.Log.String(), "not bound to the place") {
+		t.Errorf("daemon log does not name the misplaced objects:\n%s", v.Log.String())
+	}
+}
