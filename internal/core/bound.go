@@ -151,3 +151,59 @@ func (f *File) DropBinding(p Place) error {
 	}
 	return nil
 }
+
+// Bindings returns the number of places the file's header binds it to (0
+// without binding or without a header). fsck compares it with the file's
+// link count: more bindings than names means a crash during a rename,
+// link or unlink left a stale one (DropBindingsExcept repairs it).
+func (f *File) Bindings() int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.e.binder == nil || !f.hasHeader {
+		return 0
+	}
+	n := 0
+	for _, s := range f.hdr.Bindings {
+		if !s.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// DropBindingsExcept leaves the file bound to the places keep only, which
+// must be every name it has (fsck --repair knows them for a file with one
+// link), and makes the header durable. The file must be bound to each of
+// them (bind.ErrMisplaced otherwise): it never binds a file anywhere new.
+func (f *File) DropBindingsExcept(keep ...Place) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	if f.e.binder == nil || !f.hasHeader || len(keep) == 0 {
+		return nil
+	}
+	if len(keep) > content.BindingSlots {
+		return ErrTooManyLinks
+	}
+	h := f.hdr
+	var kept [content.BindingSlots]bind.Binding
+	for i, p := range keep {
+		if err := f.e.checkPlace(&h, p); err != nil {
+			return err
+		}
+		kept[i] = f.e.binder.Sum(bind.KindFile, h.FileID[:], p)
+	}
+	if kept == h.Bindings {
+		return nil
+	}
+	h.Bindings = kept
+	if _, err := f.writeHeader(h); err != nil {
+		return err
+	}
+	if err := f.b.Sync(); err != nil {
+		return fmt.Errorf("core: sync header: %w", err)
+	}
+	return nil
+}

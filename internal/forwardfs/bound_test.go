@@ -29,6 +29,9 @@ func TestBoundPosixSuite(t *testing.T) {
 	}
 }
 
+// TestBoundPosixCompare is TestPosixCompare with binding.
+func TestBoundPosixCompare(t *testing.T) { runPosixCompare(t, mounttest.NewBoundVault) }
+
 // TestBoundFsx is TestFsx with binding: one seed and the multi-process
 // run (renames and hard links among them).
 func TestBoundFsx(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/tree"
@@ -94,14 +95,18 @@ type entry struct {
 	// shadowed: a conflict copy that another entry of the same displayed
 	// name hides (tree.ErrShadowed); salvaged under its backing name.
 	shadowed bool
+	// place is where the entry is bound with location binding (bound.go);
+	// nil without binding or when the name did not decrypt.
+	place *bind.Place
 }
 
 // dir checks the open backing directory dirfd (at cipherRel / plainRel) and
 // everything below it; dest is its copy in the salvage directory (nil when
 // not salvaging or the copy could not be made).
-func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *destDir) {
+// bp is the directory's place (location binding; nil: not known).
+func (w *walker) dir(dirfd int, bp *bind.Place, cipherRel, plainRel string, known bool, dest *destDir) {
 	w.rep.Summary.Dirs++
-	dirID, idErr := w.t.ReadDirID(dirfd)
+	dirID, idErr := w.readDirID(dirfd, bp, cipherRel, plainRel)
 	if idErr != nil {
 		w.add(Problem{Kind: KindDirID, CipherPath: joinCipher(cipherRel, names.DirIDFile), PlainPath: plainRel,
 			Detail: fmt.Sprintf("directory ID unreadable, names in this directory cannot be decrypted: %v", idErr)})
@@ -184,6 +189,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 		}
 		ent := entry{backing: bn, st: st}
 		w.nameEntry(dirfd, dirID, alts, at, plainRel, known, &ent)
+		ent.place = w.entryPlace(dirID, &ent)
 		pl := place{cipher: at, plain: joinPlain(plainRel, ent.shown, known && ent.named), known: known && ent.named}
 		salvName := ent.shown
 		if !ent.named || ent.shadowed {
@@ -314,7 +320,7 @@ func (w *walker) subdir(dirfd int, ent entry, pl place, dest *destDir, salvName 
 	if dest != nil {
 		subDest = w.salv.mkdir(w.rep, dest, salvName, pl)
 	}
-	w.dir(sub, pl.cipher, pl.plain, pl.known, subDest)
+	w.dir(sub, ent.place, pl.cipher, pl.plain, pl.known, subDest)
 	if subDest != nil {
 		subDest.close()
 	}

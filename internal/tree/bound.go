@@ -222,3 +222,49 @@ func (t *Tree) openFile(dirfd int, backingName string, p bind.Place) (*core.File
 	}
 	return f, func() error { return errors.Join(f.Close(), bf.Close()) }, nil
 }
+
+// ReadDirIDUnchecked reads the ID of directory dirfd without checking
+// where it is, and counts its bindings: for fsck, which reports a
+// misplaced directory (ReadDirIDAt's bind.ErrMisplaced) and still checks
+// what is inside it, and which reports a directory with a stale second
+// binding (a crash during a rename of it: bound_rename.go). Without
+// binding it is ReadDirID, with 0 bindings.
+func (t *Tree) ReadDirIDUnchecked(dirfd int) (id []byte, bindings int, err error) {
+	if t.bind == nil {
+		id, err := t.ReadDirID(dirfd)
+		return id, 0, err
+	}
+	id, slots, err := t.readDirIDV2(dirfd)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, s := range slots {
+		if !s.IsZero() {
+			bindings++
+		}
+	}
+	return id, bindings, nil
+}
+
+// RebindDir leaves directory dirfd bound to its place p only, dropping a
+// stale second binding (fsck --repair of a crash during a rename: step 3
+// of bound_rename.go was lost). A directory has one name, so a binding of
+// another place is never needed: dropping it only stops the directory
+// from being valid where it no longer is. The directory must be bound to
+// p (bind.ErrMisplaced otherwise); the new ID file is durable on return.
+func (t *Tree) RebindDir(dirfd int, p bind.Place) error {
+	if t.bind == nil {
+		return nil
+	}
+	id, slots, err := t.readDirIDV2(dirfd)
+	if err != nil {
+		return err
+	}
+	if err := t.bind.Binder.Check(bind.KindDir, id, p, slots); err != nil {
+		return fmt.Errorf("tree: directory ID: %w", err)
+	}
+	if err := t.replaceDirIDFile(dirfd, t.dirIDFile(id, p, nil)); err != nil {
+		return err
+	}
+	return t.fs.Fsync(dirfd)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"log"
+	"os"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -72,10 +73,18 @@ func NewBoundVault(t testing.TB, mod func(*mount.Options)) *Vault {
 	return newVault(t, t.TempDir(), boundVaultID, mod)
 }
 
+// BoundEnv, set to 1, makes every vault of NewVault and NewVaultIn a
+// bound one (NewBoundVault), to run a package's whole suite with location
+// binding on: ENCRYPTFS_TEST_BOUND=1 go test ./internal/forwardfs/.
+const BoundEnv = "ENCRYPTFS_TEST_BOUND"
+
 // newVault is NewVaultIn, with location binding if vaultID is set.
 func newVault(t testing.TB, cipher string, vaultID []byte, mod func(*mount.Options)) *Vault {
 	t.Helper()
 	fstest.RequireFUSE(t)
+	if vaultID == nil && os.Getenv(BoundEnv) == "1" {
+		vaultID = boundVaultID
+	}
 	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}, VaultID: vaultID}
 	v.Logger = log.New(v.Log, "", 0)
 	s := v.Session(t)
