@@ -82,7 +82,7 @@ func (v *Vault) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, pathErr("readdir", name, err)
 	}
 	defer d.release()
-	ents, bad, err := v.tree.List(d.fd, d.id)
+	ents, bad, err := v.tree.ListAt(d.fd, d.id, d.placeFunc())
 	if err != nil {
 		return nil, pathErr("readdir", name, err)
 	}

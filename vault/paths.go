@@ -35,7 +35,7 @@ func (v *Vault) backingPath(comps []string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		n, _, err := v.tree.Resolve(d.fd, d.id, comps[i], false)
+		n, _, err := v.tree.ResolveAt(d.fd, d.id, d.placeFunc(), comps[i], false)
 		d.release()
 		if err != nil {
 			return "", err

@@ -3,6 +3,7 @@ package forwardfs_test
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,5 +114,57 @@ func TestBoundTamper(t *testing.T) {
 	}
 	if !strings.Contains(v.Log.String(), "not bound to the place") {
 		t.Errorf("daemon log does not name the misplaced objects:\n%s", v.Log.String())
+	}
+}
+
+// TestBoundDirIDConflict is TestDirIDConflict with binding: the losing
+// side's ID file, kept by the sync tool as a conflict copy, is bound to
+// the same place as the winner's, so its entries show as aliases
+// (tree.AltDirIDsAt).
+func TestBoundDirIDConflict(t *testing.T) {
+	for _, winner := range []string{"a", "b"} {
+		t.Run(winner+" wins", func(t *testing.T) { testDirIDConflict(t, winner, mounttest.NewBoundVault) })
+	}
+}
+
+// TestBoundPlantedDirIDCopy: a "conflict copy" of an ID file planted from
+// another directory, with that directory's entries copied beside it, is
+// the alias attack on conflict resolution: in v1 the copied entries show
+// as aliases. With binding the copy is bound to the other directory's
+// place: it is not used, and nothing of the other directory shows.
+func TestBoundPlantedDirIDCopy(t *testing.T) {
+	v := mounttest.NewBoundVault(t, nil)
+	for _, d := range []string{"d1", "d2"} {
+		must(t, os.Mkdir(filepath.Join(v.Mnt, d), 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(v.Mnt, "d1", "secret"), []byte("from d1"), 0o644))
+	must(t, v.Srv.Unmount())
+	var d1, d2 string
+	for _, p := range mounttest.BackingFiles(t, v.Cipher) {
+		if _, err := os.Stat(filepath.Join(p, "encryptfs.dirid")); err == nil {
+			if len(mounttest.BackingFiles(t, p)) == 1 {
+				d1 = p
+			} else {
+				d2 = p
+			}
+		}
+	}
+	const suffix = ".sync-conflict-20261123-142915-LUIK4K3"
+	if out, err := exec.Command("cp", "-a", filepath.Join(d1, "encryptfs.dirid"), filepath.Join(d2, "encryptfs"+suffix+".dirid")).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	for _, f := range mounttest.BackingFiles(t, d1) {
+		if out, err := exec.Command("cp", "-a", f, d2).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v %s", err, out)
+		}
+	}
+	v.MountAgain(t, nil)
+	ents, err := os.ReadDir(filepath.Join(v.Mnt, "d2"))
+	must(t, err)
+	if len(ents) != 0 {
+		t.Errorf("d2 lists %v: a planted ID file copy was used", ents)
+	}
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, "d2", "secret"+suffix)); err == nil {
+		t.Errorf("d2/secret%s reads %q", suffix, got)
 	}
 }

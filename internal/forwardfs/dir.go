@@ -99,7 +99,7 @@ func (n *node) remove(name, what string, op func(e entry) error) syscall.Errno {
 	err = op(e)
 	show := n.r.opts.ShowUndecryptable
 	if errors.Is(err, unix.ENOENT) && tree.MayBeAlias(name, show) {
-		if an, _, aerr := n.r.tree.ResolveAlias(e.pfd, e.pid, name, show); aerr == nil {
+		if an, _, aerr := n.r.tree.ResolveAliasAt(e.pfd, e.pid, n.dirPlace(), name, show); aerr == nil {
 			e.name = an
 			err = op(e)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
@@ -125,11 +126,13 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		cur = parent.Operations().(nodeOps).self()
 	}
 	fd, id = n.r.rootfd, n.r.node.cachedDirID()
+	here := n.r.tree.RootPlace() // the place of the directory fd (binding)
 	for i := len(path) - 1; i >= 0; i-- {
 		c := path[i]
 		nm, err := n.r.tree.Name(id, plain[i])
 		if err == nil && c.alias.Load() {
-			nm = n.r.aliasName(fd, id, nm, plain[i])
+			p := here
+			nm = n.r.aliasName(fd, id, func() (bind.Place, error) { return p, nil }, nm, plain[i])
 		}
 		next := -1
 		if err == nil {
@@ -141,9 +144,9 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		if err != nil {
 			return -1, nil, err
 		}
-		pid := id // the parent's: the directory's place (binding)
+		here = n.r.tree.Place(id, nm) // the directory's place (binding)
 		fd = next
-		if id, err = n.r.tree.ReadDirIDAt(fd, n.r.tree.Place(pid, nm)); err != nil {
+		if id, err = n.r.tree.ReadDirIDAt(fd, here); err != nil {
 			// A directory found where it is not bound is not served from
 			// the ID read before (it was moved or grafted there since).
 			if id = c.cachedDirID(); id == nil || errors.Is(err, bind.ErrMisplaced) {
@@ -179,6 +182,27 @@ func (n *node) readDirID(fd int) ([]byte, error) {
 	}
 	defer e.close()
 	return t.ReadDirIDAt(fd, t.Place(e.pid, e.name))
+}
+
+// dirPlace is directory node n's place, computed when the tree needs it
+// (a conflict copy of the directory's ID file, with location binding:
+// tree.AltDirIDsAt); nil without binding.
+func (n *node) dirPlace() tree.DirPlace {
+	t := n.r.tree
+	if !t.Bound() {
+		return nil
+	}
+	return func() (bind.Place, error) {
+		if n == &n.r.node {
+			return t.RootPlace(), nil
+		}
+		e, err := n.entry()
+		if err != nil {
+			return bind.Place{}, err
+		}
+		defer e.close()
+		return t.Place(e.pid, e.name), nil
+	}
 }
 
 // doneFD releases a use of the cached fd.

@@ -91,6 +91,14 @@ func (w *walker) readDirID(dirfd int, p *bind.Place, cipherRel, plainRel string)
 	return id, nil
 }
 
+// dirPlace is the place p for the tree's *At calls (nil if not known).
+func (w *walker) dirPlace(p *bind.Place) tree.DirPlace {
+	if p == nil {
+		return nil
+	}
+	return func() (bind.Place, error) { return *p, nil }
+}
+
 // entryPlace is where entry ent of the directory with ID dirID is bound,
 // or nil without binding or when its name is not known.
 func (w *walker) entryPlace(dirID []byte, ent *entry) *bind.Place {

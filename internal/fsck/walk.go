@@ -126,7 +126,7 @@ func (w *walker) dir(dirfd int, bp *bind.Place, cipherRel, plainRel string, know
 	for _, e := range ents {
 		present[e.Name] = true
 	}
-	alts, badAlts := w.t.AltDirIDs(dirfd, ents)
+	alts, badAlts := w.t.AltDirIDsAt(dirfd, ents, w.dirPlace(bp))
 	usedLinkSidecars := make(map[string]bool)
 	var linkSidecars []string
 	isRoot := cipherRel == "."
@@ -188,7 +188,7 @@ func (w *walker) dir(dirfd int, bp *bind.Place, cipherRel, plainRel string, know
 			continue
 		}
 		ent := entry{backing: bn, st: st}
-		w.nameEntry(dirfd, dirID, alts, at, plainRel, known, &ent)
+		w.nameEntry(dirfd, dirID, bp, alts, at, plainRel, known, &ent)
 		ent.place = w.entryPlace(dirID, &ent)
 		pl := place{cipher: at, plain: joinPlain(plainRel, ent.shown, known && ent.named), known: known && ent.named}
 		salvName := ent.shown
@@ -230,8 +230,9 @@ func (w *walker) dir(dirfd int, bp *bind.Place, cipherRel, plainRel string, know
 }
 
 // nameEntry decrypts the entry's backing name and reports what is wrong
-// with it. On return ent.named says whether a plaintext name is known.
-func (w *walker) nameEntry(dirfd int, dirID []byte, alts []tree.AltDirID, at, plainRel string, known bool, ent *entry) {
+// with it (bp: the directory's place, with location binding). On return
+// ent.named says whether a plaintext name is known.
+func (w *walker) nameEntry(dirfd int, dirID []byte, bp *bind.Place, alts []tree.AltDirID, at, plainRel string, known bool, ent *entry) {
 	bn := ent.backing
 	if dirID == nil {
 		return // reported once for the directory
@@ -271,7 +272,7 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, alts []tree.AltDirID, at, pl
 			// hidden behind another entry of its name is a problem.
 			p := Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
 				Detail: fmt.Sprintf("copy of %q with a suffix added by a sync tool (sync conflict); read-only until renamed", n.Orig)}
-			if r, _, err := w.t.Resolve(dirfd, dirID, n.Plain, false); err != nil || r.Backing != bn {
+			if r, _, err := w.t.ResolveAt(dirfd, dirID, w.dirPlace(bp), n.Plain, false); err != nil || r.Backing != bn {
 				ent.shadowed = true
 				p.Detail = fmt.Sprintf("copy of %q with a suffix added by a sync tool, hidden: another entry is shown under the same name", n.Orig)
 				w.add(p)
