@@ -30,6 +30,7 @@ func newBound(dir string, p config.Params, masterKey []byte, k *keys.Keys, eo co
 	}
 	suite, err := content.NewBoundSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
 	if err != nil {
+		binder.Wipe()
 		k.Wipe()
 		return nil, fmt.Errorf("session: content suite: %w", err)
 	}
@@ -37,9 +38,10 @@ func newBound(dir string, p config.Params, masterKey []byte, k *keys.Keys, eo co
 	engine := core.NewEngine(suite, eo)
 	t, err := tree.NewBound(k, eo.Rand, o.Backing, &tree.Binding{Binder: binder, VaultID: o.BoundVaultID, Engine: engine})
 	if err != nil {
+		binder.Wipe()
 		suite.Wipe()
 		k.Wipe()
 		return nil, err
 	}
-	return &Session{dir: dir, params: p, engine: engine, tree: t, fs: o.Backing, keys: k}, nil
+	return &Session{dir: dir, params: p, engine: engine, tree: t, fs: o.Backing, keys: k, binder: binder}, nil
 }

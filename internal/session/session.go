@@ -15,6 +15,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/fault"
@@ -87,6 +88,8 @@ type Session struct {
 
 	mu   sync.Mutex
 	keys *keys.Keys // nil after Close
+	// binder holds the location-binding key (bound.go); nil in v1.
+	binder *bind.Binder
 }
 
 // New builds the session of the vault in dir with parameters p from its
@@ -206,6 +209,9 @@ func (s *Session) Close() error {
 	if s.keys != nil {
 		s.keys.Wipe()
 		s.engine.Suite().Wipe()
+		if s.binder != nil {
+			s.binder.Wipe()
+		}
 		s.keys = nil
 	}
 	return nil

@@ -149,8 +149,15 @@ func (b *Binder) Match(k Kind, objectID []byte, p Place, slots []Binding) bool {
 	return ok == 1
 }
 
-// Check is Match returning ErrMisplaced when nothing matches.
+// Check is Match returning ErrMisplaced when nothing matches, and
+// ErrWiped after Wipe (a closed session is not a misplaced object).
 func (b *Binder) Check(k Kind, objectID []byte, p Place, slots []Binding) error {
+	b.mu.RLock()
+	wiped := b.wiped
+	b.mu.RUnlock()
+	if wiped {
+		return ErrWiped
+	}
 	if !b.Match(k, objectID, p, slots) {
 		return ErrMisplaced
 	}
