@@ -168,3 +168,49 @@ func TestBoundPlantedDirIDCopy(t *testing.T) {
 		t.Errorf("d2/secret%s reads %q", suffix, got)
 	}
 }
+
+// TestBoundOpenRacingRename: opens by two names while the file is renamed
+// between them through the mount read the contents or fail with ENOENT,
+// never EIO: a file renamed away between the lookup and the open's
+// binding check is gone from that name, not misplaced.
+func TestBoundOpenRacingRename(t *testing.T) {
+	v := mounttest.NewBoundVault(t, nil)
+	a, b := filepath.Join(v.Mnt, "a"), filepath.Join(v.Mnt, "b")
+	must(t, os.WriteFile(a, []byte("contents"), 0o644))
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	for _, p := range []string{a, b} {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				got, err := os.ReadFile(p)
+				if err == nil && string(got) != "contents" {
+					err = errors.New("wrong contents " + string(got))
+				}
+				if err != nil && !errors.Is(err, os.ErrNotExist) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	from, to := a, b
+	for range 300 {
+		if err := os.Rename(from, to); err != nil {
+			t.Errorf("rename: %v", err)
+			break
+		}
+		from, to = to, from
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("read racing a rename: %v", err)
+		}
+	}
+}

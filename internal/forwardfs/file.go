@@ -10,6 +10,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -189,6 +190,14 @@ func (n *node) acquire() (*openFile, error) {
 		return nil, err
 	}
 	of, err := n.r.adopt(fd, n.StableAttr().Ino, n.r.tree.Place(e.pid, e.name))
+	if errors.Is(err, bind.ErrMisplaced) {
+		// With location binding a rename drops the old name's binding
+		// when it is done: a file renamed away between the open of the
+		// name and the check is gone from it (see adopt), not misplaced.
+		if st, serr := backing.Fstatat(e.pfd, e.name.Backing); serr != nil || st.Ino != n.StableAttr().Ino {
+			return nil, syscall.ENOENT
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

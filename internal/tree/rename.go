@@ -42,6 +42,12 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 		if !newExists {
 			return ErrNotFound
 		}
+		if ost.Ino == nst.Ino && ost.Dev == nst.Dev && !isDir(ost) {
+			// Two hard links of one file: the swap changes nothing
+			// (renameat2 leaves both names as they are), so nothing is
+			// rebound either: each name keeps its binding.
+			return t.fs.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, unix.RENAME_EXCHANGE)
+		}
 		return t.exchange(oldfd, oldID, oldN, &ost, newfd, newID, newN, &nst)
 	}
 	if newExists {
