@@ -18,6 +18,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/cli"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
@@ -78,13 +79,17 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/keyslot.ErrRecipient": {keyslot.ErrRecipient, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
 	"internal/keyslot.ErrLabel":     {keyslot.ErrLabel, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
 
-	"internal/core.ErrClosed":          {core.ErrClosed, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
-	"internal/crypto/content.ErrWiped": {content.ErrWiped, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
-	"internal/core.ErrTooLarge":        {core.ErrTooLarge, fault.FileTooBig, syscall.EFBIG, cli.ExitError, syscall.EFBIG},
-	"internal/core.ErrBusy":            {core.ErrBusy, fault.Busy, syscall.ETXTBSY, cli.ExitError, syscall.ETXTBSY},
-	"internal/core.ErrNotSIV":          {core.ErrNotSIV, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
-	"internal/core.ErrChanged":         {core.ErrChanged, fault.Other, syscall.EIO, cli.ExitError, nil},
-	"internal/core.ErrInvalid":         {core.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/core.ErrClosed":           {core.ErrClosed, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
+	"internal/crypto/content.ErrWiped":  {content.ErrWiped, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
+	"internal/core.ErrTooLarge":         {core.ErrTooLarge, fault.FileTooBig, syscall.EFBIG, cli.ExitError, syscall.EFBIG},
+	"internal/core.ErrBusy":             {core.ErrBusy, fault.Busy, syscall.ETXTBSY, cli.ExitError, syscall.ETXTBSY},
+	"internal/core.ErrTooManyLinks":     {core.ErrTooManyLinks, fault.TooManyLinks, syscall.EMLINK, cli.ExitError, syscall.EMLINK},
+	"internal/crypto/bind.ErrMisplaced": {bind.ErrMisplaced, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/bind.ErrKey":       {bind.ErrKey, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/crypto/bind.ErrWiped":     {bind.ErrWiped, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
+	"internal/core.ErrNotSIV":           {core.ErrNotSIV, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/core.ErrChanged":          {core.ErrChanged, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/core.ErrInvalid":          {core.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
 
 	"internal/crypto/content.ErrBadHeader":    {content.ErrBadHeader, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/content.ErrCorruptChunk": {content.ErrCorruptChunk, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},

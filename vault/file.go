@@ -9,6 +9,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"golang.org/x/sys/unix"
 )
 
@@ -102,7 +103,11 @@ func (v *Vault) openFile(name string, flag int, perm fs.FileMode) (*File, error)
 		return nil, unix.EINVAL
 	}
 	key := core.FileKey{Dev: st.Dev, Ino: st.Ino}
-	oi, err := v.attach(key, fd, writable, writableFD)
+	place := v.tree.Place(ref.parent.id, ref.name)
+	oi, err := v.attach(key, fd, place, writable, writableFD)
+	if errors.Is(err, bind.ErrMisplaced) {
+		oi, err = v.reattach(ref, key, place, writable, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -120,15 +125,46 @@ func (v *Vault) openFile(name string, flag int, perm fs.FileMode) (*File, error)
 // writableFD says whether fd itself is read-write. A writer cannot share an
 // engine file that sits on a read-only fd (it would have to reopen it under
 // the readers): that open fails with ETXTBSY.
-func (v *Vault) attach(key core.FileKey, fd int, writable, writableFD bool) (*openInode, error) {
+// place is where the file was found, which a vault with location binding
+// checks its header against (core.Table.AcquireAt).
+func (v *Vault) attach(key core.FileKey, fd int, place core.Place, writable, writableFD bool) (*openInode, error) {
 	bf := v.fs.NewFile(fd, nil)
-	oi, err := v.files.Acquire(key, bf, writableFD, writable, func(cf *core.File) *openInode {
+	oi, err := v.files.AcquireAt(key, bf, place, writableFD, writable, func(cf *core.File) *openInode {
 		return &openInode{backing: bf, cf: cf}
 	})
 	if errors.Is(err, core.ErrClosed) {
 		return nil, ErrClosed
 	}
 	return oi, err // core.ErrBusy: pathErr gives it ETXTBSY (fault.Busy)
+}
+
+// reattach handles an open whose file was not bound to the name it was
+// opened by (err, bind.ErrMisplaced). With location binding a rename drops
+// the old name's binding once it is done, so an open that resolved the
+// name just before a rename moved the file away finds it bound elsewhere:
+// the rename won the race, and the open fails as if the name were gone
+// (ENOENT), as it does in v1 once the name is gone. If the name still
+// holds the file (renamed away and back, the binding added again), the
+// open is tried once more. Only a file found, twice, at a name it is not
+// bound to is misplaced (EIO).
+func (v *Vault) reattach(ref entryRef, key core.FileKey, place core.Place, writable bool, err error) (*openInode, error) {
+	st, serr := backing.Fstatat(ref.parent.fd, ref.name.Backing)
+	if serr != nil || st.Ino != key.Ino || uint64(st.Dev) != key.Dev {
+		return nil, unix.ENOENT
+	}
+	fd, _, oerr := backing.OpenRegular(ref.parent.fd, ref.name.Backing, unix.O_RDWR)
+	writableFD := oerr == nil
+	if oerr != nil && !writable {
+		fd, _, oerr = backing.OpenRegular(ref.parent.fd, ref.name.Backing, unix.O_RDONLY)
+	}
+	if oerr != nil {
+		return nil, err
+	}
+	if fst, ferr := backing.Fstat(fd); ferr != nil || fst.Ino != key.Ino {
+		backing.Close(fd)
+		return nil, unix.ENOENT
+	}
+	return v.attach(key, fd, place, writable, writableFD)
 }
 
 // Name returns the path the file was opened with.

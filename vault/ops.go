@@ -82,7 +82,7 @@ func (v *Vault) ReadDir(name string) ([]fs.DirEntry, error) {
 		return nil, pathErr("readdir", name, err)
 	}
 	defer d.release()
-	ents, bad, err := v.tree.List(d.fd, d.id)
+	ents, bad, err := v.tree.ListAt(d.fd, d.id, d.placeFunc())
 	if err != nil {
 		return nil, pathErr("readdir", name, err)
 	}
@@ -116,7 +116,7 @@ func (v *Vault) Mkdir(name string, perm fs.FileMode) error {
 		return pathErr("mkdir", name, err)
 	}
 	defer ref.parent.release()
-	_, err = v.tree.Mkdir(ref.parent.fd, ref.name, unixMode(perm))
+	_, err = v.tree.MkdirIn(ref.parent.fd, ref.parent.id, ref.name, unixMode(perm))
 	if err == nil {
 		err = v.fs.Fsync(ref.parent.fd)
 	}
@@ -171,7 +171,7 @@ func (v *Vault) Remove(name string) error {
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		err = v.tree.Rmdir(ref.parent.fd, ref.name)
 	} else {
-		err = v.tree.Unlink(ref.parent.fd, ref.name)
+		err = v.tree.UnlinkIn(ref.parent.fd, ref.parent.id, ref.name, 0)
 	}
 	return pathErr("remove", name, err)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -15,6 +16,14 @@ type dirRef struct {
 	fd    int
 	id    []byte
 	owned bool // fd must be closed (it is not the vault's root fd)
+	// place is where the directory is bound (location binding): it
+	// checks conflict copies of its ID file (tree.AltDirIDsAt).
+	place core.Place
+}
+
+// placeFunc is d's place for the tree's *At calls.
+func (d dirRef) placeFunc() tree.DirPlace {
+	return func() (core.Place, error) { return d.place, nil }
 }
 
 func (d dirRef) release() {
@@ -57,13 +66,13 @@ func (v *Vault) openDir(components []string) (dirRef, error) {
 	if err := v.checkOpen(); err != nil {
 		return dirRef{}, err
 	}
-	id, err := v.tree.ReadDirID(v.rootfd)
+	id, err := v.tree.ReadRootDirID(v.rootfd)
 	if err != nil {
 		return dirRef{}, err
 	}
-	d := dirRef{fd: v.rootfd, id: id}
+	d := dirRef{fd: v.rootfd, id: id, place: v.tree.RootPlace()}
 	for _, c := range components {
-		n, _, err := v.tree.Resolve(d.fd, d.id, c, false)
+		n, _, err := v.tree.ResolveAt(d.fd, d.id, d.placeFunc(), c, false)
 		if err != nil {
 			d.release()
 			return dirRef{}, err
@@ -73,12 +82,13 @@ func (v *Vault) openDir(components []string) (dirRef, error) {
 		if err != nil {
 			return dirRef{}, err
 		}
-		id, err := v.tree.ReadDirID(sub)
+		p := v.tree.Place(d.id, n)
+		id, err := v.tree.ReadDirIDAt(sub, p)
 		if err != nil {
 			backing.Close(sub)
 			return dirRef{}, err
 		}
-		d = dirRef{fd: sub, id: id, owned: true}
+		d = dirRef{fd: sub, id: id, owned: true, place: p}
 	}
 	return d, nil
 }
@@ -97,7 +107,7 @@ func (v *Vault) resolve(p string) (entryRef, error) {
 		return entryRef{}, err
 	}
 	last := comps[len(comps)-1]
-	n, _, err := v.tree.Resolve(d.fd, d.id, last, false)
+	n, _, err := v.tree.ResolveAt(d.fd, d.id, d.placeFunc(), last, false)
 	if errors.Is(err, tree.ErrNotFound) {
 		n, err = v.tree.Name(d.id, last)
 	}

@@ -35,7 +35,7 @@ func (v *Vault) backingPath(comps []string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		n, _, err := v.tree.Resolve(d.fd, d.id, comps[i], false)
+		n, _, err := v.tree.ResolveAt(d.fd, d.id, d.placeFunc(), comps[i], false)
 		d.release()
 		if err != nil {
 			return "", err
@@ -70,7 +70,7 @@ func (v *Vault) DecryptPath(backingPath string) (string, error) {
 		if err != nil {
 			return "", pathErr("decrypt-path", backingPath, err)
 		}
-		id, err := v.tree.ReadDirID(sub)
+		id, err := v.tree.ReadDirIDAt(sub, v.tree.Place(d.id, n))
 		if err != nil {
 			backing.Close(sub)
 			return "", pathErr("decrypt-path", backingPath, err)

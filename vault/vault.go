@@ -23,6 +23,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/display"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
+	"golang.org/x/sys/unix"
 )
 
 // Options configure Create. The zero value gives the defaults.
@@ -56,6 +57,12 @@ type Vault struct {
 // without the password. It goes through the same creation code as
 // encryptfs init (internal/session.Create).
 func Create(dir string, password []byte, opts Options) (*Vault, error) {
+	return create(dir, password, opts, session.Options{})
+}
+
+// create is Create with session options so (tests turn on location
+// binding with so.BoundVaultID).
+func create(dir string, password []byte, opts Options, so session.Options) (*Vault, error) {
 	r := opts.Rand
 	if r == nil {
 		r = rand.Reader
@@ -94,13 +101,18 @@ func Create(dir string, password []byte, opts Options) (*Vault, error) {
 	s, master, err := session.Create(dir, password, session.CreateOptions{
 		Params:  config.NewParams(alg, chunk, k),
 		Creator: opts.Creator,
-		Options: session.Options{Rand: r},
+		Options: withRand(so, r),
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer clear(master)
 	return fromSession(s, master)
+}
+
+func withRand(so session.Options, r io.Reader) session.Options {
+	so.Rand = r
+	return so
 }
 
 // Open unlocks the vault in dir with password.
@@ -154,11 +166,30 @@ func fromSession(s *session.Session, master []byte) (*Vault, error) {
 		s.Close()
 		return nil, err
 	}
-	return &Vault{
+	v := &Vault{
 		sess: s, tree: s.Tree(), fs: s.Backing(), rootfd: rootfd,
 		master: append([]byte(nil), master...),
 		files:  core.NewTable[*openInode](s.Engine()),
-	}, nil
+	}
+	if v.tree.Bound() {
+		v.tree.SetFiles(v.boundFile)
+	}
+	return v, nil
+}
+
+// boundFile is the tree's FileSource with location binding: a file that
+// is open is rebound through its one engine File (tree.FileSource).
+func (v *Vault) boundFile(dirfd int, backingName string, p core.Place) (*core.File, func() error, error) {
+	fd, st, err := backing.OpenRegular(dirfd, backingName, unix.O_RDWR)
+	if err != nil {
+		return nil, nil, err
+	}
+	key := core.FileKey{Dev: st.Dev, Ino: st.Ino}
+	oi, err := v.attach(key, fd, p, true, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return oi.cf, func() error { return v.files.Release(key, oi) }, nil
 }
 
 // MasterKey returns a copy of the vault's 32-byte master key. It is as

@@ -75,6 +75,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
@@ -100,6 +101,10 @@ type Options struct {
 	// Tests inject a deterministic reader to make golden ciphertexts.
 	Rand     io.Reader
 	Parallel ParallelOptions
+	// Binder, if set, turns on location binding (format v2, feature flag
+	// "BoundLocations"; bound.go): the suite must be a bound one
+	// (content.NewBoundSuite), and files are opened with OpenAt. nil: v1.
+	Binder *bind.Binder
 }
 
 // DefaultOptions returns parallel crypto on, NumCPU workers, crypto/rand.
@@ -164,6 +169,7 @@ type Engine struct {
 	// path) and enough to give every worker two chunks.
 	windowChunks int
 	helpers      chan struct{} // semaphore: one token per running helper goroutine
+	binder       *bind.Binder  // nil: v1, no location binding (bound.go)
 
 	bufs      bufPools
 	sealJobs  sync.Pool // *sealJob
@@ -184,8 +190,12 @@ func NewEngine(suite *content.Suite, opts Options) *Engine {
 		parallel:    opts.Parallel.Enabled,
 		maxWorkers:  opts.Parallel.MaxWorkers,
 		minChunks:   opts.Parallel.MinChunks,
+		binder:      opts.Binder,
 	}
-	e.lay = layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize()}
+	if (e.binder != nil) != suite.Bound() {
+		panic("core: a binder needs a bound suite and a bound suite a binder")
+	}
+	e.lay = layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize(), header: int64(suite.HeaderSize())}
 	if e.rand == nil {
 		e.rand = rand.Reader
 	}
@@ -230,6 +240,14 @@ func (e *Engine) plainLen(i uint64, size int64) int {
 // ownership of b and closes it after File.Close.
 // At most one File may exist per backing inode at a time: it caches the size.
 func (e *Engine) Open(b Backing) (*File, error) {
+	return e.open(b, Place{}, false)
+}
+
+// open is Open and, with at, OpenAt.
+func (e *Engine) open(b Backing, p Place, at bool) (*File, error) {
+	if e.binder != nil && !at {
+		return nil, errNoPlace
+	}
 	fi, err := b.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("core: stat backing file: %w", err)
@@ -239,17 +257,22 @@ func (e *Engine) Open(b Backing) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("core: backing file of %d bytes: %w", cipherSize, err)
 	}
-	f := &File{e: e, b: withFdSpace(b), size: size}
+	f := &File{e: e, b: withFdSpace(b), size: size, place: p}
 	if cipherSize == 0 {
 		return f, nil
 	}
-	var raw [content.HeaderSize]byte
-	if err := readFullAt(b, raw[:], 0); err != nil {
+	raw := make([]byte, e.lay.header)
+	if err := readFullAt(b, raw, 0); err != nil {
 		return nil, fmt.Errorf("core: reading header: %w", err)
 	}
-	h, err := e.suite.ParseHeader(raw[:])
+	h, err := e.suite.ParseHeader(raw)
 	if err != nil {
 		return nil, fmt.Errorf("core: %w", err)
+	}
+	if e.binder != nil {
+		if err := e.checkPlace(&h, p); err != nil {
+			return nil, err
+		}
 	}
 	fc, err := e.suite.File(h.FileID)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
@@ -21,6 +22,9 @@ type File struct {
 	hdr       content.Header
 	fc        *content.FileCipher
 	closed    bool
+	// place is where the File was opened (OpenAt): a header written
+	// later is bound to it (bound.go). Unused without binding.
+	place Place
 
 	// tail caches the plaintext of the last chunk (len = size - lastIndex*chunkSize)
 	// when tailOK, so that appends re-seal the old last chunk without reading
@@ -128,6 +132,9 @@ func (f *File) prepareHeader(withHoles bool) error {
 	}
 	if withHoles {
 		h.Flags = content.FlagSparse
+	}
+	if f.e.binder != nil {
+		h.Bindings[0] = f.e.binder.Sum(bind.KindFile, h.FileID[:], f.place)
 	}
 	fc, err := f.e.suite.File(h.FileID)
 	if err != nil {
@@ -250,7 +257,7 @@ func (f *File) undoGrow(oldSize int64, hadHeader bool) bool {
 	if oldSize == 0 {
 		keep := int64(0)
 		if hadHeader {
-			keep = content.HeaderSize // the file ID, which xattrs are bound to
+			keep = f.e.lay.header // the file ID, which xattrs are bound to
 		}
 		if err := f.b.Truncate(keep); err != nil {
 			f.afterFailedWrite()

@@ -86,7 +86,7 @@ func (f *File) findHole() bool {
 			if err != nil || h < pos {
 				break
 			}
-			i := uint64((h - content.HeaderSize) / int64(e.cipherChunk))
+			i := uint64((h - e.lay.header) / int64(e.cipherChunk))
 			if i >= last {
 				break
 			}

@@ -1,7 +1,5 @@
 package core
 
-import "github.com/encryptfs/encryptfs/internal/crypto/content"
-
 // layout is the chunk geometry of a vault: where plaintext chunks sit in the
 // backing file. Pure arithmetic, shared by the write plan and the engine.
 type layout struct {
@@ -9,12 +7,13 @@ type layout struct {
 	cipherChunk int64 // stored bytes of a full chunk
 	overhead    int64 // cipherChunk - chunk
 	maxSize     int64 // largest plaintext size whose backing offsets fit in an int64
+	header      int64 // header size: content.HeaderSize (v1) or HeaderSizeV2 (bound)
 }
 
 // cipherOffset is where chunk i starts in the backing file. Only called for
 // chunks of files of at most maxSize bytes, so it cannot overflow.
 func (l layout) cipherOffset(i uint64) int64 {
-	return content.HeaderSize + int64(i)*l.cipherChunk
+	return l.header + int64(i)*l.cipherChunk
 }
 
 // cipherSize is the backing size of a file of size plaintext bytes.
@@ -23,7 +22,7 @@ func (l layout) cipherSize(size int64) int64 {
 		return 0
 	}
 	chunks := (size + l.chunk - 1) / l.chunk
-	return content.HeaderSize + size + chunks*l.overhead
+	return l.header + size + chunks*l.overhead
 }
 
 // plainLen is the plaintext length of chunk i in a file of the given size.

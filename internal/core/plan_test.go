@@ -10,7 +10,7 @@ import (
 // leaving holes, writes into holes, appends within the last chunk, grows.
 func TestPlanWrite(t *testing.T) {
 	const C = 100 // plaintext chunk; stored chunk 120, header 36
-	l := layout{chunk: C, cipherChunk: C + 20, overhead: 20, maxSize: 1000 * C}
+	l := layout{chunk: C, cipherChunk: C + 20, overhead: 20, maxSize: 1000 * C, header: 36}
 	off := func(i uint64) int64 { return l.cipherOffset(i) }
 	type want struct {
 		first, last, newLast, runStart uint64
@@ -84,7 +84,7 @@ func TestPlanWrite(t *testing.T) {
 // TestPlanPunch checks planPunch on a boundary table.
 func TestPlanPunch(t *testing.T) {
 	const C = 100
-	l := layout{chunk: C, cipherChunk: C + 20, overhead: 20, maxSize: 1000 * C}
+	l := layout{chunk: C, cipherChunk: C + 20, overhead: 20, maxSize: 1000 * C, header: 36}
 	for _, tc := range []struct {
 		size, off, end int64
 		want           punchPlan
@@ -109,7 +109,7 @@ func TestPlanPunch(t *testing.T) {
 // BenchmarkPlanWrite is the cost the plan adds to every write (an append
 // of 128 KiB to a 1 MiB file: compare with a 128 KiB write, tens of µs).
 func BenchmarkPlanWrite(b *testing.B) {
-	l := layout{chunk: 16 << 10, cipherChunk: 16<<10 + 32, overhead: 32, maxSize: 1 << 62}
+	l := layout{chunk: 16 << 10, cipherChunk: 16<<10 + 32, overhead: 32, maxSize: 1 << 62, header: 36}
 	var sink writePlan
 	for b.Loop() {
 		p, _ := planWrite(l, 1<<20, true, false, 1<<20, 128<<10, 1<<20+128<<10)

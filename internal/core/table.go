@@ -71,6 +71,19 @@ func NewTable[V comparable](e *Engine) *Table[V] {
 // if another Acquire of the same inode wins meanwhile, its File is shared
 // and this one is closed again.
 func (t *Table[V]) Acquire(key FileKey, b OwnedBacking, writable, forWrite bool, newVal func(*File) V) (V, error) {
+	return t.acquire(key, b, nil, writable, forWrite, newVal)
+}
+
+// AcquireAt is Acquire for a file found at place p, for a vault with
+// location binding (bound.go): the File is opened with OpenAt, and an
+// inode already open under another place (a hard link) is shared only if
+// its header binds it to p as well (bind.ErrMisplaced otherwise).
+func (t *Table[V]) AcquireAt(key FileKey, b OwnedBacking, p Place, writable, forWrite bool, newVal func(*File) V) (V, error) {
+	return t.acquire(key, b, &p, writable, forWrite, newVal)
+}
+
+// acquire is Acquire, and AcquireAt when p is set.
+func (t *Table[V]) acquire(key FileKey, b OwnedBacking, p *Place, writable, forWrite bool, newVal func(*File) V) (V, error) {
 	var zero V
 	t.mu.Lock()
 	if t.closed {
@@ -79,14 +92,20 @@ func (t *Table[V]) Acquire(key FileKey, b OwnedBacking, writable, forWrite bool,
 		return zero, ErrClosed
 	}
 	if en := t.m[key]; en != nil {
-		v, err := en.share(forWrite)
+		v, err := en.sharePlace(p, forWrite)
 		t.mu.Unlock()
 		b.Close()
 		return v, err
 	}
 	t.mu.Unlock()
 
-	f, err := t.e.Open(b)
+	var f *File
+	var err error
+	if p != nil {
+		f, err = t.e.OpenAt(b, *p)
+	} else {
+		f, err = t.e.Open(b)
+	}
 	if err != nil {
 		b.Close()
 		return zero, err
@@ -101,12 +120,24 @@ func (t *Table[V]) Acquire(key FileKey, b OwnedBacking, writable, forWrite bool,
 		t.mu.Unlock()
 		return val, nil
 	} else {
-		val, err = other.share(forWrite) // lost a race with another Acquire
+		val, err = other.sharePlace(p, forWrite) // lost a race with another Acquire
 	}
 	t.mu.Unlock()
 	f.Close()
 	b.Close()
 	return val, err
+}
+
+// sharePlace is share for an opener that found the inode at place p (if
+// set), which the File must be bound to. Called with the lock held.
+func (en *tableEntry[V]) sharePlace(p *Place, forWrite bool) (V, error) {
+	if p != nil {
+		if err := en.file.CheckPlace(*p); err != nil {
+			var zero V
+			return zero, err
+		}
+	}
+	return en.share(forWrite)
 }
 
 // share takes a reference for another opener. Called with the lock held.

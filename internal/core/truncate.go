@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
 // Truncate shrinks or grows the file; growing keeps the backing file sparse.
@@ -42,7 +40,7 @@ func (f *File) truncateToEmpty() error {
 		f.size = 0
 		return nil
 	}
-	if err := f.b.Truncate(content.HeaderSize); err != nil {
+	if err := f.b.Truncate(f.e.lay.header); err != nil {
 		f.afterFailedWrite()
 		return fmt.Errorf("core: truncate backing: %w", err)
 	}

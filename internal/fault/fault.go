@@ -17,6 +17,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
@@ -74,6 +75,9 @@ const (
 	// Busy: a file open read-only elsewhere cannot be shared with a writer
 	// (ETXTBSY).
 	Busy
+	// TooManyLinks: a file has as many names as the format can bind
+	// (location binding, format v2): link(2) gives EMLINK.
+	TooManyLinks
 	// Corrupt: data in the vault failed authentication or is malformed (a
 	// chunk, a header, a name, a symlink target, an xattr, a directory ID).
 	Corrupt
@@ -105,7 +109,8 @@ var kindNames = [...]string{
 	IsDir: "is a directory", NotDir: "not a directory", NotPermitted: "not permitted",
 	Invalid: "invalid", NameTooLong: "name too long", TooBig: "too big",
 	NotSupported: "not supported", ReadOnly: "read-only", NoSpace: "no space", FileTooBig: "file too big", Busy: "busy",
-	Corrupt: "corrupt", WrongPassword: "wrong password", NoConfig: "no config",
+	TooManyLinks: "too many links",
+	Corrupt:      "corrupt", WrongPassword: "wrong password", NoConfig: "no config",
 	CorruptConfig: "corrupt config", UnsupportedVault: "unsupported vault",
 	Closed: "closed",
 }
@@ -141,6 +146,7 @@ var posix = [...]struct {
 	{NoSpace, unix.EDQUOT}, // Errno gives the first: ENOSPC
 	{FileTooBig, unix.EFBIG},
 	{Busy, unix.ETXTBSY},
+	{TooManyLinks, unix.EMLINK},
 }
 
 // Errno is the errno of a POSIX kind, 0 for the others (Corrupt, Other,
@@ -193,6 +199,9 @@ var sentinels = [...]struct {
 	{meta.ErrCorrupt, Corrupt},
 	{siv.ErrOpen, Corrupt},
 	{tree.ErrCorruptDir, Corrupt},
+	// A directory or file's contents not bound to where they were found
+	// (format v2 location binding): moved, copied or grafted there.
+	{bind.ErrMisplaced, Corrupt},
 	// A backing file (dirid, sidecar) larger than the format allows.
 	{backing.ErrTooBig, Corrupt},
 	// A FIFO, device or directory planted where a dirid, sidecar or data
@@ -222,6 +231,8 @@ var sentinels = [...]struct {
 	{core.ErrClosed, Closed},
 	{content.ErrWiped, Closed}, // the session's keys were wiped: used after Close
 	{core.ErrBusy, Busy},
+	{core.ErrTooManyLinks, TooManyLinks},
+	{bind.ErrWiped, Closed},
 	{uring.ErrUnsupported, NotSupported}, // the kernel has no io_uring
 	{core.ErrTooLarge, FileTooBig},
 	{core.ErrNotSIV, UnsupportedVault},

@@ -36,7 +36,10 @@ import (
 // compareExceptions, each named, with its reason (docs/format.md §8.1);
 // an exception that no longer occurs fails the test, so the list stays
 // exact.
-func TestPosixCompare(t *testing.T) {
+func TestPosixCompare(t *testing.T) { runPosixCompare(t, mounttest.NewVault) }
+
+// runPosixCompare is TestPosixCompare on vaults that newVault makes.
+func runPosixCompare(t *testing.T, newVault func(testing.TB, func(*mount.Options)) *mounttest.Vault) {
 	mounttest.RequireRoot(t)
 	old := unix.Umask(0)
 	t.Cleanup(func() { unix.Umask(old) })
@@ -59,7 +62,7 @@ func TestPosixCompare(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, remount := range []bool{false, true} {
-		v := mounttest.NewVault(t, other)
+		v := newVault(t, other)
 		var before func()
 		run := "right away"
 		if remount {

@@ -73,13 +73,13 @@ func TestSyncConflictOfKnownFile(t *testing.T) {
 // the copies as conflicts.
 func TestDirIDConflict(t *testing.T) {
 	for _, winner := range []string{"a", "b"} {
-		t.Run(winner+" wins", func(t *testing.T) { testDirIDConflict(t, winner) })
+		t.Run(winner+" wins", func(t *testing.T) { testDirIDConflict(t, winner, mounttest.NewVault) })
 	}
 }
 
-func testDirIDConflict(t *testing.T, winner string) {
+func testDirIDConflict(t *testing.T, winner string, newVault func(testing.TB, func(*mount.Options)) *mounttest.Vault) {
 	shared := func(o *mount.Options) { o.SharedStorage = true }
-	va := mounttest.NewVault(t, shared)
+	va := newVault(t, shared)
 	must(t, va.Srv.Unmount())
 	vb := *va
 	vb.Cipher, vb.Mnt = t.TempDir(), t.TempDir()

@@ -57,7 +57,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 		return nil, n.r.errno(err, "mkdir", name)
 	}
 	defer e.close()
-	id, err := n.r.tree.Mkdir(e.pfd, e.name, mode)
+	id, err := n.r.tree.MkdirIn(e.pfd, e.pid, e.name, mode)
 	if err != nil {
 		return nil, n.r.errno(err, "mkdir", name)
 	}
@@ -82,7 +82,7 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if c := n.GetChild(name); c != nil && !n.r.opts.SharedStorage {
 		mode = c.StableAttr().Mode & unix.S_IFMT
 	}
-	return n.remove(name, "unlink", func(e entry) error { return n.r.tree.UnlinkType(e.pfd, e.name, mode) })
+	return n.remove(name, "unlink", func(e entry) error { return n.r.tree.UnlinkIn(e.pfd, e.pid, e.name, mode) })
 }
 
 // remove runs op (unlink or rmdir) on child name: under its ordinary
@@ -99,7 +99,7 @@ func (n *node) remove(name, what string, op func(e entry) error) syscall.Errno {
 	err = op(e)
 	show := n.r.opts.ShowUndecryptable
 	if errors.Is(err, unix.ENOENT) && tree.MayBeAlias(name, show) {
-		if an, _, aerr := n.r.tree.ResolveAlias(e.pfd, e.pid, name, show); aerr == nil {
+		if an, _, aerr := n.r.tree.ResolveAliasAt(e.pfd, e.pid, n.dirPlace(), name, show); aerr == nil {
 			e.name = an
 			err = op(e)
 		}
@@ -127,7 +127,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", name)
 	}
-	of, err := n.r.adopt(fd, 0)
+	of, err := n.r.adopt(fd, 0, n.r.tree.Place(e.pid, e.name))
 	if err != nil {
 		n.r.tree.Unlink(e.pfd, e.name)
 		return nil, nil, 0, n.r.errno(err, "create", name)
@@ -156,7 +156,7 @@ func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fus
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
 	}
-	of, err := n.r.adopt(fd, st.Ino)
+	of, err := n.r.adopt(fd, st.Ino, n.r.tree.Place(e.pid, e.name))
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
 	}
@@ -252,7 +252,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return nil, n.r.errno(err, "link", name)
 	}
 	defer e.close()
-	if err := n.r.tree.Link(te.pfd, te.name, e.pfd, e.name); err != nil {
+	if err := n.r.tree.LinkIn(te.pfd, te.pid, te.name, e.pfd, e.pid, e.name); err != nil {
 		return nil, n.r.errno(err, "link", name)
 	}
 	st, err := n.r.statEntry(e)

@@ -1,9 +1,12 @@
 package forwardfs
 
 import (
+	"errors"
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,7 +42,7 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 		return -1, nil, nil, err
 	}
 	if id = n.cachedDirID(); id == nil {
-		if id, err = n.r.tree.ReadDirID(fd); err != nil {
+		if id, err = n.readDirID(fd); err != nil {
 			backing.Close(fd)
 			return -1, nil, nil, err
 		}
@@ -123,11 +126,13 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		cur = parent.Operations().(nodeOps).self()
 	}
 	fd, id = n.r.rootfd, n.r.node.cachedDirID()
+	here := n.r.tree.RootPlace() // the place of the directory fd (binding)
 	for i := len(path) - 1; i >= 0; i-- {
 		c := path[i]
 		nm, err := n.r.tree.Name(id, plain[i])
 		if err == nil && c.alias.Load() {
-			nm = n.r.aliasName(fd, id, nm, plain[i])
+			p := here
+			nm = n.r.aliasName(fd, id, func() (bind.Place, error) { return p, nil }, nm, plain[i])
 		}
 		next := -1
 		if err == nil {
@@ -139,9 +144,12 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		if err != nil {
 			return -1, nil, err
 		}
+		here = n.r.tree.Place(id, nm) // the directory's place (binding)
 		fd = next
-		if id, err = n.r.tree.ReadDirID(fd); err != nil {
-			if id = c.cachedDirID(); id == nil {
+		if id, err = n.r.tree.ReadDirIDAt(fd, here); err != nil {
+			// A directory found where it is not bound is not served from
+			// the ID read before (it was moved or grafted there since).
+			if id = c.cachedDirID(); id == nil || errors.Is(err, bind.ErrMisplaced) {
 				backing.Close(fd)
 				return -1, nil, err
 			}
@@ -153,6 +161,48 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		}
 	}
 	return fd, id, nil
+}
+
+// readDirID reads the ID of directory node n's backing directory fd. With
+// location binding (format v2) the ID file must bind the directory to its
+// place, its parent's ID and its encrypted name (tree.ReadDirIDAt): the
+// name is encrypted again for that. Without binding the place is not
+// needed, and not computed.
+func (n *node) readDirID(fd int) ([]byte, error) {
+	t := n.r.tree
+	switch {
+	case !t.Bound():
+		return t.ReadDirID(fd)
+	case n == &n.r.node:
+		return t.ReadRootDirID(fd)
+	}
+	e, err := n.entry()
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	return t.ReadDirIDAt(fd, t.Place(e.pid, e.name))
+}
+
+// dirPlace is directory node n's place, computed when the tree needs it
+// (a conflict copy of the directory's ID file, with location binding:
+// tree.AltDirIDsAt); nil without binding.
+func (n *node) dirPlace() tree.DirPlace {
+	t := n.r.tree
+	if !t.Bound() {
+		return nil
+	}
+	return func() (bind.Place, error) {
+		if n == &n.r.node {
+			return t.RootPlace(), nil
+		}
+		e, err := n.entry()
+		if err != nil {
+			return bind.Place{}, err
+		}
+		defer e.close()
+		return t.Place(e.pid, e.name), nil
+	}
 }
 
 // doneFD releases a use of the cached fd.

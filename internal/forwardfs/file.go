@@ -10,6 +10,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -131,7 +132,9 @@ func (t *openFiles) count() int { return t.t.Len() }
 
 // adopt registers a freshly opened backing fd, or, if another handle
 // already opened the same inode, closes fd and shares that one. If want is
-// not 0, fd must be that backing inode.
+// not 0, fd must be that backing inode. place is where the file was
+// found: with location binding its header must bind it there
+// (core.Table.AcquireAt).
 //
 // A node's name is resolved again for each open (after the kernel's
 // lookup), so a rename racing with the open can put another object under
@@ -141,7 +144,7 @@ func (t *openFiles) count() int { return t.t.Len() }
 // another file's contents. (ESTALE would make the kernel walk the path
 // again, but a second race in a row then leaks ESTALE, which callers such
 // as go-fuse's posixtest do not expect from a local file system.)
-func (r *Root) adopt(fd int, want uint64) (*openFile, error) {
+func (r *Root) adopt(fd int, want uint64, place core.Place) (*openFile, error) {
 	st, err := backing.Fstat(fd)
 	if err != nil {
 		backing.Close(fd)
@@ -154,7 +157,7 @@ func (r *Root) adopt(fd int, want uint64) (*openFile, error) {
 	key := fileKey(st.Ino)
 	// The mount does not refuse writers on a read-only backing fd (the
 	// write fails instead), so every open shares as a reader.
-	return r.files.t.Acquire(key.tableKey(), backing.NewFile(fd, &st), false, false, func(file *core.File) *openFile {
+	return r.files.t.AcquireAt(key.tableKey(), backing.NewFile(fd, &st), place, false, false, func(file *core.File) *openFile {
 		of := &openFile{key: key, fd: fd, file: file}
 		of.mode.Store(st.Mode)
 		return of
@@ -186,12 +189,36 @@ func (n *node) acquire() (*openFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	of, err := n.r.adopt(fd, n.StableAttr().Ino)
+	of, err := n.r.adopt(fd, n.StableAttr().Ino, n.r.tree.Place(e.pid, e.name))
+	if errors.Is(err, bind.ErrMisplaced) {
+		// With location binding a rename drops the old name's binding
+		// when it is done: a file renamed away between the open of the
+		// name and the check is gone from it (see adopt), not misplaced.
+		if st, serr := backing.Fstatat(e.pfd, e.name.Backing); serr != nil || st.Ino != n.StableAttr().Ino {
+			return nil, syscall.ENOENT
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	n.r.files.bind(of, n)
 	return of, nil
+}
+
+// boundFile is the tree's FileSource with location binding
+// (tree.SetFiles): a file renamed, linked or unlinked is rebound through
+// the one engine File of its inode, so that an open file's cached header
+// stays the one on disk.
+func (r *Root) boundFile(dirfd int, backingName string, p core.Place) (*core.File, func() error, error) {
+	fd, err := openBacking(dirfd, backingName, unix.O_RDWR)
+	if err != nil {
+		return nil, nil, err
+	}
+	of, err := r.adopt(fd, 0, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	return of.file, func() error { return r.files.put(of) }, nil
 }
 
 // openBacking opens a backing file with O_NOATIME where allowed: the

@@ -74,7 +74,7 @@ func NewRoot(s *session.Session, opts Options) (*Root, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := t.ReadDirID(fd)
+	id, err := t.ReadRootDirID(fd)
 	if err != nil {
 		backing.Close(fd)
 		return nil, err
@@ -92,6 +92,9 @@ func NewRoot(s *session.Session, opts Options) (*Root, error) {
 	r.node.dirID = id
 	r.node.fd = fd // never closed by OnForget: the root is never forgotten
 	r.files.init(s.Engine())
+	if t.Bound() {
+		t.SetFiles(r.boundFile)
+	}
 	return r, nil
 }
 

@@ -148,14 +148,14 @@ func (n *node) existing(name string) (entry, error) {
 	if err != nil {
 		return e, err
 	}
-	e.name = n.r.aliasName(e.pfd, e.pid, e.name, name)
+	e.name = n.r.aliasName(e.pfd, e.pid, n.dirPlace(), e.name, name)
 	return e, nil
 }
 
 // aliasName returns the backing name of alias name in directory pfd (ID
-// pid): nm, its ordinary name, if that exists, else the alias it resolves
-// to (tree.ResolveAlias), else nm.
-func (r *Root) aliasName(pfd int, pid []byte, nm tree.Name, name string) tree.Name {
+// pid, at place pp with location binding): nm, its ordinary name, if that
+// exists, else the alias it resolves to (tree.ResolveAliasAt), else nm.
+func (r *Root) aliasName(pfd int, pid []byte, pp tree.DirPlace, nm tree.Name, name string) tree.Name {
 	show := r.opts.ShowUndecryptable
 	if !tree.MayBeAlias(name, show) {
 		return nm
@@ -163,7 +163,7 @@ func (r *Root) aliasName(pfd int, pid []byte, nm tree.Name, name string) tree.Na
 	if _, err := backing.Fstatat(pfd, nm.Backing); !errors.Is(err, unix.ENOENT) {
 		return nm
 	}
-	if an, _, err := r.tree.ResolveAlias(pfd, pid, name, show); err == nil {
+	if an, _, err := r.tree.ResolveAliasAt(pfd, pid, pp, name, show); err == nil {
 		return an
 	}
 	return nm
@@ -290,7 +290,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		return nil, n.errno(err, "lookup")
 	}
 	defer release()
-	nm, st, err := n.r.tree.Resolve(fd, id, name, n.r.opts.ShowUndecryptable)
+	nm, st, err := n.r.tree.ResolveAt(fd, id, n.dirPlace(), name, n.r.opts.ShowUndecryptable)
 	if err != nil {
 		return nil, n.r.errno(err, "lookup", name)
 	}

@@ -53,7 +53,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 // that name, or it would be too long). Conflict copies hidden by an entry
 // of the same name (tree.ErrShadowed) are never listed.
 func (d *dirHandle) load() syscall.Errno {
-	ents, bad, err := d.n.r.tree.List(d.fd, d.id)
+	ents, bad, err := d.n.r.tree.ListAt(d.fd, d.id, d.n.dirPlace())
 	if err != nil {
 		return d.n.errno(err, "readdir")
 	}

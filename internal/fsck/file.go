@@ -8,6 +8,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"golang.org/x/sys/unix"
 )
@@ -100,26 +101,35 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("stat: %v", err)})
 		return
 	}
+	hs := int64(suite.HeaderSize()) // 36 bytes, 128 with location binding
 	if _, err := suite.PlainSize(st.Size); err != nil {
 		// Cut inside a chunk's nonce or tag: read the whole chunks before
 		// the cut (the last of them will not be marked final).
 		ccs := int64(suite.CipherChunkSize())
-		clipped := content.HeaderSize + (st.Size-content.HeaderSize)/ccs*ccs
+		clipped := hs + (st.Size-hs)/ccs*ccs
 		p := Problem{Kind: KindSize, CipherPath: pl.cipher, PlainPath: pl.plain}
 		if ent.foreign {
 			return // not ours: the foreign name is reported, the content is not EncryptFS's
 		}
-		if st.Size < content.HeaderSize {
+		if st.Size < hs {
 			p.Detail = fmt.Sprintf("backing file of %d bytes is shorter than a header: no content can be decrypted", st.Size)
 			w.add(p)
 			return
 		}
 		p.Detail = fmt.Sprintf("backing file of %d bytes ends inside a chunk's nonce or tag: the file was cut, data after plaintext byte %d is lost",
-			st.Size, (clipped-content.HeaderSize)/ccs*int64(suite.ChunkSize()))
+			st.Size, (clipped-hs)/ccs*int64(suite.ChunkSize()))
 		w.add(p)
 		ro.size = clipped
 	}
-	cf, err := w.eng.Open(ro)
+	cf, err := w.openFile(ro, ent)
+	if errors.Is(err, errNoPlace) {
+		return // the name is reported
+	}
+	if errors.Is(err, bind.ErrMisplaced) {
+		w.add(Problem{Kind: KindMisplacedFile, CipherPath: pl.cipher, PlainPath: pl.plain,
+			Detail: "the file's contents are not bound to this name (moved or copied here from another name or directory): the mount answers EIO; not read"})
+		return
+	}
 	if err != nil {
 		kind := KindIO
 		if errors.Is(err, content.ErrBadHeader) {
@@ -136,6 +146,7 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 		return
 	}
 	defer cf.Close()
+	w.checkBindings(cf, ent, pl)
 	size, _ := cf.Size()
 
 	var out *destFile
@@ -256,7 +267,7 @@ func (w *walker) diagnose(cf *core.File, ro *readOnly, size, off, clen int64) (p
 	}
 	idx := uint64(off / int64(suite.ChunkSize()))
 	stored := make([]byte, clen+int64(suite.Overhead()))
-	if n, err := ro.ReadAt(stored, content.HeaderSize+int64(idx)*int64(suite.CipherChunkSize())); n != len(stored) {
+	if n, err := ro.ReadAt(stored, int64(suite.HeaderSize())+int64(idx)*int64(suite.CipherChunkSize())); n != len(stored) {
 		return nil, fmt.Sprintf("chunk %d unreadable: %v", idx, err), false
 	}
 	last := off+clen == size

@@ -219,7 +219,8 @@ func check(ctx context.Context, s *session.Session, opts Options, plan bool) (*w
 	if w.salv != nil {
 		root = w.salv.root
 	}
-	w.dir(rootfd, ".", "/", true, root)
+	rootPlace := w.t.RootPlace()
+	w.dir(rootfd, &rootPlace, ".", "/", true, root)
 	w.reportDupDirIDs()
 	w.report(true)
 	if err := ctx.Err(); err != nil {

@@ -6,8 +6,11 @@ import (
 	"fmt"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,7 +54,7 @@ func Repair(ctx context.Context, s *session.Session, before func(Fix) error) (*R
 				return out, err
 			}
 		}
-		if err := f.apply(rootfd, func() ([]byte, error) { return tr.NewDirID() }); err != nil {
+		if err := f.apply(rootfd, tr, s.Engine()); err != nil {
 			out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", ProblemLine(f.problem()), err))
 			continue
 		}
@@ -93,7 +96,8 @@ type Fix struct {
 	name   string // the entry in dir (for fixDirID, the directory itself)
 	action fixAction
 	header []byte
-	ino    uint64 // the inode the fix was planned for
+	ino    uint64     // the inode the fix was planned for
+	place  bind.Place // fixRebindDir, fixRebindFile: where the object is
 }
 
 // Line renders the fix on one line, as the CLI prints it before making it:
@@ -110,7 +114,8 @@ var errChanged = errors.New("fsck: entry changed since it was checked")
 
 // apply makes the change. Every step goes through directory fds below
 // rootfd and checks that the entry is still the inode that was checked.
-func (f Fix) apply(rootfd int, newID func() ([]byte, error)) error {
+func (f Fix) apply(rootfd int, t *tree.Tree, eng *core.Engine) error {
+	newID := func() ([]byte, error) { return t.NewDirID() }
 	dirfd, err := backing.OpenDir(rootfd, f.dir)
 	if err != nil {
 		return err
@@ -132,6 +137,10 @@ func (f Fix) apply(rootfd int, newID func() ([]byte, error)) error {
 		err = writeNewDirID(dirfd, f.name, newID)
 	case fixHeader:
 		err = rewriteHeader(dirfd, f.name, f.header)
+	case fixRebindDir:
+		err = rebindDir(t, dirfd, f.name, f.place)
+	case fixRebindFile:
+		err = rebindFile(eng, dirfd, f.name, f.place)
 	}
 	if err != nil {
 		return err

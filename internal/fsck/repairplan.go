@@ -130,9 +130,12 @@ func hasLongCopy(ents []backing.Dirent, long string) bool {
 // the header holds. The flags are the engine's own choice (docs/format.md
 // §5.4): SPARSE only if the file has an all-zero chunk that reads as a
 // hole, none otherwise. A file without chunks is left alone: nothing would
-// show that the file ID is the file's.
+// show that the file ID is the file's. A v2 header (location binding) is
+// not rebuilt: its bindings are under the MAC, and rebuilding them would
+// bind the contents to where they were found, which is what an attacker
+// who moved them wants (bound.go); the file stays bad-header.
 func (w *walker) planHeader(dirfd int, ent entry, pl place, ro *readOnly) {
-	if !w.plan || ent.foreign {
+	if !w.plan || ent.foreign || w.t.Bound() {
 		return
 	}
 	suite := w.eng.Suite()

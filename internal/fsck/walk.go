@@ -11,6 +11,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/tree"
@@ -94,14 +95,18 @@ type entry struct {
 	// shadowed: a conflict copy that another entry of the same displayed
 	// name hides (tree.ErrShadowed); salvaged under its backing name.
 	shadowed bool
+	// place is where the entry is bound with location binding (bound.go);
+	// nil without binding or when the name did not decrypt.
+	place *bind.Place
 }
 
 // dir checks the open backing directory dirfd (at cipherRel / plainRel) and
 // everything below it; dest is its copy in the salvage directory (nil when
 // not salvaging or the copy could not be made).
-func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *destDir) {
+// bp is the directory's place (location binding; nil: not known).
+func (w *walker) dir(dirfd int, bp *bind.Place, cipherRel, plainRel string, known bool, dest *destDir) {
 	w.rep.Summary.Dirs++
-	dirID, idErr := w.t.ReadDirID(dirfd)
+	dirID, idErr := w.readDirID(dirfd, bp, cipherRel, plainRel)
 	if idErr != nil {
 		w.add(Problem{Kind: KindDirID, CipherPath: joinCipher(cipherRel, names.DirIDFile), PlainPath: plainRel,
 			Detail: fmt.Sprintf("directory ID unreadable, names in this directory cannot be decrypted: %v", idErr)})
@@ -121,7 +126,7 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 	for _, e := range ents {
 		present[e.Name] = true
 	}
-	alts, badAlts := w.t.AltDirIDs(dirfd, ents)
+	alts, badAlts := w.t.AltDirIDsAt(dirfd, ents, w.dirPlace(bp))
 	usedLinkSidecars := make(map[string]bool)
 	var linkSidecars []string
 	isRoot := cipherRel == "."
@@ -183,7 +188,8 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 			continue
 		}
 		ent := entry{backing: bn, st: st}
-		w.nameEntry(dirfd, dirID, alts, at, plainRel, known, &ent)
+		w.nameEntry(dirfd, dirID, bp, alts, at, plainRel, known, &ent)
+		ent.place = w.entryPlace(dirID, &ent)
 		pl := place{cipher: at, plain: joinPlain(plainRel, ent.shown, known && ent.named), known: known && ent.named}
 		salvName := ent.shown
 		if !ent.named || ent.shadowed {
@@ -224,8 +230,9 @@ func (w *walker) dir(dirfd int, cipherRel, plainRel string, known bool, dest *de
 }
 
 // nameEntry decrypts the entry's backing name and reports what is wrong
-// with it. On return ent.named says whether a plaintext name is known.
-func (w *walker) nameEntry(dirfd int, dirID []byte, alts []tree.AltDirID, at, plainRel string, known bool, ent *entry) {
+// with it (bp: the directory's place, with location binding). On return
+// ent.named says whether a plaintext name is known.
+func (w *walker) nameEntry(dirfd int, dirID []byte, bp *bind.Place, alts []tree.AltDirID, at, plainRel string, known bool, ent *entry) {
 	bn := ent.backing
 	if dirID == nil {
 		return // reported once for the directory
@@ -265,7 +272,7 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, alts []tree.AltDirID, at, pl
 			// hidden behind another entry of its name is a problem.
 			p := Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
 				Detail: fmt.Sprintf("copy of %q with a suffix added by a sync tool (sync conflict); read-only until renamed", n.Orig)}
-			if r, _, err := w.t.Resolve(dirfd, dirID, n.Plain, false); err != nil || r.Backing != bn {
+			if r, _, err := w.t.ResolveAt(dirfd, dirID, w.dirPlace(bp), n.Plain, false); err != nil || r.Backing != bn {
 				ent.shadowed = true
 				p.Detail = fmt.Sprintf("copy of %q with a suffix added by a sync tool, hidden: another entry is shown under the same name", n.Orig)
 				w.add(p)
@@ -314,7 +321,7 @@ func (w *walker) subdir(dirfd int, ent entry, pl place, dest *destDir, salvName 
 	if dest != nil {
 		subDest = w.salv.mkdir(w.rep, dest, salvName, pl)
 	}
-	w.dir(sub, pl.cipher, pl.plain, pl.known, subDest)
+	w.dir(sub, ent.place, pl.cipher, pl.plain, pl.known, subDest)
 	if subDest != nil {
 		subDest.close()
 	}

@@ -16,7 +16,7 @@ func (s *Session) CheckMasterKey() (checked bool, err error) {
 		return false, err
 	}
 	defer backing.Close(rootfd)
-	dirID, err := s.tree.ReadDirID(rootfd)
+	dirID, err := s.tree.ReadRootDirID(rootfd)
 	if err != nil {
 		return false, err
 	}

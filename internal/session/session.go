@@ -16,6 +16,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/fault"
@@ -51,6 +52,12 @@ type Options struct {
 	// directory IDs, xattrs, fsyncs); nil: unobserved. Tests pass an FS
 	// with an Observer to record them (internal/crashsim).
 	Backing *backing.FS
+	// BoundVaultID, if set (16 bytes), turns on location binding (format
+	// v2, docs/design/format-v2.md §4) with this VaultID as the root's
+	// parent ID. A test hook until the v2 config carries the feature flag
+	// "BoundLocations" and Params.VaultID: New should then take both
+	// from p (see newBound).
+	BoundVaultID []byte
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
@@ -84,6 +91,8 @@ type Session struct {
 	mu   sync.Mutex
 	keys *keys.Keys // nil after Close
 	ring *keyring   // config and master key kept by OpenWith/CreateWith; nil otherwise
+	// binder holds the location-binding key (bound.go); nil in v1.
+	binder *bind.Binder
 }
 
 // New builds the session of the vault in dir with parameters p from its
@@ -102,6 +111,9 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	// the suite, built last, is never left behind unwiped (nothing after
 	// it can fail).
 	eo := o.engineOptions()
+	if o.BoundVaultID != nil {
+		return newBound(dir, p, masterKey, k, eo, o)
+	}
 	t, err := tree.New(k, eo.Rand, o.Backing)
 	if err != nil {
 		k.Wipe()
@@ -211,6 +223,9 @@ func (s *Session) Close() error {
 	if s.keys != nil {
 		s.keys.Wipe()
 		s.engine.Suite().Wipe()
+		if s.binder != nil {
+			s.binder.Wipe()
+		}
 		s.keys = nil
 	}
 	s.wipeRing()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
@@ -265,5 +266,38 @@ func TestReverseBuildFailureWipes(t *testing.T) {
 	}
 	if _, err := r.suite.File(content.FileID{}); !errors.Is(err, content.ErrWiped) {
 		t.Fatalf("suite after the failure: %v, want ErrWiped", err)
+	}
+}
+
+// TestCloseWipesBinder: with location binding, Close wipes the binding
+// key too: a check after Close fails with bind.ErrWiped (a closed
+// session), never passes and never says the object is misplaced.
+func TestCloseWipesBinder(t *testing.T) {
+	dir, master := newVault(t)
+	c, err := config.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "encryptfs.dirid"))
+	s, err := New(dir, c.Params, master, Options{BoundVaultID: bytes.Repeat([]byte{7}, 16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootfd, err := backing.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backing.Close(rootfd)
+	if _, err := s.Tree().InitRoot(rootfd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Tree().ReadRootDirID(rootfd); err != nil {
+		t.Fatalf("before Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Tree().ReadRootDirID(rootfd); !errors.Is(err, bind.ErrWiped) {
+		t.Fatalf("after Close: %v, want bind.ErrWiped", err)
 	}
 }

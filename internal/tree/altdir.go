@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 )
 
@@ -68,21 +69,76 @@ func IsAltDirIDName(b string) bool {
 // entries ents of directory dirfd (List and fsck both list the directory
 // first). It returns the valid ones, and the backing names of the copies
 // that are unreadable or not an ID, which are left out (fsck reports
-// them).
+// them). With location binding it is AltDirIDsAt without a place: no copy
+// is valid.
 func (t *Tree) AltDirIDs(dirfd int, ents []backing.Dirent) (alts []AltDirID, invalid []string) {
+	return t.AltDirIDsAt(dirfd, ents, nil)
+}
+
+// DirPlace returns the place of a directory (its parent's ID and its full
+// encrypted name; RootPlace for the root), with location binding. It is
+// called only when a conflict copy of the directory's ID file is found,
+// which is rare: callers compute the place lazily. nil: not known.
+type DirPlace func() (bind.Place, error)
+
+// AltDirIDsAt is AltDirIDs for the directory at place. With location
+// binding a conflict copy is a v2 ID file like the winner's, made on the
+// other side for the same directory name in the same parent, so it is
+// bound to the same place: a copy not bound to the directory's place is
+// invalid (a copy planted from another directory would otherwise make its
+// entries readable here). Without a place every copy is invalid. A
+// directory renamed since the sync tool made the copy keeps the copy's
+// old binding (a rename rebinds the winner only, to stay O(1)): its
+// losing entries are then undecryptable, until renamed back.
+func (t *Tree) AltDirIDsAt(dirfd int, ents []backing.Dirent, place DirPlace) (alts []AltDirID, invalid []string) {
+	var p *bind.Place
 	for _, e := range ents {
 		sfx, ok := altDirIDSuffix(e.Name)
 		if !ok {
 			continue
 		}
-		id, err := backing.ReadFileAt(dirfd, e.Name, names.DirIDSize)
-		if err != nil || len(id) != names.DirIDSize {
+		if t.bind == nil {
+			id, err := backing.ReadFileAt(dirfd, e.Name, names.DirIDSize)
+			if err != nil || len(id) != names.DirIDSize {
+				invalid = append(invalid, e.Name)
+				continue
+			}
+			alts = append(alts, AltDirID{Backing: e.Name, Suffix: sfx, ID: id})
+			continue
+		}
+		if p == nil && place != nil {
+			if pl, err := place(); err == nil {
+				p = &pl
+			}
+		}
+		id, err := t.readAltDirIDV2(dirfd, e.Name, p)
+		if err != nil {
 			invalid = append(invalid, e.Name)
 			continue
 		}
 		alts = append(alts, AltDirID{Backing: e.Name, Suffix: sfx, ID: id})
 	}
 	return alts, invalid
+}
+
+// readAltDirIDV2 reads conflict copy b of dirfd's v2 ID file and checks
+// that it binds its ID to p, the directory's place.
+func (t *Tree) readAltDirIDV2(dirfd int, b string, p *bind.Place) ([]byte, error) {
+	if p == nil {
+		return nil, errNoPlace
+	}
+	raw, err := backing.ReadFileAt(dirfd, b, dirIDFileSizeV2)
+	if err != nil {
+		return nil, err
+	}
+	id, slots, err := parseDirIDV2(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.bind.Binder.Check(bind.KindDir, id, *p, slots); err != nil {
+		return nil, err
+	}
+	return id, nil
 }
 
 // DecryptAlt decrypts backing name b of dirfd under the conflicting IDs
@@ -97,7 +153,7 @@ func (t *Tree) DecryptAlt(dirfd int, alts []AltDirID, b string) (Name, bool) {
 		if names.Validate(full) != nil {
 			continue
 		}
-		n.Orig, n.Plain = n.Plain, full
+		n.Orig, n.Plain, n.altID = n.Plain, full, a.ID
 		return n, true
 	}
 	return Name{}, false
@@ -106,11 +162,31 @@ func (t *Tree) DecryptAlt(dirfd int, alts []AltDirID, b string) (Name, bool) {
 // findAltConflicts finds the entries shown as orig+suffix that were made
 // under the conflicting IDs in the dirid copies with that suffix (either
 // form; see altDirIDSuffix).
-func (t *Tree) findAltConflicts(dirfd int, orig, suffix string) []Name {
+// With location binding a copy counts only if it is bound to the
+// directory's place (AltDirIDsAt).
+func (t *Tree) findAltConflicts(dirfd int, place DirPlace, orig, suffix string) []Name {
 	var found []Name
+	var p *bind.Place
 	for _, b := range altDirIDNames(suffix) {
-		id, err := backing.ReadFileAt(dirfd, b, names.DirIDSize)
-		if err != nil || len(id) != names.DirIDSize {
+		var id []byte
+		var err error
+		if t.bind == nil {
+			id, err = backing.ReadFileAt(dirfd, b, names.DirIDSize)
+			if err == nil && len(id) != names.DirIDSize {
+				err = ErrCorruptDir
+			}
+		} else {
+			if p == nil && place != nil {
+				if _, serr := backing.Fstatat(dirfd, b); serr != nil {
+					continue // no such copy: the place is not needed
+				}
+				if pl, perr := place(); perr == nil {
+					p = &pl
+				}
+			}
+			id, err = t.readAltDirIDV2(dirfd, b, p)
+		}
+		if err != nil {
 			continue
 		}
 		on, err := t.Name(id, orig)

@@ -24,6 +24,9 @@ type Name struct {
 	// Bad is set for an entry whose backing name does not decrypt, shown
 	// on request as Plain = Backing + BadNameSuffix (see BadName).
 	Bad bool
+	// altID is the conflicting directory ID an entry was decrypted under
+	// (altdir.go), which its contents are bound to; nil for the others.
+	altID []byte
 }
 
 // Alias reports whether Backing is not the plain encryption of Plain: a

@@ -15,6 +15,15 @@ import (
 // created 0700 so that the ID can be written into it whatever the final mode
 // is, then chmod'ed: a mode such as 0151 comes out exactly.
 func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
+	if t.bind != nil {
+		return nil, errNoPlace
+	}
+	return t.MkdirIn(dirfd, nil, n, mode)
+}
+
+// MkdirIn is Mkdir for a caller that knows the parent's ID, parentID: with
+// location binding the new directory's ID file binds it to its place.
+func (t *Tree) MkdirIn(dirfd int, parentID []byte, n Name, mode uint32) ([]byte, error) {
 	id, err := t.NewDirID()
 	if err != nil {
 		return nil, err
@@ -38,7 +47,7 @@ func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
 			return err
 		}
 		defer backing.Close(sub)
-		if err := t.writeDirID(sub, id); err != nil {
+		if err := t.writeDirID(sub, id, t.Place(parentID, n)); err != nil {
 			return err
 		}
 		// In a set-group-ID directory the new directory inherits S_ISGID
@@ -103,7 +112,7 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 			return nil, ErrNotEmpty
 		}
 	}
-	id, err := backing.ReadFileAt(sub, names.DirIDFile, names.DirIDSize)
+	id, err := backing.ReadFileAt(sub, names.DirIDFile, t.dirIDFileSize())
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		return nil, err
 	}
@@ -127,7 +136,7 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 			return
 		}
 		if s, err := backing.OpenSubdir(dirfd, name); err == nil {
-			t.writeDirID(s, id)
+			t.fs.WriteFileAt(s, names.DirIDFile, id, 0o400) // the ID file as it was
 			backing.Close(s)
 		}
 	}
@@ -207,6 +216,14 @@ func (t *Tree) Link(oldfd int, oldN Name, newfd int, newN Name) error {
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		return ErrNotPermitted
 	}
+	if t.bind != nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		return errNoPlace // LinkIn
+	}
+	return t.link(oldfd, oldN, newfd, newN)
+}
+
+// link makes the sidecar and the backing hard link of Link.
+func (t *Tree) link(oldfd int, oldN Name, newfd int, newN Name) error {
 	created, err := t.WriteSidecar(newfd, newN)
 	if err != nil {
 		return err

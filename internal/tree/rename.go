@@ -42,6 +42,12 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 		if !newExists {
 			return ErrNotFound
 		}
+		if ost.Ino == nst.Ino && ost.Dev == nst.Dev && !isDir(ost) {
+			// Two hard links of one file: the swap changes nothing
+			// (renameat2 leaves both names as they are), so nothing is
+			// rebound either: each name keeps its binding.
+			return t.fs.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, unix.RENAME_EXCHANGE)
+		}
 		return t.exchange(oldfd, oldID, oldN, &ost, newfd, newID, newN, &nst)
 	}
 	if newExists {
@@ -70,6 +76,15 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 		restore()
 		return err
 	}
+	// With location binding: step 1 of bound_rename.go.
+	rb, err := t.beginRebind(oldfd, oldN, &ost, t.Place(oldID, oldN), t.Place(newID, newN), 0)
+	if err != nil {
+		restore()
+		if created {
+			t.RemoveSidecar(newfd, newN)
+		}
+		return err
+	}
 	if isLink(ost) {
 		err = t.moveSymlink(oldfd, oldID, oldN, &ost, newfd, newID, newN, flags)
 	} else {
@@ -79,13 +94,31 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 		}
 	}
 	if err != nil {
+		rb.finish(false)
 		restore()
 		if created {
 			t.RemoveSidecar(newfd, newN)
 		}
 		return err
 	}
+	if err := t.finishRebind(newfd, rb); err != nil {
+		return err
+	}
 	return t.removeEntrySidecar(oldfd, oldN, newfd)
+}
+
+// finishRebind is step 3 of bound_rename.go for the objects of a rename
+// into dirfd (and, for an exchange, dirfd2): the rename is made durable
+// first, then the old bindings go.
+func (t *Tree) finishRebind(dirfd int, rbs ...rebind) error {
+	if t.bind == nil {
+		return nil
+	}
+	err := t.fs.Fsync(dirfd)
+	for _, rb := range rbs {
+		err = errors.Join(err, rb.finish(err == nil))
+	}
+	return err
 }
 
 // moveSymlink re-creates symlink oldN (backing stat ost, taken before its
@@ -133,7 +166,29 @@ func (t *Tree) exchange(oldfd int, oldID []byte, oldN Name, ost *unix.Stat_t, ne
 			return err
 		}
 	}
+	oldP, newP := t.Place(oldID, oldN), t.Place(newID, newN)
+	rbOld, err := t.beginRebind(oldfd, oldN, ost, oldP, newP, 0)
+	if err != nil {
+		return err
+	}
+	rbNew, err := t.beginRebind(newfd, newN, nst, newP, oldP, 0)
+	if err != nil {
+		rbOld.finish(false)
+		return err
+	}
 	if err := t.fs.Renameat2(oldfd, oldN.Backing, newfd, newN.Backing, unix.RENAME_EXCHANGE); err != nil {
+		rbOld.finish(false)
+		rbNew.finish(false)
+		return err
+	}
+	if t.bind != nil && oldfd != newfd {
+		if err := t.fs.Fsync(oldfd); err != nil {
+			rbOld.finish(false)
+			rbNew.finish(false)
+			return err
+		}
+	}
+	if err := t.finishRebind(newfd, rbOld, rbNew); err != nil {
 		return err
 	}
 	// Long-target sidecars are named after the backing name, so they stayed

@@ -43,6 +43,13 @@ func (n Name) ReadOnly() error {
 // "<backing name>.encryptfs-bad-name" (BadName). ErrNotFound if none.
 // An invalid plaintext name fails as Name does.
 func (t *Tree) Resolve(dirfd int, dirID []byte, plain string, showBad bool) (Name, unix.Stat_t, error) {
+	return t.ResolveAt(dirfd, dirID, nil, plain, showBad)
+}
+
+// ResolveAt is Resolve for the directory at place (location binding: the
+// place of a directory with a conflict copy of its ID file, AltDirIDsAt;
+// nil: such copies are not used).
+func (t *Tree) ResolveAt(dirfd int, dirID []byte, place DirPlace, plain string, showBad bool) (Name, unix.Stat_t, error) {
 	n, err := t.Name(dirID, plain)
 	if err != nil {
 		return Name{}, unix.Stat_t{}, err
@@ -54,7 +61,7 @@ func (t *Tree) Resolve(dirfd int, dirID []byte, plain string, showBad bool) (Nam
 	if !errors.Is(err, unix.ENOENT) {
 		return Name{}, unix.Stat_t{}, err
 	}
-	return t.ResolveAlias(dirfd, dirID, plain, showBad)
+	return t.ResolveAliasAt(dirfd, dirID, place, plain, showBad)
 }
 
 // MayBeAlias reports, without any system call, whether plain could be the
@@ -70,7 +77,12 @@ func MayBeAlias(plain string, showBad bool) bool {
 // ResolveAlias is Resolve without the ordinary name, for callers that
 // already found it absent.
 func (t *Tree) ResolveAlias(dirfd int, dirID []byte, plain string, showBad bool) (Name, unix.Stat_t, error) {
-	if n, st, ok := t.findConflict(dirfd, dirID, plain); ok {
+	return t.ResolveAliasAt(dirfd, dirID, nil, plain, showBad)
+}
+
+// ResolveAliasAt is ResolveAlias for the directory at place (ResolveAt).
+func (t *Tree) ResolveAliasAt(dirfd int, dirID []byte, place DirPlace, plain string, showBad bool) (Name, unix.Stat_t, error) {
+	if n, st, ok := t.findConflict(dirfd, dirID, place, plain); ok {
 		return n, st, nil
 	}
 	if showBad {
@@ -88,7 +100,7 @@ func (t *Tree) ResolveAlias(dirfd int, dirID []byte, plain string, showBad bool)
 // List), and the entries made under a conflicting directory ID kept with
 // that suffix (altdir.go). Of those that exist, the lowest backing name
 // wins, as in List, whatever kind it is.
-func (t *Tree) findConflict(dirfd int, dirID []byte, plain string) (Name, unix.Stat_t, bool) {
+func (t *Tree) findConflict(dirfd int, dirID []byte, place DirPlace, plain string) (Name, unix.Stat_t, bool) {
 	orig, suffix, ok := names.SplitConflict(plain)
 	if !ok {
 		return Name{}, unix.Stat_t{}, false
@@ -111,7 +123,7 @@ func (t *Tree) findConflict(dirfd int, dirID []byte, plain string) (Name, unix.S
 			found = append(found, n)
 		}
 	}
-	found = append(found, t.findAltConflicts(dirfd, orig, suffix)...)
+	found = append(found, t.findAltConflicts(dirfd, place, orig, suffix)...)
 	slices.SortFunc(found, func(a, b Name) int { return strings.Compare(a.Backing, b.Backing) })
 	for _, n := range found {
 		if st, err := backing.Fstatat(dirfd, n.Backing); err == nil {
@@ -146,6 +158,13 @@ func (t *Tree) findBad(dirfd int, dirID []byte, plain string) (Name, unix.Stat_t
 // name (Err wraps ErrShadowed; see the rule at the top of this file), so
 // that Resolve finds exactly the entries listed.
 func (t *Tree) List(dirfd int, dirID []byte) ([]Entry, []BadEntry, error) {
+	return t.ListAt(dirfd, dirID, nil)
+}
+
+// ListAt is List for the directory at place (location binding: the place
+// of a directory with a conflict copy of its ID file, AltDirIDsAt; nil:
+// such copies are not used, and the entries made under them are bad).
+func (t *Tree) ListAt(dirfd int, dirID []byte, place DirPlace) ([]Entry, []BadEntry, error) {
 	ents, err := backing.ReadDir(dirfd)
 	if err != nil {
 		return nil, nil, err
@@ -153,7 +172,7 @@ func (t *Tree) List(dirfd int, dirID []byte) ([]Entry, []BadEntry, error) {
 	out := make([]Entry, 0, len(ents))
 	var bad []BadEntry
 	var aliases []Entry
-	alts, _ := t.AltDirIDs(dirfd, ents)
+	alts, _ := t.AltDirIDsAt(dirfd, ents, place)
 	for _, e := range ents {
 		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) && !IsLongCopy(e.Name) {
 			continue

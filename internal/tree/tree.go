@@ -21,6 +21,7 @@ import (
 	"io"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
@@ -47,6 +48,10 @@ type Tree struct {
 	rand   io.Reader
 	// fs makes every change to the backing store (nil: unobserved).
 	fs *backing.FS
+	// bind is nil in v1; with location binding (bound.go) it holds the
+	// binder and the vault ID, and files opens files to rebind them.
+	bind  *Binding
+	files FileSource
 }
 
 // New builds the name, symlink and xattr ciphers from the vault's derived
@@ -85,6 +90,9 @@ func (t *Tree) NewDirID() ([]byte, error) {
 // hang the caller: backing.ReadFileAt opens it non-blocking and checks its
 // type; a symlink is refused by O_NOFOLLOW with ELOOP) is ErrCorruptDir.
 func (t *Tree) ReadDirID(dirfd int) ([]byte, error) {
+	if t.bind != nil {
+		return nil, errNoPlace
+	}
 	id, err := backing.ReadFileAt(dirfd, names.DirIDFile, names.DirIDSize)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, backing.ErrTooBig) || errors.Is(err, backing.ErrNotRegular) {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptDir, err)
@@ -98,9 +106,11 @@ func (t *Tree) ReadDirID(dirfd int) ([]byte, error) {
 	return id, nil
 }
 
-// writeDirID stores id in dirfd: written as 0600, fsynced, then made 0400.
-func (t *Tree) writeDirID(dirfd int, id []byte) error {
-	return t.fs.WriteFileAt(dirfd, names.DirIDFile, id, 0o400)
+// writeDirID stores the ID file of directory dirfd, whose ID is id and
+// whose place is p (with binding: see bound.go): written as 0600,
+// fsynced, then made 0400.
+func (t *Tree) writeDirID(dirfd int, id []byte, p bind.Place) error {
+	return t.fs.WriteFileAt(dirfd, names.DirIDFile, t.dirIDFile(id, p, nil), 0o400)
 }
 
 // InitRoot gives a new vault's root directory (rootfd) its ID. It fails with
@@ -110,7 +120,7 @@ func (t *Tree) InitRoot(rootfd int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.writeDirID(rootfd, id); err != nil {
+	if err := t.writeDirID(rootfd, id, t.RootPlace()); err != nil {
 		return nil, fmt.Errorf("tree: write root %s: %w", names.DirIDFile, err)
 	}
 	if err := t.fs.Fsync(rootfd); err != nil {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 )
 
 // Algorithm names a chunk AEAD. The strings are stored in the config.
@@ -67,6 +69,9 @@ type FileID [FileIDSize]byte
 type Header struct {
 	Flags  uint16
 	FileID FileID
+	// Bindings are the location bindings of a v2 header (header_v2.go);
+	// always empty in v1. Empty slots are zero.
+	Bindings [BindingSlots]bind.Binding
 }
 
 // Suite is the vault-wide content cipher: algorithm, chunk size and keys.
@@ -81,6 +86,7 @@ type Suite struct {
 	// them under the read lock (once per file open or header write).
 	keyMu        sync.RWMutex
 	wiped        bool
+	bound        bool   // v2 headers with location bindings (NewBoundSuite)
 	contentsKey  []byte // the key every per-file key is derived from
 	headerMACKey []byte
 }
@@ -153,7 +159,7 @@ func (s *Suite) Wipe() {
 // refused (by the engine, with an error the FUSE layer reports as EFBIG)
 // instead of letting a backing offset overflow.
 func (s *Suite) MaxPlainSize() int64 {
-	chunks := (math.MaxInt64 - HeaderSize) / int64(s.CipherChunkSize())
+	chunks := (math.MaxInt64 - int64(s.HeaderSize())) / int64(s.CipherChunkSize())
 	return chunks * int64(s.chunkSize)
 }
 
@@ -184,19 +190,20 @@ func (s *Suite) CipherSize(plain int64) int64 {
 	}
 	cs := int64(s.chunkSize)
 	chunks := (plain + cs - 1) / cs
-	return HeaderSize + plain + chunks*int64(s.Overhead())
+	return int64(s.HeaderSize()) + plain + chunks*int64(s.Overhead())
 }
 
 // PlainSize maps a backing file size to the plaintext size, or ErrTruncated.
 // A header-only file is size 0.
 func (s *Suite) PlainSize(cipher int64) (int64, error) {
+	hs := int64(s.HeaderSize())
 	switch {
 	case cipher == 0:
 		return 0, nil
-	case cipher < HeaderSize:
+	case cipher < hs:
 		return 0, fmt.Errorf("%w: %d bytes is shorter than the header", ErrTruncated, cipher)
 	}
-	body := cipher - HeaderSize
+	body := cipher - hs
 	ccs := int64(s.CipherChunkSize())
 	full, rest := body/ccs, body%ccs
 	plain := full * int64(s.chunkSize)

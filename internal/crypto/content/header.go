@@ -12,8 +12,9 @@ import (
 // and headers are only checked online (each guess costs an I/O).
 const headerMACSize = 16
 
-// headerMAC computes HMAC-SHA256(header MAC key, first 20 header bytes)[:16],
-// or reports false once the key was wiped.
+// headerMAC computes HMAC-SHA256(header MAC key, the header's bytes before
+// its MAC)[:16] (20 bytes in v1, 112 in v2), or reports false once the key
+// was wiped.
 func (s *Suite) headerMAC(first20 []byte) ([]byte, bool) {
 	s.keyMu.RLock()
 	defer s.keyMu.RUnlock()
@@ -28,6 +29,9 @@ func (s *Suite) headerMAC(first20 []byte) ([]byte, bool) {
 // MarshalHeader returns the 36 header bytes with their MAC. Calling it
 // after Wipe is a programmer error and panics.
 func (s *Suite) MarshalHeader(h Header) []byte {
+	if s.bound {
+		return s.marshalHeaderV2(h)
+	}
 	b := make([]byte, HeaderSize)
 	binary.BigEndian.PutUint16(b[0:2], Version)
 	binary.BigEndian.PutUint16(b[2:4], h.Flags)
@@ -44,6 +48,9 @@ func (s *Suite) MarshalHeader(h Header) []byte {
 // returns an error wrapping ErrBadHeader. The MAC is checked first, so a
 // forged header never reveals which field made it invalid.
 func (s *Suite) ParseHeader(b []byte) (Header, error) {
+	if s.bound {
+		return s.parseHeaderV2(b)
+	}
 	if len(b) != HeaderSize {
 		return Header{}, fmt.Errorf("%w: %d bytes, want %d", ErrBadHeader, len(b), HeaderSize)
 	}

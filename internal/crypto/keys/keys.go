@@ -25,6 +25,30 @@ const (
 	LabelReverse     = "encryptfs v1 reverse ids"
 )
 
+// LabelBinding is the HKDF label of the location-binding key of format
+// version 2 (docs/design/format-v2.md §4). It is derived on its own
+// (DeriveBinding), not by Derive, so that v1 vaults derive exactly the keys
+// they always did.
+const LabelBinding = "encryptfs v2 binding"
+
+// BindingKeySize is the length of the binding key (an HMAC-SHA256 key).
+const BindingKeySize = 32
+
+// DeriveBinding returns HKDF-SHA256(master, salt = empty,
+// info = LabelBinding), 32 bytes: the key of internal/crypto/bind. Why
+// safe: a distinct label makes it independent of every v1 subkey (see
+// Derive). The caller wipes it.
+func DeriveBinding(master []byte) ([]byte, error) {
+	if len(master) != MasterKeySize {
+		return nil, fmt.Errorf("%w (got %d)", ErrMasterKey, len(master))
+	}
+	b, err := hkdf.Key(sha256.New, master, nil, LabelBinding, BindingKeySize)
+	if err != nil {
+		return nil, fmt.Errorf("keys: derive %q: %w", LabelBinding, err)
+	}
+	return b, nil
+}
+
 // ErrMasterKey is returned for a master key of the wrong size.
 var ErrMasterKey = errors.New("keys: master key must be 32 bytes")
 

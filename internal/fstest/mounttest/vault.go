@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"log"
+	"os"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -22,6 +23,9 @@ type Vault struct {
 	Log         *SyncWriter   // what the daemon logged
 	Logger      *log.Logger   // the daemon's logger, writing to Log
 	Tree        *tree.Tree    // the tree of the mount's session, for planting entries in CIPHERDIR
+	// VaultID, if set, turns location binding (format v2) on in every
+	// session of the vault (session.Options.BoundVaultID): NewBoundVault.
+	VaultID []byte
 }
 
 // testParams and testMasterKey are the parameters and key of every test
@@ -35,7 +39,7 @@ var (
 // t.Cleanup.
 func (v *Vault) Session(t testing.TB) *session.Session {
 	t.Helper()
-	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{})
+	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{BoundVaultID: v.VaultID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +59,33 @@ func NewVault(t testing.TB, mod func(*mount.Options)) *Vault {
 // (such as a FaultyDir view).
 func NewVaultIn(t testing.TB, cipher string, mod func(*mount.Options)) *Vault {
 	t.Helper()
+	return newVault(t, cipher, nil, mod)
+}
+
+// boundVaultID is the VaultID of NewBoundVault's vaults.
+var boundVaultID = bytes.Repeat([]byte{0x5b}, 16)
+
+// NewBoundVault is NewVault for a vault with location binding (format v2,
+// docs/design/format-v2.md §4): every directory and file is bound to its
+// place, and the mount checks it.
+func NewBoundVault(t testing.TB, mod func(*mount.Options)) *Vault {
+	t.Helper()
+	return newVault(t, t.TempDir(), boundVaultID, mod)
+}
+
+// BoundEnv, set to 1, makes every vault of NewVault and NewVaultIn a
+// bound one (NewBoundVault), to run a package's whole suite with location
+// binding on: ENCRYPTFS_TEST_BOUND=1 go test ./internal/forwardfs/.
+const BoundEnv = "ENCRYPTFS_TEST_BOUND"
+
+// newVault is NewVaultIn, with location binding if vaultID is set.
+func newVault(t testing.TB, cipher string, vaultID []byte, mod func(*mount.Options)) *Vault {
+	t.Helper()
 	fstest.RequireFUSE(t)
-	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}}
+	if vaultID == nil && os.Getenv(BoundEnv) == "1" {
+		vaultID = boundVaultID
+	}
+	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}, VaultID: vaultID}
 	v.Logger = log.New(v.Log, "", 0)
 	s := v.Session(t)
 	v.Tree = s.Tree()

@@ -1,0 +1,182 @@
+package fsck
+
+import (
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	"golang.org/x/sys/unix"
+)
+
+// Location binding (format v2, docs/format.md "v2: location binding"):
+// every directory and regular file is bound to its place, its parent's
+// directory ID and its full encrypted name. The walk knows each place, so
+// it checks every binding as the mount would, and reports:
+//
+//   - misplaced-dir: a directory whose encryptfs.dirid does not bind it
+//     where it is (moved or grafted there, or a copied ID file). The mount
+//     answers EIO; fsck still checks what is inside under the ID.
+//   - misplaced-file: a file whose header does not bind it where it is
+//     (contents moved under another name or into another directory). The
+//     mount answers EIO; its contents are not read.
+//   - stale-binding: a directory, or a file with one name, bound to a
+//     second place as well: a crash during a rename (or a link or unlink)
+//     after the new binding was added and before the old one was dropped
+//     (tree/bound_rename.go). Harmless to reads; it keeps a slot used and
+//     leaves the old place valid should contents be put back there.
+//     --repair drops it.
+//
+// What --repair may do, and why it is safe: it only removes bindings of
+// places where the object is not, and only where fsck knows every place
+// the object has: a directory has one name, a file with link count 1 has
+// the one fsck found. It never adds a binding (that would make moved
+// contents valid where an attacker put them), and never touches a
+// misplaced object. A file with several names and a stale binding is
+// reported, not repaired: the walk does not gather every name of a file.
+const (
+	KindMisplacedDir  Kind = "misplaced-dir"
+	KindMisplacedFile Kind = "misplaced-file"
+	KindStaleBinding  Kind = "stale-binding"
+)
+
+// Fix actions of binding repairs.
+const (
+	// fixRebindDir rewrites a directory's ID file bound to its place only.
+	fixRebindDir fixAction = iota + 100
+	// fixRebindFile rewrites a file's header bound to its place only.
+	fixRebindFile
+)
+
+// readDirID reads the ID of directory dirfd found at place p (nil: not
+// known, the name of the directory did not decrypt). A directory not bound
+// to p is reported as misplaced-dir and walked with its ID all the same;
+// one with a stale second binding is reported (and, with plan, fixed).
+func (w *walker) readDirID(dirfd int, p *bind.Place, cipherRel, plainRel string) ([]byte, error) {
+	if !w.t.Bound() {
+		return w.t.ReadDirID(dirfd)
+	}
+	id, bindings, err := w.t.ReadDirIDUnchecked(dirfd)
+	if err != nil || p == nil {
+		return id, err
+	}
+	at := joinCipher(cipherRel, names.DirIDFile)
+	if _, err := w.t.ReadDirIDAt(dirfd, *p); errors.Is(err, bind.ErrMisplaced) {
+		w.add(Problem{Kind: KindMisplacedDir, CipherPath: at, PlainPath: plainRel,
+			Detail: "the directory is not bound to where it is (moved or grafted here, or its directory ID file copied from another directory): the mount answers EIO"})
+		return id, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if bindings > 1 {
+		w.add(Problem{Kind: KindStaleBinding, CipherPath: at, PlainPath: plainRel,
+			Detail: "the directory is also bound to a place it is not at (a crash during a rename of it)"})
+		if w.plan {
+			self, err := backing.Fstat(dirfd)
+			if err == nil {
+				f := Fix{Kind: KindStaleBinding, CipherPath: at, PlainPath: plainRel,
+					Action: "bind the directory to where it is only (drop the binding of its old place)",
+					action: fixRebindDir, place: *p, ino: self.Ino, dir: path.Dir(cipherRel), name: path.Base(cipherRel)}
+				if cipherRel == "." {
+					f.dir, f.name = ".", ""
+				}
+				w.addFix(f)
+			}
+		}
+	}
+	return id, nil
+}
+
+// dirPlace is the place p for the tree's *At calls (nil if not known).
+func (w *walker) dirPlace(p *bind.Place) tree.DirPlace {
+	if p == nil {
+		return nil
+	}
+	return func() (bind.Place, error) { return *p, nil }
+}
+
+// entryPlace is where entry ent of the directory with ID dirID is bound,
+// or nil without binding or when its name is not known.
+func (w *walker) entryPlace(dirID []byte, ent *entry) *bind.Place {
+	if !w.t.Bound() || dirID == nil || !ent.named {
+		return nil
+	}
+	p := w.t.Place(dirID, ent.name)
+	return &p
+}
+
+// openFile opens the engine file of ro, found at ent's place. With
+// binding and no known place, errNoPlace: its contents are not checked.
+func (w *walker) openFile(ro core.Backing, ent entry) (*core.File, error) {
+	if !w.t.Bound() {
+		return w.eng.Open(ro)
+	}
+	if ent.place == nil {
+		return nil, errNoPlace
+	}
+	return w.eng.OpenAt(ro, *ent.place)
+}
+
+// errNoPlace: a file of a bound vault whose name did not decrypt cannot
+// be opened (its binding cannot be checked).
+var errNoPlace = errors.New("fsck: the name did not decrypt, so the file's binding cannot be checked")
+
+// checkBindings reports a file with more bindings than names (one name:
+// repaired with plan).
+func (w *walker) checkBindings(cf *core.File, ent entry, pl place) {
+	n := cf.Bindings()
+	if n <= int(ent.st.Nlink) || ent.place == nil {
+		return
+	}
+	w.add(Problem{Kind: KindStaleBinding, CipherPath: pl.cipher, PlainPath: pl.plain,
+		Detail: fmt.Sprintf("the file is bound to %d places but has %d names (a crash during a rename, link or unlink)", n, ent.st.Nlink)})
+	if w.plan && ent.st.Nlink == 1 {
+		w.addFix(Fix{Kind: KindStaleBinding, CipherPath: pl.cipher, PlainPath: pl.plain,
+			Action: "bind the file to its one name only (drop the bindings of other places)",
+			dir:    path.Dir(pl.cipher), name: ent.backing, action: fixRebindFile, place: *ent.place, ino: ent.st.Ino})
+	}
+}
+
+// rebindDir is fixRebindDir: directory name of dirfd ("" for dirfd).
+func rebindDir(t *tree.Tree, dirfd int, name string, p bind.Place) error {
+	sub, err := backing.OpenDir(dirfd, name)
+	if err != nil {
+		return err
+	}
+	defer backing.Close(sub)
+	st, err := backing.Fstat(sub)
+	if err != nil {
+		return err
+	}
+	if err := t.RebindDir(sub, p); err != nil {
+		return err
+	}
+	// A repair is no change of the directory: keep its times.
+	return unix.UtimesNanoAt(sub, ".", []unix.Timespec{st.Atim, st.Mtim}, 0)
+}
+
+// rebindFile is fixRebindFile: the one-name file name of dirfd.
+func rebindFile(eng *core.Engine, dirfd int, name string, p bind.Place) error {
+	fd, st, err := backing.OpenRegular(dirfd, name, unix.O_RDWR)
+	if err != nil {
+		return err
+	}
+	bf := backing.NewFile(fd, nil)
+	defer bf.Close()
+	cf, err := eng.OpenAt(bf, p)
+	if err != nil {
+		return err
+	}
+	err = cf.DropBindingsExcept(p)
+	if cerr := cf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return backing.UtimesNanoAt(dirfd, name, [2]unix.Timespec{st.Atim, st.Mtim})
+}

@@ -1,0 +1,47 @@
+package session
+
+import (
+	"fmt"
+
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/tree"
+)
+
+// newBound is New for a vault with location binding (Options.BoundVaultID;
+// later the "BoundLocations" feature flag and Params.VaultID): the binding
+// key is derived from the master key (keys.LabelBinding), the content
+// suite writes v2 headers, and the engine and the tree check bindings.
+// It takes over k (wiped on failure).
+func newBound(dir string, p config.Params, masterKey []byte, k *keys.Keys, eo core.Options, o Options) (*Session, error) {
+	bk, err := keys.DeriveBinding(masterKey)
+	if err != nil {
+		k.Wipe()
+		return nil, err
+	}
+	defer clear(bk)
+	binder, err := bind.New(bk)
+	if err != nil {
+		k.Wipe()
+		return nil, err
+	}
+	suite, err := content.NewBoundSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
+	if err != nil {
+		binder.Wipe()
+		k.Wipe()
+		return nil, fmt.Errorf("session: content suite: %w", err)
+	}
+	eo.Binder = binder
+	engine := core.NewEngine(suite, eo)
+	t, err := tree.NewBound(k, eo.Rand, o.Backing, &tree.Binding{Binder: binder, VaultID: o.BoundVaultID, Engine: engine})
+	if err != nil {
+		binder.Wipe()
+		suite.Wipe()
+		k.Wipe()
+		return nil, err
+	}
+	return &Session{dir: dir, params: p, engine: engine, tree: t, fs: o.Backing, keys: k, binder: binder}, nil
+}

@@ -1,0 +1,270 @@
+package tree
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"golang.org/x/sys/unix"
+)
+
+// Location binding (format v2, feature flag "BoundLocations";
+// docs/design/format-v2.md §4). A directory's encryptfs.dirid and a
+// regular file's header carry bindings (internal/crypto/bind) of the
+// object to its place: its parent directory's ID and its full encrypted
+// name. A directory or file found where none of its bindings points is
+// bind.ErrMisplaced (EIO; fsck: misplaced-dir, misplaced-file). The root's
+// place is (VaultID, ""). Renames rebind the one object renamed, never its
+// children (renameBound).
+//
+// The v2 directory ID file (dirIDFileSizeV2 bytes):
+//
+//	version u16 = 2 ‖ epoch u32 (reserved, 0) ‖ dirID (16) ‖ binding[0] (16) ‖ binding[1] (16)
+//
+// No MAC over the file: each binding is a MAC over the dirID and the
+// place, so a file whose dirID was replaced fails every binding, and one
+// copied to another directory fails there. What the bindings leave out
+// (version, epoch, the other slot) cannot make a directory readable where
+// it is not bound: a forged second slot is a 2^-128 guess, and an old
+// binding of the same directory put back is a rollback (freshness, §6).
+// The epoch is reserved until master-key epochs (§3) use it; a wrong one
+// will make names fail to decrypt, never decrypt wrongly.
+
+// Binding turns on location binding for a Tree (NewBound).
+type Binding struct {
+	Binder  *bind.Binder
+	VaultID []byte       // 16 bytes: the root directory's parent ID
+	Engine  *core.Engine // a bound engine, to rebind file headers
+}
+
+// FileSource returns the one engine File of the regular file backing in
+// dirfd, found at place p, for rebinding its header, and a release
+// function. The vault and the mount pass their open-file table
+// (core.Table.AcquireAt), so that a File already open keeps the header on
+// disk in its cache; without one the tree opens the file itself.
+type FileSource func(dirfd int, backingName string, p bind.Place) (*core.File, func() error, error)
+
+// Sizes of the v2 directory ID file.
+const (
+	dirIDVersionV2  = 2
+	dirIDFileSizeV2 = 2 + 4 + names.DirIDSize + 2*bind.Size
+	dirIDOffV2      = 6
+	dirIDBindOffV2  = dirIDOffV2 + names.DirIDSize
+)
+
+// errNoPlace: a bound tree reads directory IDs with ReadDirIDAt.
+var errNoPlace = errors.New("tree: the vault binds locations; read directory IDs with ReadDirIDAt")
+
+// NewBound is New for a vault with location binding.
+func NewBound(k *keys.Keys, rand io.Reader, fsys *backing.FS, b *Binding) (*Tree, error) {
+	if b == nil || b.Binder == nil || len(b.VaultID) != bind.IDSize || b.Engine == nil || !b.Engine.Bound() {
+		return nil, fmt.Errorf("tree: binding needs a binder, a %d-byte vault ID and a bound engine", bind.IDSize)
+	}
+	t, err := New(k, rand, fsys)
+	if err != nil {
+		return nil, err
+	}
+	t.bind = b
+	return t, nil
+}
+
+// SetFiles sets the FileSource used to rebind file headers. Call it before
+// the tree is used.
+func (t *Tree) SetFiles(fs FileSource) { t.files = fs }
+
+// Bound reports whether the tree binds locations.
+func (t *Tree) Bound() bool { return t.bind != nil }
+
+// Place is where entry n of the directory with ID dirID is bound: the
+// directory's ID (for an entry made under a conflicting directory ID,
+// §7.1, that ID) and its full encrypted name (for a conflict copy, the
+// original's: an alias's contents are checked against the name it is an
+// alias of).
+func (t *Tree) Place(dirID []byte, n Name) bind.Place {
+	if n.altID != nil {
+		dirID = n.altID
+	}
+	return bind.Place{ParentID: dirID, EncName: n.Enc}
+}
+
+// RootPlace is the root directory's place: (VaultID, "").
+func (t *Tree) RootPlace() bind.Place {
+	if t.bind == nil {
+		return bind.Place{}
+	}
+	return bind.Place{ParentID: t.bind.VaultID}
+}
+
+// dirIDFileSize is the size of the directory ID file this tree writes.
+func (t *Tree) dirIDFileSize() int {
+	if t.bind != nil {
+		return dirIDFileSizeV2
+	}
+	return names.DirIDSize
+}
+
+// dirIDFile returns the content of a directory ID file for id: the bare
+// ID in v1, the v2 form bound to p (and to p2, if set) with binding.
+func (t *Tree) dirIDFile(id []byte, p bind.Place, p2 *bind.Place) []byte {
+	if t.bind == nil {
+		return id
+	}
+	b := make([]byte, dirIDFileSizeV2)
+	binary.BigEndian.PutUint16(b[0:2], dirIDVersionV2)
+	copy(b[dirIDOffV2:], id)
+	s := t.bind.Binder.Sum(bind.KindDir, id, p)
+	copy(b[dirIDBindOffV2:], s[:])
+	if p2 != nil {
+		s2 := t.bind.Binder.Sum(bind.KindDir, id, *p2)
+		copy(b[dirIDBindOffV2+bind.Size:], s2[:])
+	}
+	return b
+}
+
+// parseDirIDV2 splits a v2 directory ID file.
+func parseDirIDV2(b []byte) (id []byte, slots []bind.Binding, err error) {
+	if len(b) != dirIDFileSizeV2 || binary.BigEndian.Uint16(b[0:2]) != dirIDVersionV2 || binary.BigEndian.Uint32(b[2:6]) != 0 {
+		return nil, nil, fmt.Errorf("%w: not a v2 directory ID file (%d bytes)", ErrCorruptDir, len(b))
+	}
+	slots = make([]bind.Binding, 2)
+	copy(slots[0][:], b[dirIDBindOffV2:])
+	copy(slots[1][:], b[dirIDBindOffV2+bind.Size:])
+	return b[dirIDOffV2:dirIDBindOffV2], slots, nil
+}
+
+// ReadDirIDAt reads the ID of the open backing directory dirfd found at
+// place p (its parent's ID and its full encrypted name; RootPlace for the
+// root). With binding, a directory not bound to p is bind.ErrMisplaced:
+// a copied directory ID file, a directory moved or a subtree grafted
+// there by someone without the key. Without binding p is ignored.
+func (t *Tree) ReadDirIDAt(dirfd int, p bind.Place) ([]byte, error) {
+	if t.bind == nil {
+		return t.ReadDirID(dirfd)
+	}
+	id, slots, err := t.readDirIDV2(dirfd)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.bind.Binder.Check(bind.KindDir, id, p, slots); err != nil {
+		return nil, fmt.Errorf("tree: directory ID: %w", err)
+	}
+	return id, nil
+}
+
+// ReadRootDirID reads the root directory's ID (rootfd), checking its
+// binding to RootPlace with binding.
+func (t *Tree) ReadRootDirID(rootfd int) ([]byte, error) {
+	return t.ReadDirIDAt(rootfd, t.RootPlace())
+}
+
+// readDirIDV2 reads and splits dirfd's v2 ID file.
+func (t *Tree) readDirIDV2(dirfd int) ([]byte, []bind.Binding, error) {
+	raw, err := t.readDirIDFile(dirfd)
+	if err != nil {
+		return nil, nil, err
+	}
+	return parseDirIDV2(raw)
+}
+
+// readDirIDFile reads dirfd's ID file as it is stored, with ReadDirID's
+// checks of its type and size.
+func (t *Tree) readDirIDFile(dirfd int) ([]byte, error) {
+	raw, err := backing.ReadFileAt(dirfd, names.DirIDFile, t.dirIDFileSize())
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, backing.ErrTooBig) || errors.Is(err, backing.ErrNotRegular) {
+		return nil, fmt.Errorf("%w: %v", ErrCorruptDir, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tree: read %s: %w", names.DirIDFile, err)
+	}
+	return raw, nil
+}
+
+// replaceDirIDFile atomically replaces the ID file of directory sub with
+// data: a temporary file (written and fsynced by WriteFileAt) renamed over
+// it. A crash leaves the old or the new file (and at worst a temporary
+// file, which fsck reports as temp-file).
+func (t *Tree) replaceDirIDFile(sub int, data []byte) error {
+	tmp, err := t.tempName()
+	if err != nil {
+		return err
+	}
+	if err := t.fs.WriteFileAt(sub, tmp, data, 0o400); err != nil {
+		return err
+	}
+	if err := t.fs.Renameat2(sub, tmp, sub, names.DirIDFile, 0); err != nil {
+		t.fs.Unlinkat(sub, tmp, 0)
+		return err
+	}
+	return nil
+}
+
+// openFile returns the File of regular file backingName in dirfd found at
+// p, through the FileSource or, without one, opened here.
+func (t *Tree) openFile(dirfd int, backingName string, p bind.Place) (*core.File, func() error, error) {
+	if t.files != nil {
+		return t.files(dirfd, backingName, p)
+	}
+	fd, _, err := backing.OpenRegular(dirfd, backingName, unix.O_RDWR)
+	if err != nil {
+		return nil, nil, err
+	}
+	bf := t.fs.NewFile(fd, nil)
+	f, err := t.bind.Engine.OpenAt(bf, p)
+	if err != nil {
+		bf.Close()
+		return nil, nil, err
+	}
+	return f, func() error { return errors.Join(f.Close(), bf.Close()) }, nil
+}
+
+// ReadDirIDUnchecked reads the ID of directory dirfd without checking
+// where it is, and counts its bindings: for fsck, which reports a
+// misplaced directory (ReadDirIDAt's bind.ErrMisplaced) and still checks
+// what is inside it, and which reports a directory with a stale second
+// binding (a crash during a rename of it: bound_rename.go). Without
+// binding it is ReadDirID, with 0 bindings.
+func (t *Tree) ReadDirIDUnchecked(dirfd int) (id []byte, bindings int, err error) {
+	if t.bind == nil {
+		id, err := t.ReadDirID(dirfd)
+		return id, 0, err
+	}
+	id, slots, err := t.readDirIDV2(dirfd)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, s := range slots {
+		if !s.IsZero() {
+			bindings++
+		}
+	}
+	return id, bindings, nil
+}
+
+// RebindDir leaves directory dirfd bound to its place p only, dropping a
+// stale second binding (fsck --repair of a crash during a rename: step 3
+// of bound_rename.go was lost). A directory has one name, so a binding of
+// another place is never needed: dropping it only stops the directory
+// from being valid where it no longer is. The directory must be bound to
+// p (bind.ErrMisplaced otherwise); the new ID file is durable on return.
+func (t *Tree) RebindDir(dirfd int, p bind.Place) error {
+	if t.bind == nil {
+		return nil
+	}
+	id, slots, err := t.readDirIDV2(dirfd)
+	if err != nil {
+		return err
+	}
+	if err := t.bind.Binder.Check(bind.KindDir, id, p, slots); err != nil {
+		return fmt.Errorf("tree: directory ID: %w", err)
+	}
+	if err := t.replaceDirIDFile(dirfd, t.dirIDFile(id, p, nil)); err != nil {
+		return err
+	}
+	return t.fs.Fsync(dirfd)
+}
