@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/fault"
 )
 
@@ -65,9 +64,6 @@ func ExitCode(err error) int {
 	if errors.As(err, &ce) {
 		return ce.code
 	}
-	if errors.Is(err, config.ErrLastSlot) || errors.Is(err, config.ErrUnknownSlot) || errors.Is(err, config.ErrSlotLimit) {
-		return ExitKeySlot
-	}
 	switch fault.Of(err) {
 	case fault.WrongPassword:
 		return ExitWrongPassword
@@ -81,6 +77,8 @@ func ExitCode(err error) int {
 		return ExitCorruptData
 	case fault.NoSpace:
 		return ExitNoSpace
+	case fault.KeySlot:
+		return ExitKeySlot
 	}
 	return ExitError
 }

@@ -91,6 +91,9 @@ const (
 	// format version, an unknown feature flag, a cipher or chunk size it
 	// does not know; or it is a reverse-mode vault opened in forward mode.
 	UnsupportedVault
+	// KeySlot: a change to the key slots refused: removing the last
+	// slot, a slot ID the config does not have, one slot too many.
+	KeySlot
 	// Closed: a vault or file was used after Close.
 	Closed
 )
@@ -112,7 +115,7 @@ var kindNames = [...]string{
 	TooManyLinks: "too many links",
 	Corrupt:      "corrupt", WrongPassword: "wrong password", NoConfig: "no config",
 	CorruptConfig: "corrupt config", UnsupportedVault: "unsupported vault",
-	Closed: "closed",
+	KeySlot: "key slot", Closed: "closed",
 }
 
 func (k Kind) String() string {
@@ -178,9 +181,9 @@ var sentinels = [...]struct {
 	{config.ErrNoSlotMatch, WrongPassword},
 	{config.ErrTampered, CorruptConfig},
 	{config.ErrDuplicateSlot, CorruptConfig},
-	{config.ErrLastSlot, NotPermitted},
-	{config.ErrUnknownSlot, NotFound},
-	{config.ErrSlotLimit, Invalid},
+	{config.ErrLastSlot, KeySlot},
+	{config.ErrUnknownSlot, KeySlot},
+	{config.ErrSlotLimit, KeySlot},
 	{config.ErrNotV2, UnsupportedVault},
 	{config.ErrNotV1, UnsupportedVault},
 	{config.ErrReverseV2, UnsupportedVault},
