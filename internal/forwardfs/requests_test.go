@@ -2,6 +2,7 @@ package forwardfs_test
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -85,6 +86,11 @@ type requestStep struct {
 //   - ls -l of the same 1000 entries: the same, and the lstats are answered
 //     from the attributes the READDIRPLUS replies carried.
 //   - unlink: UNLINK (+ FORGET).
+//   - a read of 4 MiB in 128 KiB reads (dd bs=128k) of a file just
+//     written (its pages dropped at open): OPEN, a GETATTR (the writes
+//     invalidated the size), READs of up to 1 MiB as the mount's
+//     readahead allows (mount: raiseReadahead; 32 READs of 128 KiB
+//     before), RELEASE.
 //   - readdir and ls -l of 1000 entries after a remount (no dentry or
 //     attributes cached): a LOOKUP of the directory and the same listing;
 //     the READDIRPLUS replies bring every entry's attributes, so ls -l's
@@ -125,6 +131,7 @@ func TestRequestCounts(t *testing.T) {
 		}
 		return err
 	}
+	seq := filepath.Join(v.Mnt, "sequential")
 	readdir := func() error {
 		ents, err := os.ReadDir(big)
 		if err == nil && len(ents) != entries {
@@ -146,6 +153,15 @@ func TestRequestCounts(t *testing.T) {
 		{"readdir 1000", 26, nil, readdir},
 		{"ls -l 1000", 26, nil, lsl},
 		{"unlink", 2, nil, func() error { return os.Remove(p) }},
+		{"read 4 MiB, 128 KiB reads", 9, func() { // write it and drop its pages (keepCache)
+			f, err := os.Create(seq)
+			must(t, err)
+			for range 32 {
+				_, err := f.Write(make([]byte, 128<<10))
+				must(t, err)
+			}
+			must(t, f.Close())
+		}, func() error { return readIn(seq, 128<<10, 4<<20) }},
 		{"readdir 1000, cold", 27, cold, readdir},
 		{"ls -l 1000, cold", 27, cold, lsl},
 	}
@@ -154,6 +170,7 @@ func TestRequestCounts(t *testing.T) {
 	for _, step := range steps {
 		if step.prep != nil {
 			step.prep()
+			time.Sleep(100 * time.Millisecond) // its RELEASE and FORGETs
 		}
 		mark := len(logw.String())
 		must(t, step.do())
@@ -165,6 +182,32 @@ func TestRequestCounts(t *testing.T) {
 		}
 	}
 	t.Logf("FUSE requests per operation (transport %s):\n%s", v.Srv.Transport(), table.String())
+}
+
+// readIn reads the file p with reads of n bytes, as dd bs=n does, and
+// checks that it has size bytes.
+func readIn(p string, n, size int) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	total := 0
+	for {
+		k, err := f.Read(buf)
+		total += k
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if total != size {
+		return fmt.Errorf("read %d bytes, want %d", total, size)
+	}
+	return nil
 }
 
 // TestReadRequestsAfterWrites counts the READ requests for reading a file
