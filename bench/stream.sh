@@ -63,25 +63,25 @@ for ab in 0 1; do
 	"${BINS[$ab]}" init --passfile "$WORK/pw" --kdf-memory 8 --kdf-time 1 "$WORK/cipher-$ab" >/dev/null
 	mkdir "$WORK/mnt-$ab"
 	# Warm tmpfs: take and free the pages that the rounds will reuse.
-	mnt $ab warm
+	mnt "$ab" warm
 	dd if=/dev/zero of="$WORK/mnt-$ab/f" bs=1M count="$MIB" conv=fsync status=none
 	rm "$WORK/mnt-$ab/f"
-	unmnt $ab
+	unmnt "$ab"
 done
 
 for round in $(seq "$ROUNDS"); do
 	order=(0 1)
 	[ $((round % 2)) = 0 ] && order=(1 0)
 	for ab in "${order[@]}"; do
-		mnt $ab w "$round"
+		mnt "$ab" w "$round"
 		t=$(secs dd if=/dev/zero of="$WORK/mnt-$ab/f" bs=128k count=$((MIB * 8)) conv=fsync)
 		echo "WRITE $ab $(mibs "$t")" >>"$WORK/results"
-		unmnt $ab
-		mnt $ab r "$round"
+		unmnt "$ab"
+		mnt "$ab" r "$round"
 		t=$(secs dd if="$WORK/mnt-$ab/f" of=/dev/null bs=128k)
 		echo "READ $ab $(mibs "$t")" >>"$WORK/results"
 		rm "$WORK/mnt-$ab/f"
-		unmnt $ab
+		unmnt "$ab"
 	done
 	echo "round $round: $(grep -c . "$WORK/results") figures" >&2
 done
