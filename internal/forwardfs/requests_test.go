@@ -65,9 +65,9 @@ type requestStep struct {
 // it receives on either transport (the /dev/fuse reader and the rings'
 // ProtocolServer alike), including those go-fuse answers itself. A warm-up
 // file first takes the one-time requests (the first FLUSH, answered ENOSYS
-// so that the kernel never sends it again). Each step waits briefly for
-// asynchronous requests (RELEASE, FORGET) so that they land in the step
-// that caused them.
+// so that the kernel never sends it again). Each step waits for its
+// asynchronous requests (RELEASE, FORGET: settle) so that they land in
+// the step that caused them.
 //
 // What the rows cost and why:
 //   - create+write+close: LOOKUP (negative), CREATE, GETXATTR
@@ -113,13 +113,12 @@ func TestRequestCounts(t *testing.T) {
 		must(t, err)
 		must(t, f.Close())
 	}
-	time.Sleep(100 * time.Millisecond) // let the warm-up's FORGET arrive
+	settle(logw) // the warm-up's and the creates' RELEASEs and FORGETs
 
 	p := filepath.Join(v.Mnt, "file")
 	cold := func() {
 		// Fresh kernel caches: no dentry or attributes of the entries.
 		v.RemountWith(t, func(o *mount.Options) { o.Debug, o.Transport = true, mounttest.Transport(t) })
-		time.Sleep(100 * time.Millisecond)
 	}
 	lsl := func() error {
 		ents, err := os.ReadDir(big)
@@ -173,11 +172,11 @@ func TestRequestCounts(t *testing.T) {
 	for _, step := range steps {
 		if step.prep != nil {
 			step.prep()
-			time.Sleep(100 * time.Millisecond) // its RELEASE and FORGETs
+			settle(logw)
 		}
 		mark := len(logw.String())
 		must(t, step.do())
-		time.Sleep(100 * time.Millisecond) // settle: not a timing assertion
+		settle(logw)
 		n, by := requests(logw.String(), mark)
 		fmt.Fprintf(&table, "%-26s %5d %5d  %s\n", step.what, n, step.max, summary(by))
 		if n > step.max {
@@ -185,6 +184,22 @@ func TestRequestCounts(t *testing.T) {
 		}
 	}
 	t.Logf("FUSE requests per operation (transport %s):\n%s", v.Srv.Transport(), table.String())
+}
+
+// settle waits until the daemon has logged nothing new for 200 ms (at
+// most 10 s), so that the asynchronous requests a step causes (RELEASE,
+// FORGET) are counted with it even on a loaded machine. It is not a
+// timing assertion: a slow machine only waits longer.
+func settle(logw *mounttest.SyncWriter) {
+	last, quiet := len(logw.String()), time.Now()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		if n := len(logw.String()); n != last {
+			last, quiet = n, time.Now()
+		} else if time.Since(quiet) >= 200*time.Millisecond {
+			return
+		}
+	}
 }
 
 // readIn reads the file p with reads of n bytes, as dd bs=n does, and
@@ -242,7 +257,7 @@ func TestReadRequestsAfterWrites(t *testing.T) {
 		{"first read after the writes", 1},
 		{"second read, file unchanged", 0},
 	} {
-		time.Sleep(100 * time.Millisecond) // settle: not a timing assertion
+		settle(logw)
 		mark := len(logw.String())
 		got, err := os.ReadFile(p)
 		must(t, err)
