@@ -47,7 +47,8 @@
 // A full disk is not a crash: the engine is still running and must leave a
 // readable file. A write that grows the file first reserves the backing
 // space it stores past the file's end (fallocate KEEP_SIZE), so ENOSPC
-// arrives before any byte changes. Where reserving is not possible, a
+// arrives before any byte changes (a file that keeps growing reserves in
+// steps past its end, given back on Close: space.go). Where reserving is not possible, a
 // growing write that fails part way is undone (cut back, old last chunk
 // re-sealed from the tail cache): the file keeps its old size, and only
 // bytes inside the failed request's range may already be new. Left open: a

@@ -32,6 +32,12 @@ type File struct {
 	tail   *[]byte
 	tailOK bool
 
+	// reservedTo is the backing offset up to which reserveGrowth has
+	// reserved space past the end for a file that keeps growing (space.go);
+	// 0 when nothing is known to be reserved. Any cut of the backing file
+	// resets it (the cut frees what lay past the new end).
+	reservedTo int64
+
 	// Hole tracking of a SPARSE file (holes.go): hole is a chunk stored as
 	// a hole when holeKnown; chunks below dense are known not to be holes.
 	hole      uint64
@@ -93,6 +99,7 @@ func (f *File) Close() error {
 	}
 	f.closed = true
 	f.dropTail()
+	f.trimReserved()
 	return nil
 }
 
@@ -144,6 +151,7 @@ func (f *File) prepareHeader(withHoles bool) error {
 		// A header written in part would leave a file too short or too
 		// damaged to open ever again; the file was empty, so empty it is.
 		f.b.Truncate(0)
+		f.reservedTo = 0
 		return err
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
@@ -259,6 +267,7 @@ func (f *File) undoGrow(oldSize int64, hadHeader bool) bool {
 		if hadHeader {
 			keep = f.e.lay.header // the file ID, which xattrs are bound to
 		}
+		f.reservedTo = 0
 		if err := f.b.Truncate(keep); err != nil {
 			f.afterFailedWrite()
 			return false

@@ -62,6 +62,69 @@ func (f *File) reserve(from, to int64) error {
 	return r.ReserveSpace(from, to-from)
 }
 
+// A file that keeps growing (dd, cp, a download) reserves space past its
+// end in steps instead of once per write. Why: in the profile of a
+// 1000 MiB dd (bs=128k) through the mount, the fallocate of every growing
+// write took 28-31% of the daemon's CPU; reserving 8 MiB ahead made the
+// write 1.16x faster (docs/architecture.md, "Streaming"). Small files, the
+// untar case, are unchanged: the step starts once a file holds
+// reserveAheadMin bytes, so a file written and closed below that never
+// reserves more than it stores.
+const (
+	// reserveAheadMin is the plaintext size from which a growing write
+	// reserves ahead.
+	reserveAheadMin = 1 << 20
+	// reserveAheadMax bounds the step: what one growing file can hold
+	// past its end while open.
+	reserveAheadMax = 8 << 20
+)
+
+// reserveGrowth reserves [from, to) for a growing write (plan.reserveFrom..
+// reserveTo) so that a full disk fails the write before any byte changes,
+// as reserve does. A write whose range an earlier step already reserved
+// makes no call. From reserveAheadMin on, it also reserves a step past to
+// (a quarter of the file, at most reserveAheadMax); if the step does not
+// fit, exactly [from, to) is reserved, so a nearly full disk refuses no
+// write that fits. Close gives back what was reserved past the end.
+func (f *File) reserveGrowth(from, to, oldSize int64) error {
+	if to <= from {
+		return nil
+	}
+	if _, ok := f.b.(spaceReserver); !ok {
+		return nil
+	}
+	if to <= f.reservedTo { // from is past the old end: inside the step
+		return nil
+	}
+	if oldSize >= reserveAheadMin {
+		ahead := min(int64(reserveAheadMax), to/4)
+		if f.reserve(from, to+ahead) == nil {
+			f.reservedTo = to + ahead
+			return nil
+		}
+	}
+	if err := f.reserve(from, to); err != nil {
+		return err
+	}
+	f.reservedTo = max(f.reservedTo, to)
+	return nil
+}
+
+// trimReserved gives back the space reserved past the end of the file
+// (reserveGrowth), when the backing can punch holes. Errors are ignored:
+// the blocks only cost space, and a later cut of the file frees them too.
+func (f *File) trimReserved() {
+	end := f.e.lay.cipherSize(f.size)
+	if !f.hasHeader || f.reservedTo <= end {
+		f.reservedTo = 0
+		return
+	}
+	if p, ok := f.b.(holePuncher); ok {
+		p.PunchHole(end, f.reservedTo-end)
+	}
+	f.reservedTo = 0
+}
+
 // punchStored turns stored chunks [first, end) into holes: deallocated when
 // the backing can punch holes, else overwritten with zeros.
 func (f *File) punchStored(first, end uint64) error {

@@ -40,6 +40,7 @@ func (f *File) truncateToEmpty() error {
 		f.size = 0
 		return nil
 	}
+	f.reservedTo = 0
 	if err := f.b.Truncate(f.e.lay.header); err != nil {
 		f.afterFailedWrite()
 		return fmt.Errorf("core: truncate backing: %w", err)
@@ -94,6 +95,7 @@ func (f *File) cutTo(size int64, last []byte) error {
 
 	// Cut first, then write the new final chunk: a crash in between leaves a
 	// last stored chunk that is cut short or has final=0, and fails to open.
+	f.reservedTo = 0
 	if err := f.b.Truncate(e.suite.CipherSize(size)); err != nil {
 		f.afterFailedWrite()
 		return fmt.Errorf("core: truncate backing: %w", err)

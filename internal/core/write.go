@@ -53,7 +53,7 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		}
 		e.bufs.put(buf)
 	}
-	if err := f.reserve(pl.reserveFrom, pl.reserveTo); err != nil {
+	if err := f.reserveGrowth(pl.reserveFrom, pl.reserveTo, oldSize); err != nil {
 		return err
 	}
 	hadHeader, oldHdr := f.hasHeader, f.hdr
