@@ -81,7 +81,9 @@ func TestMountTransportTeardown(t *testing.T) {
 			cleanupMount(t, mnt)
 			args := []string{"mount", "--transport", "uring", "--passfile", pf}
 			if how == "idle" {
-				args = append(args, "--idle", "1s")
+				// Long enough that a loaded machine finds the daemon
+				// before the timer ends the mount (1 s was not, in CI).
+				args = append(args, "--idle", "4s")
 			}
 			run(t, "", append(args, dir, mnt)...).want(t, 0)
 			pid := daemonPID(t, mnt)
