@@ -1,48 +1,23 @@
 package cli
 
 import (
-	"encoding/hex"
 	"fmt"
 	"io"
-	"strings"
 
+	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/term"
 )
 
-// formatMasterKey renders a key as lowercase hex in groups of eight, four
-// groups per line: easy to copy onto paper and to type back.
-func formatMasterKey(key []byte) string {
-	h := hex.EncodeToString(key)
-	var b strings.Builder
-	for i := 0; i < len(h); i += 8 {
-		switch {
-		case i == 0:
-		case i%32 == 0:
-			b.WriteString("-\n    ")
-		default:
-			b.WriteByte('-')
-		}
-		b.WriteString(h[i:min(i+8, len(h))])
-	}
-	return "    " + b.String()
-}
+// formatMasterKey renders a key in the paper form (keyslot.FormatPaperKey:
+// hex in groups of eight, four groups per line), which recovery keys share.
+func formatMasterKey(key []byte) string { return keyslot.FormatPaperKey(key) }
 
 // parseMasterKey accepts the paper form back: hex digits with any spaces,
-// dashes or line breaks between them.
+// dashes or line breaks between them (keyslot.ParsePaperKey).
 func parseMasterKey(s []byte) ([]byte, error) {
-	var digits []byte
-	for _, c := range s {
-		switch {
-		case c == ' ' || c == '-' || c == '\t' || c == '\n' || c == '\r':
-		default:
-			digits = append(digits, c)
-		}
-	}
-	defer clear(digits)
-	key := make([]byte, hex.DecodedLen(len(digits)))
-	if _, err := hex.Decode(key, digits); err != nil || len(key) != session.MasterKeySize {
-		clear(key)
+	key, err := keyslot.ParsePaperKey(s)
+	if err != nil {
 		return nil, errorfCode(ExitPassword, "the master key must be %d hex digits (grouping optional)", 2*session.MasterKeySize)
 	}
 	return key, nil

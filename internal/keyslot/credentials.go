@@ -80,7 +80,7 @@ func NewRecoveryKey(rand io.Reader) ([]byte, error) {
 
 // FormatPaperKey renders a 32-byte key as lowercase hex in groups of
 // eight, four groups per line: the form encryptfs init prints the master
-// key in (internal/cli/masterkey.go), easy to copy onto paper and type
+// key in (and recovery keys: internal/cli uses it for both), easy to copy onto paper and type
 // back. Recovery keys use it too.
 func FormatPaperKey(key []byte) string {
 	h := hex.EncodeToString(key)
