@@ -136,8 +136,11 @@ check_untar() {
 }
 
 run_md5() {
+	local n=0
 	while [ $SECONDS -lt "$END" ]; do
 		(cd "$MNT/ro" && md5sum --quiet -c "$WORK/manifest") || { fail "md5 w$1: mismatch"; return 1; }
+		n=$((n + 1))
+		echo $n >"$STATE/ops.md5.$1"
 	done
 }
 check_md5() { (cd "$MNT/ro" && md5sum --quiet -c "$WORK/manifest") || fail "md5: the read-only tree does not check"; }
@@ -145,7 +148,7 @@ check_md5() { (cd "$MNT/ro" && md5sum --quiet -c "$WORK/manifest") || fail "md5:
 # rename: worker i owns files r<i>.0..3, each in one of d0..d3 ($STATE/ren.i.k).
 ren_content() { awk -v w="$1" -v k="$2" 'BEGIN { for (l = 0; l < 700; l++) printf "rename w%s f%s line %d\n", w, k, l }'; }
 run_rename() {
-	local i=$1 k at to
+	local i=$1 k at to n=0
 	for k in 0 1 2 3; do
 		ren_content "$i" $k >"$STATE/ren.$i.$k.want"
 		cp "$STATE/ren.$i.$k.want" "$MNT/ren/d$k/r$i.$k"
@@ -159,6 +162,8 @@ run_rename() {
 		mv "$MNT/ren/d$at/r$i.$k" "$MNT/ren/d$to/r$i.$k" || { fail "rename w$i: mv d$at -> d$to failed"; return 1; }
 		echo "$to" >"$STATE/ren.$i.$k"
 		cmp -s "$STATE/ren.$i.$k.want" "$MNT/ren/d$to/r$i.$k" || { fail "rename w$i: r$i.$k differs after the move"; return 1; }
+		n=$((n + 1))
+		echo $n >"$STATE/ops.rename.$i"
 	done
 }
 check_rename() {
@@ -216,6 +221,7 @@ run_shared() {
 			{ fail "shared w$i: write of slot $s failed"; return 1; }
 		echo $n >"$STATE/slot.$s"
 		echo "$i" >"$STATE/slotw.$s"
+		echo $n >"$STATE/ops.shared.$i"
 		for _ in 1 2 3; do
 			r=$((RANDOM % SLOTS))
 			# A read racing a write of the same page may see both (the
@@ -253,6 +259,7 @@ run_xattr() {
 		if [ $((RANDOM % 5)) = 0 ] && [ -s "$STATE/xa.$i.$k.$a" ]; then
 			setfattr -x "user.a$a" "$f" || { fail "xattr w$i: remove user.a$a failed"; return 1; }
 			: >"$STATE/xa.$i.$k.$a"
+			echo $n >"$STATE/ops.xattr.$i"
 			continue
 		fi
 		v="w$i-$n-$RANDOM"
@@ -260,6 +267,7 @@ run_xattr() {
 		echo "$v" >"$STATE/xa.$i.$k.$a"
 		got=$(getfattr --only-values -n "user.a$a" "$f" 2>/dev/null) || { fail "xattr w$i: get user.a$a failed"; return 1; }
 		[ "$got" = "$v" ] || { fail "xattr w$i: user.a$a = $got, want $v"; return 1; }
+		echo $n >"$STATE/ops.xattr.$i"
 	done
 }
 check_xattr() {
@@ -388,6 +396,10 @@ unmount_vault
 
 work_done=$(cat "$STATE"/untar.* 2>/dev/null | awk '{s += $1} END {print s + 0}')
 lines=$(cat "$STATE"/app.* 2>/dev/null | awk '{s += $1} END {print s + 0}')
+# ops_of KIND: operations all workers of KIND completed (see ops.KIND.i).
+ops_of() { cat "$STATE"/ops."$1".* 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+echo "soak: workers: $(for k in "${KINDS[@]}"; do printf '%s %d ' "$k" "$(count_of "$k")"; done)"
+echo "soak: operations: md5 passes $(ops_of md5), renames $(ops_of rename), shared slot writes $(ops_of shared), xattr sets/removes $(ops_of xattr)"
 awk -v d="$DURATION" -v w="$WORKERS" -v u="$work_done" -v l="$lines" '
 	NR == 1 || $2 > rmax { rmax = $2 } NR == 1 || $3 > fmax { fmax = $3 } NR == 1 || $4 > gmax { gmax = $4 }
 	NR == 1 || $5 > hmax { hmax = $5 }
