@@ -51,6 +51,12 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 			Logger:            c.logger,
 			ExtraCapabilities: c.capabilities,
 			DirectMount:       true, // fall back to fusermount3 if this fails
+			// Every READ answer is plaintext already in memory: splicing it
+			// through a pipe to /dev/fuse only adds a copy and three
+			// syscalls, and a 1 MiB READ (the readahead above) does not
+			// fit the 1 MiB pipe with its header, so go-fuse logged
+			// "trySplice: ... max pipe size" and fell back on every one.
+			DisableSplice: true,
 		},
 	}
 	logf := logfTo(c.logger)
