@@ -3,6 +3,7 @@ package cli
 import (
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,8 +99,20 @@ func TestNormalizeSingleDash(t *testing.T) {
 // flag package allowed), so no documented spelling is lost.
 func TestEveryFlagSingleDash(t *testing.T) {
 	root := (&App{Stdout: io.Discard, Stderr: io.Discard}).newRootCommand()
-	for _, cmd := range root.Commands() {
+	// Every command of the tree, subcommands (key add|list|remove) too.
+	var cmds []*cobra.Command
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			cmds = append(cmds, sub)
+			walk(sub)
+		}
+	}
+	walk(root)
+	seen := 0
+	for _, cmd := range cmds {
 		cmd.Flags().VisitAll(func(f *pflag.Flag) {
+			seen++
 			if len(f.Name) < 2 || f.Name == "help" {
 				return
 			}
@@ -110,9 +123,15 @@ func TestEveryFlagSingleDash(t *testing.T) {
 			var warned bool
 			norm := normalizeArgs(cmd.Flags(), []string{arg}, func(string, string) { warned = true })
 			if !warned || len(norm) != 1 || norm[0] != "-"+arg {
-				t.Errorf("%s %s: %q, warned %v", cmd.Name(), arg, norm, warned)
+				t.Errorf("%s %s: %q, warned %v", cmd.CommandPath(), arg, norm, warned)
 			}
 		})
+	}
+	if seen == 0 {
+		t.Fatal("no flag visited")
+	}
+	if c, _, err := root.Find([]string{"key", "add"}); err != nil || c.Name() != "add" || !slices.Contains(cmds, c) {
+		t.Errorf("key add is not among the commands walked (%v)", err)
 	}
 }
 
