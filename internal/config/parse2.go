@@ -146,29 +146,19 @@ func (c *Config) marshalV2() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: marshal: %w", err)
 	}
-	a, errA := json.Marshal(stored)
-	b, errB := json.Marshal(c.Params)
-	if errA != nil || errB != nil || !bytes.Equal(a, b) {
+	if !c.paramsAre(stored) {
 		return nil, errors.New("config: marshal: Params changed in memory")
 	}
 	if !bytes.Equal(encodeSlots(c.Slots), c.rawSlots) && !slotsMatchRaw(c.Slots, c.rawSlots) {
 		return nil, errors.New("config: marshal: Slots changed in memory without AddSlot/RemoveSlot/ReplaceSlot")
 	}
-	creator, err := json.Marshal(c.Creator)
-	if err != nil {
-		return nil, fmt.Errorf("config: marshal: %w", err)
-	}
-	var buf bytes.Buffer
-	buf.WriteString("{\n\t\"Creator\": ")
-	buf.Write(creator)
-	buf.WriteString(",\n\t\"Params\": ")
-	buf.Write(c.rawParams)
-	buf.WriteString(",\n\t\"Slots\": ")
-	buf.Write(c.rawSlots)
-	buf.WriteString(",\n\t\"MAC\": \"")
-	buf.WriteString(base64.StdEncoding.EncodeToString(c.MAC))
-	buf.WriteString("\"\n}\n")
-	return buf.Bytes(), nil
+	return c.layout(func(buf *bytes.Buffer) {
+		buf.WriteString(",\n\t\"Slots\": ")
+		buf.Write(c.rawSlots)
+		buf.WriteString(",\n\t\"MAC\": \"")
+		buf.WriteString(base64.StdEncoding.EncodeToString(c.MAC))
+		buf.WriteString("\"")
+	})
 }
 
 // slotsMatchRaw reports whether raw (a stored Slots array, possibly laid

@@ -30,11 +30,29 @@ func (c *Config) Marshal() ([]byte, error) {
 	if err := decodeStrict(c.rawParams, &stored); err != nil {
 		return nil, fmt.Errorf("config: marshal: %w", err)
 	}
-	a, errA := json.Marshal(stored)
-	b, errB := json.Marshal(c.Params)
-	if errA != nil || errB != nil || !bytes.Equal(a, b) {
+	if !c.paramsAre(stored) {
 		return nil, errors.New("config: marshal: Params changed in memory without Rewrap")
 	}
+	return c.layout(func(buf *bytes.Buffer) {
+		buf.WriteString(",\n\t\"EncryptedKey\": \"")
+		buf.WriteString(base64.StdEncoding.EncodeToString(c.EncryptedKey))
+		buf.WriteString("\"")
+	})
+}
+
+// paramsAre reports whether c.Params still encodes as stored, the Params
+// decoded from the stored bytes: an edit in memory that the stored bytes
+// (the wrap's associated data) do not carry would be silently dropped.
+func (c *Config) paramsAre(stored any) bool {
+	a, errA := json.Marshal(stored)
+	b, errB := json.Marshal(c.Params)
+	return errA == nil && errB == nil && bytes.Equal(a, b)
+}
+
+// layout writes the stored form of both versions: Creator, the exact
+// Params bytes, then what rest adds (the wrapped key, or the slots and
+// the MAC), as indented JSON with a trailing newline.
+func (c *Config) layout(rest func(*bytes.Buffer)) ([]byte, error) {
 	creator, err := json.Marshal(c.Creator)
 	if err != nil {
 		return nil, fmt.Errorf("config: marshal: %w", err)
@@ -44,9 +62,8 @@ func (c *Config) Marshal() ([]byte, error) {
 	buf.Write(creator)
 	buf.WriteString(",\n\t\"Params\": ")
 	buf.Write(c.rawParams)
-	buf.WriteString(",\n\t\"EncryptedKey\": \"")
-	buf.WriteString(base64.StdEncoding.EncodeToString(c.EncryptedKey))
-	buf.WriteString("\"\n}\n")
+	rest(&buf)
+	buf.WriteString("\n}\n")
 	return buf.Bytes(), nil
 }
 
