@@ -85,6 +85,7 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/core.ErrBusy":             {core.ErrBusy, fault.Busy, syscall.ETXTBSY, cli.ExitError, syscall.ETXTBSY},
 	"internal/core.ErrTooManyLinks":     {core.ErrTooManyLinks, fault.TooManyLinks, syscall.EMLINK, cli.ExitError, syscall.EMLINK},
 	"internal/crypto/bind.ErrMisplaced": {bind.ErrMisplaced, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/bind.ErrBadLinks":  {bind.ErrBadLinks, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/bind.ErrKey":       {bind.ErrKey, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/crypto/bind.ErrWiped":     {bind.ErrWiped, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
 	"internal/core.ErrNotSIV":           {core.ErrNotSIV, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},

@@ -27,11 +27,12 @@ import (
 // encrypted name.
 type Place = bind.Place
 
-// ErrTooManyLinks is returned by AddBinding when the header has no free
-// binding slot to spare: a file keeps one slot free for renames, so it has
-// at most content.BindingSlots-1 names (hard links); link(2) reports it as
+// ErrTooManyLinks is returned by AddBinding for a file that has
+// bind.MaxLinks names already (ext4's limit; a file beyond its header's
+// slots keeps its names in a links file, links.go), or that has outgrown
+// its header in an engine without a LinkStore; link(2) reports it as
 // EMLINK.
-var ErrTooManyLinks = errors.New("core: file has as many names as its header can bind")
+var ErrTooManyLinks = errors.New("core: file has as many names as the vault can bind")
 
 // errNoPlace: a bound engine's files must be opened with OpenAt.
 var errNoPlace = errors.New("core: the vault binds file locations; open its files with OpenAt")
@@ -47,9 +48,10 @@ func (e *Engine) OpenAt(b Backing, p Place) (*File, error) {
 // Bound reports whether the engine binds files to their places.
 func (e *Engine) Bound() bool { return e.binder != nil }
 
-// checkPlace reports bind.ErrMisplaced unless header h binds its file to p.
-func (e *Engine) checkPlace(h *content.Header, p Place) error {
-	if err := e.binder.Check(bind.KindFile, h.FileID[:], p, h.Bindings[:]); err != nil {
+// checkPlace reports bind.ErrMisplaced unless header h, or its links file
+// links (with FlagLinks), binds its file to p.
+func (e *Engine) checkPlace(h *content.Header, links *bind.LinkList, p Place) error {
+	if err := e.binder.Check(bind.KindFile, h.FileID[:], p, slots(h, links)); err != nil {
 		return fmt.Errorf("core: file contents at this name: %w", err)
 	}
 	return nil
@@ -68,7 +70,7 @@ func (f *File) CheckPlace(p Place) error {
 	if f.e.binder == nil || !f.hasHeader {
 		return nil
 	}
-	return f.e.checkPlace(&f.hdr, p)
+	return f.e.checkPlace(&f.hdr, f.links, p)
 }
 
 // AddBinding binds the file to place p as well (first step of a rename or
@@ -77,8 +79,9 @@ func (f *File) CheckPlace(p Place) error {
 // durable (fsync) before it returns: the caller renames or links the
 // backing entry only after the new place is valid. A file without a
 // header gets one now, bound to the place it was opened at and to p. A
-// binding already present is not added twice. ErrTooManyLinks if no slot
-// is free. A no-op without binding.
+// binding already present is not added twice. When the header has no
+// slot to give, the bindings move to the file's links file (links.go);
+// ErrTooManyLinks beyond bind.MaxLinks. A no-op without binding.
 func (f *File) AddBinding(p Place, keepFree int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -92,6 +95,9 @@ func (f *File) AddBinding(p Place, keepFree int) error {
 		return err
 	}
 	want := f.e.binder.Sum(bind.KindFile, f.hdr.FileID[:], p)
+	if f.links != nil {
+		return f.addLink(want)
+	}
 	h, free := f.hdr, -1
 	nfree := 0
 	for i, s := range h.Bindings {
@@ -106,7 +112,7 @@ func (f *File) AddBinding(p Place, keepFree int) error {
 		}
 	}
 	if free < 0 || nfree-1 < keepFree {
-		return ErrTooManyLinks
+		return f.toLinks(want)
 	}
 	h.Bindings[free] = want
 	if _, err := f.writeHeader(h); err != nil {
@@ -133,6 +139,9 @@ func (f *File) DropBinding(p Place) error {
 		return nil
 	}
 	want := f.e.binder.Sum(bind.KindFile, f.hdr.FileID[:], p)
+	if f.links != nil {
+		return f.dropLink(want)
+	}
 	h, n, at := f.hdr, 0, -1
 	for i, s := range h.Bindings {
 		if !s.IsZero() {
@@ -162,6 +171,9 @@ func (f *File) Bindings() int {
 	if f.e.binder == nil || !f.hasHeader {
 		return 0
 	}
+	if f.links != nil {
+		return len(f.links.Bindings)
+	}
 	n := 0
 	for _, s := range f.hdr.Bindings {
 		if !s.IsZero() {
@@ -184,13 +196,26 @@ func (f *File) DropBindingsExcept(keep ...Place) error {
 	if f.e.binder == nil || !f.hasHeader || len(keep) == 0 {
 		return nil
 	}
+	h := f.hdr
+	if f.links != nil {
+		list := make([]bind.Binding, len(keep))
+		for i, p := range keep {
+			if err := f.e.checkPlace(&h, f.links, p); err != nil {
+				return err
+			}
+			list[i] = f.e.binder.Sum(bind.KindFile, h.FileID[:], p)
+		}
+		if len(list) == len(f.links.Bindings) {
+			return nil
+		}
+		return f.setLinks(list, true)
+	}
 	if len(keep) > content.BindingSlots {
 		return ErrTooManyLinks
 	}
-	h := f.hdr
 	var kept [content.BindingSlots]bind.Binding
 	for i, p := range keep {
-		if err := f.e.checkPlace(&h, p); err != nil {
+		if err := f.e.checkPlace(&h, nil, p); err != nil {
 			return err
 		}
 		kept[i] = f.e.binder.Sum(bind.KindFile, h.FileID[:], p)

@@ -106,6 +106,10 @@ type Options struct {
 	// "BoundLocations"; bound.go): the suite must be a bound one
 	// (content.NewBoundSuite), and files are opened with OpenAt. nil: v1.
 	Binder *bind.Binder
+	// Links keeps the links files of files with more names than their
+	// header can bind (links.go); nil: such a file fails to open
+	// (bind.ErrBadLinks) and a link beyond the header is ErrTooManyLinks.
+	Links LinkStore
 }
 
 // DefaultOptions returns parallel crypto on, NumCPU workers, crypto/rand.
@@ -171,6 +175,7 @@ type Engine struct {
 	windowChunks int
 	helpers      chan struct{} // semaphore: one token per running helper goroutine
 	binder       *bind.Binder  // nil: v1, no location binding (bound.go)
+	links        LinkStore     // links files (links.go); nil without binding
 
 	bufs      bufPools
 	sealJobs  sync.Pool // *sealJob
@@ -192,6 +197,7 @@ func NewEngine(suite *content.Suite, opts Options) *Engine {
 		maxWorkers:  opts.Parallel.MaxWorkers,
 		minChunks:   opts.Parallel.MinChunks,
 		binder:      opts.Binder,
+		links:       opts.Links,
 	}
 	if (e.binder != nil) != suite.Bound() {
 		panic("core: a binder needs a bound suite and a bound suite a binder")
@@ -271,7 +277,10 @@ func (e *Engine) open(b Backing, p Place, at bool) (*File, error) {
 		return nil, fmt.Errorf("core: %w", err)
 	}
 	if e.binder != nil {
-		if err := e.checkPlace(&h, p); err != nil {
+		if f.links, err = e.loadLinks(&h); err != nil {
+			return nil, err
+		}
+		if err := e.checkPlace(&h, f.links, p); err != nil {
 			return nil, err
 		}
 	}

@@ -25,6 +25,9 @@ type File struct {
 	// place is where the File was opened (OpenAt): a header written
 	// later is bound to it (bound.go). Unused without binding.
 	place Place
+	// links is the file's links file when its header has FlagLinks
+	// (links.go), nil otherwise.
+	links *bind.LinkList
 
 	// tail caches the plaintext of the last chunk (len = size - lastIndex*chunkSize)
 	// when tailOK, so that appends re-seal the old last chunk without reading

@@ -205,6 +205,8 @@ var sentinels = [...]struct {
 	// A directory or file's contents not bound to where they were found
 	// (format v2 location binding): moved, copied or grafted there.
 	{bind.ErrMisplaced, Corrupt},
+	// A file's links file missing, tampered with or another file's.
+	{bind.ErrBadLinks, Corrupt},
 	// A backing file (dirid, sidecar) larger than the format allows.
 	{backing.ErrTooBig, Corrupt},
 	// A FIFO, device or directory planted where a dirid, sidecar or data

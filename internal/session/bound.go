@@ -35,8 +35,10 @@ func newBound(dir string, p config.Params, masterKey []byte, k *keys.Keys, eo co
 		return nil, fmt.Errorf("session: content suite: %w", err)
 	}
 	eo.Binder = binder
+	links := tree.NewLinkStore(o.Backing, dir, binder, eo.Rand)
+	eo.Links = links
 	engine := core.NewEngine(suite, eo)
-	t, err := tree.NewBound(k, eo.Rand, o.Backing, &tree.Binding{Binder: binder, VaultID: o.BoundVaultID, Engine: engine})
+	t, err := tree.NewBound(k, eo.Rand, o.Backing, &tree.Binding{Binder: binder, VaultID: o.BoundVaultID, Engine: engine, Links: links})
 	if err != nil {
 		binder.Wipe()
 		suite.Wipe()

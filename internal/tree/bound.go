@@ -41,6 +41,8 @@ type Binding struct {
 	Binder  *bind.Binder
 	VaultID []byte       // 16 bytes: the root directory's parent ID
 	Engine  *core.Engine // a bound engine, to rebind file headers
+	// Links is the engine's LinkStore (links.go), for fsck; nil: none.
+	Links *LinkStore
 }
 
 // FileSource returns the one engine File of the regular file backing in
@@ -77,6 +79,14 @@ func NewBound(k *keys.Keys, rand io.Reader, fsys *backing.FS, b *Binding) (*Tree
 // SetFiles sets the FileSource used to rebind file headers. Call it before
 // the tree is used.
 func (t *Tree) SetFiles(fs FileSource) { t.files = fs }
+
+// Links returns the vault's links files (nil without binding).
+func (t *Tree) Links() *LinkStore {
+	if t.bind == nil {
+		return nil
+	}
+	return t.bind.Links
+}
 
 // Bound reports whether the tree binds locations.
 func (t *Tree) Bound() bool { return t.bind != nil }

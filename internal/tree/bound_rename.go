@@ -135,10 +135,11 @@ func (t *Tree) beginRebindDir(dirfd int, n Name, st *unix.Stat_t, from, to bind.
 }
 
 // LinkIn makes newN in newfd (directory ID newID) a hard link to oldN in
-// oldfd (directory ID oldID), as Link. With location binding the file's
-// header first gets the new name's binding, keeping one slot free for
-// renames: a file has at most content.BindingSlots-1 = 2 names, and a
-// third link is core.ErrTooManyLinks (EMLINK).
+// oldfd (directory ID oldID), as Link. With location binding the file
+// first gets the new name's binding, durably: in a header slot while one
+// stays free for renames (two names), else in the file's links file in the
+// root (core/links.go; a write and an fsync of the root per link).
+// core.ErrTooManyLinks (EMLINK) beyond bind.MaxLinks names.
 func (t *Tree) LinkIn(oldfd int, oldID []byte, oldN Name, newfd int, newID []byte, newN Name) error {
 	if t.bind == nil {
 		return t.Link(oldfd, oldN, newfd, newN)
@@ -160,9 +161,12 @@ func (t *Tree) LinkIn(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 }
 
 // UnlinkIn is UnlinkType for a caller that knows the directory's ID: with
-// location binding, removing one of a file's two names also drops that
+// location binding, removing one of a file's several names also drops that
 // name's binding once the unlink is durable (else the binding would stay,
-// and a later link would find no free slot).
+// and the name's place would stay valid for the contents). The last name
+// of a file is removed without opening it: its header and links file (if
+// it has one: only after a crash left a stale binding) are not touched,
+// and a links file left so is fsck's orphan-links.
 func (t *Tree) UnlinkIn(dirfd int, dirID []byte, n Name, mode uint32) error {
 	if t.bind == nil || mode != 0 && mode != unix.S_IFREG {
 		return t.UnlinkType(dirfd, n, mode)

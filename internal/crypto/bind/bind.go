@@ -77,9 +77,11 @@ type Place struct {
 // Binder computes and checks bindings under one vault's binding key.
 // Safe for concurrent use.
 type Binder struct {
-	mu    sync.RWMutex
-	key   []byte
-	wiped bool
+	mu  sync.RWMutex
+	key []byte
+	// linksKey is K_links, the links file's MAC key (links.go).
+	linksKey []byte
+	wiped    bool
 }
 
 // New keeps a copy of the 32-byte binding key.
@@ -87,7 +89,11 @@ func New(key []byte) (*Binder, error) {
 	if len(key) != KeySize {
 		return nil, fmt.Errorf("%w (got %d)", ErrKey, len(key))
 	}
-	return &Binder{key: append([]byte(nil), key...)}, nil
+	lk, err := linksKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("bind: links key: %w", err)
+	}
+	return &Binder{key: append([]byte(nil), key...), linksKey: lk}, nil
 }
 
 // Wipe clears the key; later Sum and Match fail (Sum panics, Match
@@ -96,6 +102,7 @@ func (b *Binder) Wipe() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	clear(b.key)
+	clear(b.linksKey)
 	b.wiped = true
 }
 

@@ -15,8 +15,9 @@ import (
 //
 //	off  size
 //	  0     2  version u16 = 2
-//	  2     2  flags u16: SPARSE 0x0001 as in v1; DIRTY 0x0002 and LINKS
-//	           0x0004 reserved (refused until implemented)
+//	  2     2  flags u16: SPARSE 0x0001 as in v1; LINKS 0x0004 (the
+//	           bindings are in the links file, the slots are zero);
+//	           DIRTY 0x0002 reserved (refused until implemented)
 //	  4     4  epoch u32, reserved (0)
 //	  8    16  fileID
 //	 24     8  size u64, reserved (0)
@@ -36,8 +37,15 @@ const (
 	VersionV2    = 2
 	BindingSlots = 3
 
+	// FlagLinks (v2 only): the file has more names than the header's
+	// slots can bind; its bindings are in its links file
+	// (bind.LinksName, docs/format.md §14) and the slots are zero. Under
+	// the header MAC, so the flag cannot be cleared to fall back to the
+	// slots, nor set to point a file at a links file.
+	FlagLinks = 0x0004
+
 	// KnownFlagsV2 are the flags a v2 header may carry today.
-	KnownFlagsV2 = FlagSparse
+	KnownFlagsV2 = FlagSparse | FlagLinks
 
 	v2MACOff      = 112
 	v2BindingsOff = 56
@@ -112,6 +120,9 @@ func (s *Suite) parseHeaderV2(b []byte) (Header, error) {
 	copy(h.FileID[:], b[v2FileIDOff:])
 	for i := range h.Bindings {
 		copy(h.Bindings[i][:], b[v2BindingsOff+i*bind.Size:])
+	}
+	if h.Flags&FlagLinks != 0 && !allZero(b[v2BindingsOff:v2BindingsOff+BindingSlots*bind.Size]) {
+		return Header{}, fmt.Errorf("%w: LINKS with bindings in the header", ErrBadHeader)
 	}
 	return h, nil
 }
