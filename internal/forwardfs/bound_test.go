@@ -24,7 +24,7 @@ import (
 // TestBoundPosixSuite is TestPosixSuite with binding.
 func TestBoundPosixSuite(t *testing.T) {
 	v := mounttest.NewBoundVault(t, nil)
-	posix.RunWithOptions(t, v.Mnt, posix.Options{NoSymlinkHardLinks: true, TwoLinks: true})
+	posix.RunWithOptions(t, v.Mnt, posix.Options{NoSymlinkHardLinks: true})
 	if s := v.Log.String(); s != "" {
 		t.Errorf("daemon log:\n%s", s)
 	}

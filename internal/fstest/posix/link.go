@@ -17,20 +17,6 @@ func testLink(t *testing.T, e *env) {
 	h := e.p("d", "h")
 
 	checkTimes(t, "link", func() { ok(t, unix.Link(f, g), "link") }, tw{f, false, true}, tw{e.dir, true, true})
-	if e.opts.TwoLinks {
-		wantErrno(t, unix.Link(f, h), "third link", unix.EMLINK)
-		checkTimes(t, "unlink a link", func() { ok(t, unix.Unlink(g), "unlink") }, tw{f, false, true}, tw{e.dir, true, true})
-		checkTimes(t, "link into subdir", func() { ok(t, unix.Link(f, h), "link") }, tw{e.p("d"), true, true}, tw{f, false, true})
-		wantNlink(t, f, 2)
-		wantNlink(t, h, 2)
-		ok(t, os.WriteFile(h, []byte("changed via h"), 0), "write via link")
-		if got := readFile(t, f); string(got) != "changed via h" {
-			t.Errorf("read via other link: %q", got)
-		}
-		wantErrno(t, unix.Link(f, h), "link to existing name", unix.EEXIST)
-		wantErrno(t, unix.Link(e.p("d"), e.p("d2")), "link a directory", unix.EPERM)
-		return
-	}
 	checkTimes(t, "link into subdir", func() { ok(t, unix.Link(f, h), "link") }, tw{e.p("d"), true, true}, tw{f, false, true})
 	for _, p := range []string{f, g, h} {
 		wantNlink(t, p, 3)

@@ -43,10 +43,6 @@ type Options struct {
 	NoKillSuidOnWrite bool
 	// NoLongSymlinks: symlink targets longer than 1024 bytes are refused.
 	NoLongSymlinks bool
-	// TwoLinks: a file has at most two names; a third link(2) is EMLINK
-	// (EncryptFS with location binding, format v2: a header binds at most
-	// two names).
-	TwoLinks bool
 }
 
 // suiteCase is one named group of checks.
