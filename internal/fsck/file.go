@@ -121,7 +121,12 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 		w.add(p)
 		ro.size = clipped
 	}
+	w.noteHeader(ro)
 	cf, err := w.openFile(ro, ent)
+	if isBadLinks(err) {
+		w.badLinks(err, pl)
+		return
+	}
 	if errors.Is(err, errNoPlace) {
 		return // the name is reported
 	}

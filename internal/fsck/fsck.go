@@ -221,6 +221,9 @@ func check(ctx context.Context, s *session.Session, opts Options, plan bool) (*w
 	}
 	rootPlace := w.t.RootPlace()
 	w.dir(rootfd, &rootPlace, ".", "/", true, root)
+	if ctx.Err() == nil {
+		w.checkLinksFiles(rootfd)
+	}
 	w.reportDupDirIDs()
 	w.report(true)
 	if err := ctx.Err(); err != nil {

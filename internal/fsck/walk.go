@@ -50,6 +50,9 @@ type walker struct {
 	// them with bad chunks, for Report.Hints.
 	filesWithData, filesWithBad int64
 
+	// links: the links files and their users (links.go).
+	links linksCheck
+
 	// plan: Repair's walk, which also plans fixes (repairplan.go).
 	plan  bool
 	fixes []Fix
@@ -177,6 +180,9 @@ func (w *walker) dir(dirfd int, bp *bind.Place, cipherRel, plainRel string, know
 		case strings.HasPrefix(bn, names.TempPrefix):
 			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "temporary entry left by an interrupted operation"})
 			w.planTemp(dirfd, cipherRel, bn)
+			continue
+		case isRoot && w.t.Bound() && isLinksName(bn):
+			w.noteLinksFile(bn)
 			continue
 		case names.IsReserved(bn) && !names.IsLongName(bn) && !tree.IsLongCopy(bn):
 			w.add(Problem{Kind: KindReserved, CipherPath: at, Detail: "unknown name in the reserved encryptfs.* namespace"})
