@@ -3,7 +3,10 @@ package fsck
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
+	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
@@ -33,11 +36,11 @@ import (
 //
 // What --repair may do, and why it is safe: it only removes bindings of
 // places where the object is not, and only where fsck knows every place
-// the object has: a directory has one name, a file with link count 1 has
-// the one fsck found. It never adds a binding (that would make moved
-// contents valid where an attacker put them), and never touches a
-// misplaced object. A file with several names and a stale binding is
-// reported, not repaired: the walk does not gather every name of a file.
+// the object has: a directory has one name, a file with link count n has
+// the n names the walk found (if it found them all: a name that does not
+// decrypt leaves the file reported only). It never adds a binding (that
+// would make moved contents valid where an attacker put them), and never
+// touches a misplaced object.
 const (
 	KindMisplacedDir  Kind = "misplaced-dir"
 	KindMisplacedFile Kind = "misplaced-file"
@@ -125,19 +128,70 @@ func (w *walker) openFile(ro core.Backing, ent entry) (*core.File, error) {
 // be opened (its binding cannot be checked).
 var errNoPlace = errors.New("fsck: the name did not decrypt, so the file's binding cannot be checked")
 
-// checkBindings reports a file with more bindings than names (one name:
-// repaired with plan).
+// checkBindings reports a file with more bindings than names. One with a
+// single name is repaired (with plan) at once; one with several names
+// waits for the end of the walk (staleLinks), which knows where its
+// other names are.
 func (w *walker) checkBindings(cf *core.File, ent entry, pl place) {
 	n := cf.Bindings()
 	if n <= int(ent.st.Nlink) || ent.place == nil {
 		return
 	}
-	w.add(Problem{Kind: KindStaleBinding, CipherPath: pl.cipher, PlainPath: pl.plain,
-		Detail: fmt.Sprintf("the file is bound to %d places but has %d names (a crash during a rename, link or unlink)", n, ent.st.Nlink)})
-	if w.plan && ent.st.Nlink == 1 {
-		w.addFix(Fix{Kind: KindStaleBinding, CipherPath: pl.cipher, PlainPath: pl.plain,
-			Action: "bind the file to its one name only (drop the bindings of other places)",
-			dir:    path.Dir(pl.cipher), name: ent.backing, action: fixRebindFile, place: *ent.place, ino: ent.st.Ino})
+	p := Problem{Kind: KindStaleBinding, CipherPath: pl.cipher, PlainPath: pl.plain,
+		Detail: fmt.Sprintf("the file is bound to %d places but has %d names (a crash during a rename, link or unlink)", n, ent.st.Nlink)}
+	f := Fix{Kind: KindStaleBinding, CipherPath: pl.cipher, PlainPath: pl.plain,
+		Action: "bind the file to its names only (drop the bindings of other places)",
+		dir:    path.Dir(pl.cipher), name: ent.backing, action: fixRebindFile, place: *ent.place, ino: ent.st.Ino}
+	if ent.st.Nlink > 1 {
+		if w.stale == nil {
+			w.stale = make(map[inodeKey]*staleFile)
+		}
+		w.stale[inodeKey{uint64(ent.st.Dev), ent.st.Ino}] = &staleFile{problem: p, fix: f, nlink: int(ent.st.Nlink)}
+		return
+	}
+	w.add(p)
+	if w.plan {
+		w.addFix(f)
+	}
+}
+
+// staleFile is a file with several names and a stale binding, waiting
+// for the walk to find its other names.
+type staleFile struct {
+	problem Problem
+	fix     Fix
+	nlink   int
+	others  []bind.Place // the places of its other names, as the walk finds them
+	unnamed bool         // one of its other names did not decrypt
+}
+
+// notePlace records where a further name of an already checked file is.
+func (w *walker) notePlace(key inodeKey, ent entry) {
+	sf := w.stale[key]
+	if sf == nil {
+		return
+	}
+	if ent.place == nil {
+		sf.unnamed = true
+		return
+	}
+	sf.others = append(sf.others, *ent.place)
+}
+
+// staleLinks reports the files with several names and a stale binding;
+// with plan, it repairs those whose every name the walk found (the
+// bindings of all of them are kept, none other).
+func (w *walker) staleLinks() {
+	files := slices.SortedFunc(maps.Values(w.stale), func(a, b *staleFile) int {
+		return strings.Compare(a.problem.CipherPath, b.problem.CipherPath)
+	})
+	for _, sf := range files {
+		w.add(sf.problem)
+		if w.plan && !sf.unnamed && 1+len(sf.others) == sf.nlink {
+			f := sf.fix
+			f.also = sf.others
+			w.addFix(f)
+		}
 	}
 }
 
@@ -159,8 +213,9 @@ func rebindDir(t *tree.Tree, dirfd int, name string, p bind.Place) error {
 	return unix.UtimesNanoAt(sub, ".", []unix.Timespec{st.Atim, st.Mtim}, 0)
 }
 
-// rebindFile is fixRebindFile: the one-name file name of dirfd.
-func rebindFile(eng *core.Engine, dirfd int, name string, p bind.Place) error {
+// rebindFile is fixRebindFile: the file name of dirfd, found at p, whose
+// other names are at also.
+func rebindFile(eng *core.Engine, dirfd int, name string, p bind.Place, also []bind.Place) error {
 	fd, st, err := backing.OpenRegular(dirfd, name, unix.O_RDWR)
 	if err != nil {
 		return err
@@ -171,7 +226,7 @@ func rebindFile(eng *core.Engine, dirfd int, name string, p bind.Place) error {
 	if err != nil {
 		return err
 	}
-	err = cf.DropBindingsExcept(p)
+	err = cf.DropBindingsExcept(append([]bind.Place{p}, also...)...)
 	if cerr := cf.Close(); err == nil {
 		err = cerr
 	}

@@ -72,6 +72,7 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 	key := inodeKey{uint64(ent.st.Dev), ent.st.Ino}
 	if ent.st.Nlink > 1 {
 		if first, ok := w.seen[key]; ok {
+			w.notePlace(key, ent)
 			if dest != nil {
 				w.salv.link(w.rep, first, dest, salvName, pl)
 			}

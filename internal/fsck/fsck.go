@@ -222,6 +222,7 @@ func check(ctx context.Context, s *session.Session, opts Options, plan bool) (*w
 	rootPlace := w.t.RootPlace()
 	w.dir(rootfd, &rootPlace, ".", "/", true, root)
 	if ctx.Err() == nil {
+		w.staleLinks()
 		w.checkLinksFiles(rootfd)
 	}
 	w.reportDupDirIDs()

@@ -96,8 +96,9 @@ type Fix struct {
 	name   string // the entry in dir (for fixDirID, the directory itself)
 	action fixAction
 	header []byte
-	ino    uint64     // the inode the fix was planned for
-	place  bind.Place // fixRebindDir, fixRebindFile: where the object is
+	ino    uint64       // the inode the fix was planned for
+	place  bind.Place   // fixRebindDir, fixRebindFile: where the object is
+	also   []bind.Place // fixRebindFile: the places of the file's other names
 }
 
 // Line renders the fix on one line, as the CLI prints it before making it:
@@ -140,7 +141,7 @@ func (f Fix) apply(rootfd int, t *tree.Tree, eng *core.Engine) error {
 	case fixRebindDir:
 		err = rebindDir(t, dirfd, f.name, f.place)
 	case fixRebindFile:
-		err = rebindFile(eng, dirfd, f.name, f.place)
+		err = rebindFile(eng, dirfd, f.name, f.place, f.also)
 	}
 	if err != nil {
 		return err

@@ -52,6 +52,8 @@ type walker struct {
 
 	// links: the links files and their users (links.go).
 	links linksCheck
+	// stale: files with several names and a stale binding (bound.go).
+	stale map[inodeKey]*staleFile
 
 	// plan: Repair's walk, which also plans fixes (repairplan.go).
 	plan  bool
