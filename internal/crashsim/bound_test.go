@@ -57,6 +57,61 @@ var boundWorkloads = []workload{
 		h.syncDir("d2")
 		h.syncDir("")
 	}},
+	// Hard links beyond the header's slots (core/links.go): the third
+	// name moves the bindings to the links file in the root, the fourth
+	// rewrites it, then an unlink, a rename across directories and a
+	// link under the links file, and unlinks back to two names (the
+	// header again, the links file removed). Every name that exists in a
+	// crash state must read the contents (checkClaims: h.linked).
+	{name: "links", setup: func(v *vault.Vault) {
+		for _, d := range []string{"d1", "d2"} {
+			mustV(v.Mkdir(d, 0o755))
+		}
+		mustV(v.WriteFile("a", data(30, 5000), 0o644))
+		mustV(v.WriteFile("d1/b", data(31, 100), 0o644))
+	}, run: func(h *harness) {
+		h.linkedTo("a", "a", "a2", "d1/a3", "d2/a4", "d2/a5", "d1/a6", "d1/"+longName("l"))
+		h.link("a", "a2")                // #2: a header slot
+		h.link("a", "d1/a3")             // #3: to the links file
+		h.link("a", "d2/a4")             // #4: the links file rewritten
+		h.link("a", "d1/"+longName("l")) // #5, a long name
+		h.remove("a2")                   // unlink under the links file
+		h.rename("d1/a3", "d2/a5")       // rename of one of many names
+		h.link("d2/a4", "d1/a6")         // a link from another name
+		h.remove("d1/" + longName("l"))  // down to four
+		h.remove("d2/a4")                // three
+		h.remove("d1/a6")                // two: back to the header
+		h.syncDir("d1")
+		h.syncDir("d2")
+		h.syncDir("")
+	}},
+}
+
+// link makes newP a hard link to oldP through the session's tree, as the
+// FUSE frontend does (the vault package has no call for it).
+func (h *harness) link(oldP, newP string) {
+	h.label("link " + oldP + " " + newP)
+	h.touch(newP, false)
+	tr := h.sess.Tree()
+	ofd, oid, on := h.parentOf(tr, oldP)
+	defer backing.Close(ofd)
+	nfd, nid, nn := h.parentOf(tr, newP)
+	defer backing.Close(nfd)
+	h.must(tr.LinkIn(ofd, oid, on, nfd, nid, nn))
+}
+
+// linkedTo notes that names (some made later) are hard links of file p:
+// in every crash state, each of them that exists must read p's contents
+// as they are now, never fail as misplaced.
+func (h *harness) linkedTo(p string, names ...string) {
+	data, err := h.v.ReadFile(p)
+	h.must(err)
+	if h.linked == nil {
+		h.linked = map[string][]byte{}
+	}
+	for _, n := range names {
+		h.linked[n] = data
+	}
 }
 
 // bindVault turns vault v (just created, v1 root ID) into one with

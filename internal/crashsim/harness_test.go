@@ -94,6 +94,9 @@ type harness struct {
 	// nil: v1.
 	vaultID []byte
 	sess    *session.Session // the recorded session (h.v's)
+	// linked: hard links of one file with its contents (bound_test.go):
+	// each that exists in a crash state must read them.
+	linked map[string][]byte
 }
 
 // newHarness makes a vault, lets setup fill it unrecorded, and opens it
@@ -557,6 +560,14 @@ func (h *harness) checkClaims(v *vault.Vault, k int, files map[string]fileClaim,
 			return fmt.Errorf("entry %s, its directory synced at %d: %w", c.path, c.at, err)
 		}
 	}
+	for _, p := range slices.Sorted(maps.Keys(h.linked)) {
+		if _, err := v.Stat(p); err != nil {
+			continue
+		}
+		if got, err := v.ReadFile(p); err != nil || !bytes.Equal(got, h.linked[p]) {
+			return fmt.Errorf("hard link %s exists but reads %d bytes, %v", p, len(got), err)
+		}
+	}
 	for _, r := range h.renames {
 		if r.start >= k || h.touchedBetween(r.from, r.end, k, true) || h.touchedBetween(r.to, r.end, k, true) {
 			continue
@@ -587,7 +598,7 @@ func entryOK(v *vault.Vault, p string, strict bool) error {
 // leftoverKinds are the leftovers of an interrupted operation that
 // fsck --repair removes.
 var leftoverKinds = map[fsck.Kind]bool{
-	fsck.KindTemp: true, fsck.KindOrphanSidecar: true,
+	fsck.KindTemp: true, fsck.KindOrphanSidecar: true, fsck.KindOrphanLinks: true,
 }
 
 // allowedProblems checks that every problem is one a crash may leave:
