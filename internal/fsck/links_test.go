@@ -153,3 +153,60 @@ func TestBoundLinksCheck(t *testing.T) {
 		t.Fatalf("repair of bad-links: fixes %v, after %v; want none and the same two", rr.Fixes, rr.After.Problems)
 	}
 }
+
+// TestBoundLinksRepairStale: a file with four names whose links file
+// still binds a fifth, removed name (the drop after an unlink lost in a
+// crash) is stale-binding; --repair, having found all four names, keeps
+// their bindings only, and the vault checks clean.
+func TestBoundLinksRepairStale(t *testing.T) {
+	fx, v := newBoundFixture(t, nil)
+	if err := v.WriteFile("/a", []byte("contents"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v.Close()
+	s := fx.session(t, nil)
+	linkRoot(t, s, "a", "a1", "a2", "a3", "a4")
+	lf := linksFiles(t, fx.dir)
+	if len(lf) != 1 {
+		t.Fatalf("links files %v", lf)
+	}
+	before, err := os.ReadFile(lf[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bv, err := vault.FromSession(fx.session(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bv.Remove("/a4"); err != nil {
+		t.Fatal(err)
+	}
+	bv.Close()
+	if err := os.WriteFile(lf[0], before, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(rep); got[KindStaleBinding] != 1 || len(rep.Problems) != 1 {
+		t.Fatalf("links file with a removed name: %v, want one stale-binding:\n%v", got, rep.Problems)
+	}
+	rr, err := Repair(context.Background(), s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rr.Fixes) != 1 || len(rr.Failed) != 0 || len(rr.After.Problems) != 0 {
+		t.Fatalf("repair: fixes %v, failed %v, after %v", rr.Fixes, rr.Failed, rr.After.Problems)
+	}
+	bv, err = vault.FromSession(fx.session(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bv.Close()
+	for _, n := range []string{"/a", "/a1", "/a2", "/a3"} {
+		if got, err := bv.ReadFile(n); err != nil || string(got) != "contents" {
+			t.Errorf("%s after repair: %q, %v", n, got, err)
+		}
+	}
+}
