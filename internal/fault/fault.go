@@ -75,8 +75,8 @@ const (
 	// Busy: a file open read-only elsewhere cannot be shared with a writer
 	// (ETXTBSY).
 	Busy
-	// TooManyLinks: a file has as many names as the format can bind
-	// (location binding, format v2): link(2) gives EMLINK.
+	// TooManyLinks: a file has as many names as the vault binds (65000
+	// with location binding, ext4's limit too): link(2) gives EMLINK.
 	TooManyLinks
 	// Corrupt: data in the vault failed authentication or is malformed (a
 	// chunk, a header, a name, a symlink target, an xattr, a directory ID).
