@@ -130,9 +130,13 @@ func (f *File) toLinks(want bind.Binding) error {
 	h := f.hdr
 	h.Flags |= content.FlagLinks
 	h.Bindings = [content.BindingSlots]bind.Binding{}
-	if _, err := f.writeHeader(h); err != nil {
-		// No header asks for the links file: it goes again.
-		f.e.links.Remove(h.FileID)
+	if restored, err := f.writeHeader(h); err != nil {
+		if restored {
+			// The old header is back: no header asks for the links
+			// file, so it goes again. (Not restored: the header on
+			// disk is unknown, and may need it.)
+			f.e.links.Remove(h.FileID)
+		}
 		return err
 	}
 	if err := f.b.Sync(); err != nil {
