@@ -1,0 +1,161 @@
+package vault
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"filippo.io/age"
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
+	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/encryptfs/encryptfs/internal/session"
+)
+
+var epochVaultID = bytes.Repeat([]byte{0x3c}, bind.IDSize)
+
+func cheapKDFParams(t *testing.T) kdf.Params {
+	t.Helper()
+	k, err := kdf.Cheapest(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func pwCred(pw string) keyslot.Credentials {
+	return keyslot.Credentials{Password: func() ([]byte, error) { return []byte(pw), nil }}
+}
+
+// openBound opens the bound vault in dir with cr (nil Vault and the error
+// if it does not open).
+func openBound(t *testing.T, dir string, cr keyslot.Credentials) (*Vault, error) {
+	t.Helper()
+	s, err := session.OpenWith(dir, cr, session.Options{BoundVaultID: epochVaultID})
+	if err != nil {
+		return nil, err
+	}
+	v, err := FromSession(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return v, nil
+}
+
+func mustOpenBound(t *testing.T, dir string, cr keyslot.Credentials) *Vault {
+	t.Helper()
+	v, err := openBound(t, dir, cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// copyTree copies the vault directory src to a new directory (cp -a).
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "copy")
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	return dst
+}
+
+// TestRevokeOldKeyLosesNewData is issue 7's "done when": after a revoke,
+// an attacker who kept the old config and the old password still opens
+// the vault (and reads what existed), but not a file created after the
+// revoke, nor the names in a directory created after it; the new
+// password reads everything, old and new; the age slot was carried over
+// without its identity, and the old password no longer opens the new
+// config.
+func TestRevokeOldKeyLosesNewData(t *testing.T) {
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s, master, err := session.CreateWith(dir, []keyslot.NewSlot{
+		{Type: config.SlotPassword, Label: "pw", Password: []byte("old"), KDF: cheapKDFParams(t)},
+		{Type: config.SlotAge, Label: "laptop", Recipient: id.Recipient().String()},
+	}, session.CreateOptions{Params: config.NewParamsV2("aes-256-gcm", 16<<10), Options: session.Options{BoundVaultID: epochVaultID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(master)
+	v, err := FromSession(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, v, "old.txt", "before the revoke")
+	if err := v.Mkdir("olddir", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, v, "olddir/a", "old a")
+	v.Close()
+	kept, err := os.ReadFile(filepath.Join(dir, config.FileName)) // the attacker's copy
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = session.OpenWith(dir, pwCred("old"), session.Options{BoundVaultID: epochVaultID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Revoke(keyslot.RevokeSpec{PasswordSlot: 1, NewPassword: []byte("new"), KDF: cheapKDFParams(t)})
+	s.Close()
+	if err != nil || e != 1 {
+		t.Fatalf("Revoke = %d, %v", e, err)
+	}
+
+	v = mustOpenBound(t, dir, pwCred("new"))
+	mustWrite(t, v, "new.txt", "after the revoke")
+	if err := v.Mkdir("newdir", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, v, "newdir/secret-name", "b")
+	mustWrite(t, v, "olddir/c", "new c in an old directory")
+	v.Close()
+
+	// The attacker: the vault as it is now, with the config kept from
+	// before the revoke, and the old password.
+	atk := copyTree(t, dir)
+	if err := os.Chmod(filepath.Join(atk, config.FileName), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(atk, config.FileName), kept, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	av := mustOpenBound(t, atk, pwCred("old"))
+	mustRead(t, av, "old.txt", "before the revoke")
+	mustRead(t, av, "olddir/a", "old a")
+	if got, err := av.ReadFile("new.txt"); err == nil || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("old key read a file made after the revoke: %q, %v", got, err)
+	}
+	if ents, err := av.ReadDir("newdir"); err == nil {
+		t.Fatalf("old key listed a directory made after the revoke: %v", ents)
+	}
+	if got, err := av.ReadFile("olddir/c"); err == nil {
+		t.Fatalf("old key read a file made after the revoke in an old directory: %q", got)
+	}
+
+	// The new password reads everything; the age slot was re-wrapped to
+	// its recipient; the old password does not open the new config.
+	for _, cr := range []keyslot.Credentials{pwCred("new"), {Identities: []age.Identity{id}}} {
+		nv := mustOpenBound(t, dir, cr)
+		mustRead(t, nv, "old.txt", "before the revoke")
+		mustRead(t, nv, "olddir/a", "old a")
+		mustRead(t, nv, "new.txt", "after the revoke")
+		mustRead(t, nv, "newdir/secret-name", "b")
+		mustRead(t, nv, "olddir/c", "new c in an old directory")
+		nv.Close()
+	}
+	if _, err := openBound(t, dir, pwCred("old")); !errors.Is(err, config.ErrWrongPassword) {
+		t.Fatalf("old password on the new config: %v", err)
+	}
+}
