@@ -178,7 +178,6 @@ func (o Options) unlock(dir, name string, password []byte) (*config.Config, []by
 	return c, master, nil
 }
 
-
 // OpenWithMasterKey opens the vault in dir with its master key (for a
 // forgotten password). A wrong key is not noticed here; CheckMasterKey
 // tells, where the vault has a name to try it on.
