@@ -566,7 +566,9 @@ func TestRevokeRules(t *testing.T) {
 	current := s.MasterKey()
 	defer clear(current)
 	for _, open := range []func() (*Session, error){
-		func() (*Session, error) { return OpenWith(dir, keyslot.Credentials{Keyfiles: [][]byte{keyfileBytes}}, o) },
+		func() (*Session, error) {
+			return OpenWith(dir, keyslot.Credentials{Keyfiles: [][]byte{keyfileBytes}}, o)
+		},
 		func() (*Session, error) { return OpenWithMasterKey(dir, current, o) },
 		func() (*Session, error) { return Open(dir, []byte("newer"), o) },
 	} {
