@@ -23,8 +23,9 @@ import (
 //   - password, keyfile, recovery key: no. Their secret is derived from
 //     the credential itself; nothing in the config (which the revoked
 //     holder may have kept, with K_e) can make a new one, or the revoked
-//     holder could too. The credential must be given again (RevokeSpec),
-//     or the slot removed.
+//     holder could too. The credential must be given again (RevokeSpec:
+//     passwd's new password for its slot, or the password, keyfile or
+//     recovery key itself), or the slot removed.
 //
 // Rejected: each slot wrapping a per-slot key that wraps K_e, so that a
 // revoke re-wraps K_{e+1} without any credential. It works only for slots
@@ -42,8 +43,11 @@ type RevokeSpec struct {
 	PasswordSlot int
 	NewPassword  []byte
 	KDF          kdf.Params
-	// Keyfiles and RecoveryKeys are offered to re-wrap the keyfile and
-	// recovery slots they open (the credentials given to unlock, again).
+	// Passwords, Keyfiles and RecoveryKeys are offered to re-wrap the
+	// password (other than PasswordSlot), keyfile and recovery slots they
+	// open (the credentials given to unlock, again). A password slot
+	// carried this way keeps its KDF costs with a fresh salt.
+	Passwords    [][]byte
 	Keyfiles     [][]byte
 	RecoveryKeys [][]byte
 	// UI runs the plugin of a plugin recipient (an age slot's re-seal).
@@ -99,7 +103,10 @@ func Revoke(c *config.Config, current, next []byte, spec RevokeSpec, rand io.Rea
 		if h.ID == spec.Remove {
 			continue
 		}
-		ns, ok := carry(c, h, spec)
+		ns, ok, err := carry(c, h, spec, rand)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			missing = append(missing, List(&config.Config{Slots: []config.Slot{s}})...)
 			continue
@@ -119,44 +126,63 @@ func Revoke(c *config.Config, current, next []byte, spec RevokeSpec, rand io.Rea
 
 // carry is the NewSlot that re-makes slot h in the next epoch, or false if
 // its credential is not in spec.
-func carry(c *config.Config, h config.SlotHeader, spec RevokeSpec) (NewSlot, bool) {
+func carry(c *config.Config, h config.SlotHeader, spec RevokeSpec, rand io.Reader) (NewSlot, bool, error) {
 	ns := NewSlot{Type: h.Type, Label: h.Label}
 	switch h.Type {
 	case config.SlotAge:
 		ns.Recipient, ns.UI = h.Recipient, spec.UI
-		return ns, true
+		return ns, true, nil
 	case config.SlotPassword:
-		if h.ID != spec.PasswordSlot || len(spec.NewPassword) == 0 {
-			return ns, false
+		if h.ID == spec.PasswordSlot && len(spec.NewPassword) > 0 {
+			ns.Password, ns.KDF = spec.NewPassword, spec.KDF
+			return ns, true, nil
 		}
-		ns.Password, ns.KDF = spec.NewPassword, spec.KDF
-		return ns, true
+		for _, pw := range spec.Passwords {
+			if ok, err := opens(c, h, pw); err != nil || !ok {
+				if err != nil {
+					return ns, false, err
+				}
+				continue
+			}
+			k, err := kdf.New(rand, h.KDF.Time, h.KDF.MemoryKiB, h.KDF.Threads)
+			if err != nil {
+				return ns, false, err
+			}
+			ns.Password, ns.KDF = pw, k
+			return ns, true, nil
+		}
 	case config.SlotKeyfile, config.SlotRecovery:
 		creds := spec.Keyfiles
 		if h.Type == config.SlotRecovery {
 			creds = spec.RecoveryKeys
 		}
 		for _, cred := range creds {
-			if opens(c, h, cred) {
+			if ok, _ := opens(c, h, cred); ok {
 				ns.Keyfile, ns.RecoveryKey = cred, cred
-				return ns, true
+				return ns, true, nil
 			}
 		}
 	}
-	return ns, false
+	return ns, false, nil
 }
 
-// opens reports whether credential opens keyfile or recovery slot h.
-func opens(c *config.Config, h config.SlotHeader, cred []byte) bool {
-	secret, err := config.HKDFSecret(h, cred)
-	if err != nil {
-		return false
+// opens reports whether credential opens slot h (a password slot runs
+// Argon2id: an error there, such as the memory bound, is returned).
+func opens(c *config.Config, h config.SlotHeader, cred []byte) (bool, error) {
+	var secret []byte
+	var err error
+	if h.Type == config.SlotPassword {
+		if secret, err = c.PasswordSecret(h, cred); err != nil {
+			return false, err
+		}
+	} else if secret, err = config.HKDFSecret(h, cred); err != nil {
+		return false, nil
 	}
 	defer clear(secret)
 	master, err := c.OpenSlot(h.ID, secret)
 	if err != nil {
-		return false
+		return false, nil
 	}
 	clear(master)
-	return true
+	return true, nil
 }

@@ -551,12 +551,17 @@ func TestRevokeRules(t *testing.T) {
 	if !bytes.Equal(before, readConfig(t, dir)) {
 		t.Fatal("a refused revoke changed the config")
 	}
-	spec.Keyfiles, spec.Remove = [][]byte{keyfileBytes}, 3
+	spec.Keyfiles, spec.Passwords = [][]byte{keyfileBytes}, [][]byte{[]byte("wrong"), []byte("other")}
 	if e, err := s.Revoke(spec); err != nil || e != 1 {
 		t.Fatalf("revoke = %d, %v", e, err)
 	}
+	s2, err := Open(dir, []byte("other"), o)
+	if err != nil {
+		t.Fatalf("password slot 3, carried with its password: %v", err)
+	}
+	s2.Close()
 	// The session goes on with the new config and key: a second revoke.
-	spec.Remove, spec.NewPassword = 0, []byte("newer")
+	spec.Remove, spec.Passwords, spec.NewPassword = 3, nil, []byte("newer")
 	if e, err := s.Revoke(spec); err != nil || e != 2 {
 		t.Fatalf("second revoke = %d, %v", e, err)
 	}
