@@ -67,15 +67,16 @@ func (o Options) openEpochs(dir string, c *config.Config, master []byte) (*Sessi
 // current key is current: the session of K_0, then the keys of epochs
 // 1 … e added to its suite and tree, and e made the epoch of new objects.
 func newEpochs(dir string, p config.Params, current []byte, o Options) (*Session, error) {
-	if o.BoundVaultID == nil {
-		return nil, ErrRevokeUnbound
-	}
 	base := o.epochs[0]
 	chain := append(append([][]byte(nil), o.epochs[1:]...), current)
 	o.epochs = nil
 	s, err := New(dir, p, base, o)
 	if err != nil {
 		return nil, err
+	}
+	if s.binder == nil { // checked on the session: New decides binding
+		s.Close()
+		return nil, ErrRevokeUnbound
 	}
 	if err := s.addEpochs(chain); err != nil {
 		s.Close()
