@@ -85,7 +85,6 @@ func revokeError(cmd string, err error) error {
 	return fmt.Errorf("%s: %w", cmd, err)
 }
 
-
 // keyRemoveRevoke is key remove ID --revoke: slot id is dropped and the
 // master key revoked in one config write.
 func (a *App) keyRemoveRevoke(dir string, c *config.Config, u unlockFlags, s *session.Session, id int) error {
