@@ -97,6 +97,7 @@ func TestRevokeOldKeyLosesNewData(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustWrite(t, v, "olddir/a", "old a")
+	mustWrite(t, v, "rewritten.txt", "old version")
 	v.Close()
 	kept, err := os.ReadFile(filepath.Join(dir, config.FileName)) // the attacker's copy
 	if err != nil {
@@ -120,6 +121,7 @@ func TestRevokeOldKeyLosesNewData(t *testing.T) {
 	}
 	mustWrite(t, v, "newdir/secret-name", "b")
 	mustWrite(t, v, "olddir/c", "new c in an old directory")
+	mustWrite(t, v, "rewritten.txt", "new version") // O_TRUNC: the file moves to the new epoch
 	v.Close()
 
 	// The attacker: the vault as it is now, with the config kept from
@@ -143,6 +145,9 @@ func TestRevokeOldKeyLosesNewData(t *testing.T) {
 	if got, err := av.ReadFile("olddir/c"); err == nil {
 		t.Fatalf("old key read a file made after the revoke in an old directory: %q", got)
 	}
+	if got, err := av.ReadFile("rewritten.txt"); err == nil {
+		t.Fatalf("old key read a file rewritten (truncated to 0) after the revoke: %q", got)
+	}
 
 	// The new password reads everything; the age slot was re-wrapped to
 	// its recipient; the old password does not open the new config.
@@ -153,6 +158,7 @@ func TestRevokeOldKeyLosesNewData(t *testing.T) {
 		mustRead(t, nv, "new.txt", "after the revoke")
 		mustRead(t, nv, "newdir/secret-name", "b")
 		mustRead(t, nv, "olddir/c", "new c in an old directory")
+		mustRead(t, nv, "rewritten.txt", "new version")
 		nv.Close()
 	}
 	if _, err := openBound(t, dir, pwCred("old")); !errors.Is(err, config.ErrWrongPassword) {
