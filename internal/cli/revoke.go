@@ -77,7 +77,8 @@ func revokeError(cmd string, err error) error {
 			slots = append(slots, fmt.Sprintf("%d (%s %s)", si.ID, si.Type, displayName(si.Label)))
 		}
 		return errorfCode(ExitKeySlot, "%s --revoke: every remaining key slot must be re-wrapped to the new master key, and these need their credential: %s; "+
-			"give it (--keyfile FILE; a password slot's password with --passfile), or remove the slot first (encryptfs key remove) and add it again afterwards; nothing was changed",
+			"give a keyfile slot's file with --keyfile and a password slot's password with --passfile, "+
+			"or remove the slot first (encryptfs key remove) and add it again afterwards (a recovery slot always: key add --recovery prints a new key); nothing was changed",
 			cmd, strings.Join(slots, ", "))
 	case errors.Is(err, session.ErrRevokeUnbound):
 		return errorfCode(ExitUnsupported, "%s --revoke: this vault's files do not record a master-key epoch (format-1 content, without location binding), so a revoke would not keep the old key from new files; nothing was changed", cmd)
