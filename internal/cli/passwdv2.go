@@ -29,6 +29,9 @@ func (a *App) passwdV2(dir string, c *config.Config, u unlockFlags, newSrc passS
 	if err != nil {
 		return err
 	}
+	if revoke && !s.Tree().Bound() { // before the new password is asked for
+		return revokeError("passwd", session.ErrRevokeUnbound)
+	}
 	// As with format 1: a cost not given as a flag keeps the slot's but
 	// never drops below the default.
 	k, err := kf.params(a.Rand, costsOf(*target.KDF).atLeast(a.defaultKDF()))

@@ -95,6 +95,9 @@ func (a *App) keyRemoveRevoke(dir string, c *config.Config, u unlockFlags, s *se
 	if len(c.Slots) == 1 {
 		return slotError("key remove", id, config.ErrLastSlot)
 	}
+	if !s.Tree().Bound() { // before a password is read again
+		return revokeError("key remove", session.ErrRevokeUnbound)
+	}
 	spec, wipe, err := a.revokeSpec(c, u, keyslot.RevokeSpec{Remove: id}, true)
 	defer wipe()
 	if err != nil {
