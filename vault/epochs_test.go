@@ -270,3 +270,77 @@ func TestRewriteEpochCrash(t *testing.T) {
 		t.Fatalf("crash states did not see both the old and the new contents: %d states", len(seen))
 	}
 }
+
+// TestEpochFieldsAuthenticated: the storage cannot move an object to an
+// older epoch. A directory ID file whose epoch is set back from 1 to 0
+// fails its binding check (its bindings are under its epoch's binding
+// key), so nothing is listed in it or written into it under K_0's names
+// key; a file header whose epoch is set back fails its MAC.
+func TestEpochFieldsAuthenticated(t *testing.T) {
+	dir := t.TempDir()
+	so := session.Options{BoundVaultID: epochVaultID}
+	kf := []byte("epoch fields test keyfile bytes")
+	cr := keyslot.Credentials{Keyfiles: [][]byte{kf}}
+	s, master, err := session.CreateWith(dir, []keyslot.NewSlot{{Type: config.SlotKeyfile, Label: "k", Keyfile: kf}},
+		session.CreateOptions{Params: config.NewParamsV2("aes-256-gcm", 4<<10), Options: so})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(master)
+	if _, err := s.Revoke(keyslot.RevokeSpec{Keyfiles: cr.Keyfiles}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	v := mustOpenBound(t, dir, cr)
+	if err := v.Mkdir("d", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, v, "d/x", "in d")
+	mustWrite(t, v, "f", "file")
+	v.Close()
+
+	var dirids, headers []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil || len(b) < 8 || b[0] != 0 || b[1] != 2 {
+			return err
+		}
+		if filepath.Base(p) == "encryptfs.dirid" && b[5] == 1 {
+			dirids = append(dirids, p)
+		} else if len(b) >= 128 && b[7] == 1 {
+			headers = append(headers, p)
+		}
+		return nil
+	})
+	if len(dirids) != 1 || len(headers) != 2 {
+		t.Fatalf("found %d epoch-1 directory ID files and %d file headers, want 1 and 2", len(dirids), len(headers))
+	}
+	setEpoch0 := func(p string, off int) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[off+3] = 0
+		os.Chmod(p, 0o600)
+		if err := os.WriteFile(p, b, 0o400); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setEpoch0(dirids[0], 2)
+	for _, h := range headers {
+		setEpoch0(h, 4)
+	}
+	v = mustOpenBound(t, dir, cr)
+	if ents, err := v.ReadDir("d"); err == nil {
+		t.Fatalf("a directory set back to epoch 0 was listed: %v", ents)
+	}
+	if err := v.WriteFile("d/planted", []byte("under K_0?"), 0o600); err == nil {
+		t.Fatal("a file was written into a directory set back to epoch 0")
+	}
+	if got, err := v.ReadFile("f"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a file header set back to epoch 0: %q, %v", got, err)
+	}
+}
