@@ -73,6 +73,10 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/config.ErrNotV1":          {config.ErrNotV1, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 	"internal/config.ErrReverseV2":      {config.ErrReverseV2, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 
+	"internal/config.ErrEpochLimit":           {config.ErrEpochLimit, fault.KeySlot, syscall.EIO, cli.ExitKeySlot, nil},
+	"internal/keyslot.ErrNeedsCredential":     {keyslot.ErrNeedsCredential, fault.KeySlot, syscall.EIO, cli.ExitKeySlot, nil},
+	"internal/crypto/content.ErrUnknownEpoch": {content.ErrUnknownEpoch, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+
 	"internal/keyslot.ErrKeyfile":   {keyslot.ErrKeyfile, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
 	"internal/keyslot.ErrPaperKey":  {keyslot.ErrPaperKey, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
 	"internal/keyslot.ErrIdentity":  {keyslot.ErrIdentity, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
@@ -129,6 +133,7 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/session.ErrReverse":        {session.ErrReverse, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 	"internal/session.ErrReverseCipher":  {session.ErrReverseCipher, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/session.ErrForgedConfig":   {session.ErrForgedConfig, fault.CorruptConfig, syscall.EIO, cli.ExitCorruptConfig, nil},
+	"internal/session.ErrRevokeUnbound":  {session.ErrRevokeUnbound, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 	"internal/session.ErrConfigChanged":  {session.ErrConfigChanged, fault.Busy, syscall.ETXTBSY, cli.ExitError, syscall.ETXTBSY},
 	"internal/session.ErrNoKeyring":      {session.ErrNoKeyring, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/session.ErrWrongMasterKey": {session.ErrWrongMasterKey, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, nil},

@@ -154,6 +154,7 @@ func (a *App) newKeyRemoveCommand() *cobra.Command {
 	fs := cmd.Flags()
 	var u unlockFlags
 	u.register(fs, "password")
+	revoke := fs.Bool("revoke", false, revokeFlagUsage)
 	cmd.RunE = func(_ *cobra.Command, pos []string) error {
 		dir := pos[0]
 		id, err := strconv.Atoi(pos[1])
@@ -172,6 +173,9 @@ func (a *App) newKeyRemoveCommand() *cobra.Command {
 			return err
 		}
 		defer s.Close()
+		if *revoke {
+			return a.keyRemoveRevoke(dir, c, u, s, id)
+		}
 		if err := s.RemoveSlot(id); err != nil {
 			return slotError("key remove", id, err)
 		}

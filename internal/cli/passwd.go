@@ -23,6 +23,7 @@ func (a *App) newPasswdCommand() *cobra.Command {
 	fs.StringVar(&newSrc.extpass, "new-extpass", "", "run `CMD` (split on spaces, no shell) and use its first output line as the new password")
 	mustMark(cobra.MarkFlagFilename(fs, "new-passfile"))
 	flagGroup(fs, groupUnlock, "new-passfile", "new-extpass")
+	revoke := fs.Bool("revoke", false, revokeFlagUsage)
 	backup := fs.String("backup", "", "keep the previous config as this new `FILE` (outside CIPHERDIR; it still opens with the old password)")
 	mustMark(cobra.MarkFlagFilename(fs, "backup"))
 	reverse := fs.Bool("reverse", false, "change the password of a PLAINDIR's reverse-mode config (found without the flag too)")
@@ -41,7 +42,10 @@ func (a *App) newPasswdCommand() *cobra.Command {
 			}
 		}
 		if !isReverse && c.IsV2() {
-			return a.passwdV2(dir, c, u, newSrc, kf, *slot, *backup)
+			return a.passwdV2(dir, c, u, newSrc, kf, *slot, *backup, *revoke)
+		}
+		if *revoke {
+			return errorfCode(ExitUnsupported, "passwd --revoke: a format-1 vault has one key and no key epochs; nothing was changed")
 		}
 		if *slot != 0 {
 			return usageErrorf("passwd: --slot is for format-2 vaults; this one has one password")

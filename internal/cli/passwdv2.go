@@ -12,7 +12,9 @@ import (
 // and re-wraps one password slot (session.SetPassword): the slot given
 // with --slot, else the one the current password opened, else the
 // vault's only password slot. The other slots are untouched.
-func (a *App) passwdV2(dir string, c *config.Config, u unlockFlags, newSrc passSource, kf kdfFlags, slotID int, backup string) error {
+// With revoke the master key is revoked as well (revoke.go): the slot gets
+// the new password and the new key, every other slot the new key.
+func (a *App) passwdV2(dir string, c *config.Config, u unlockFlags, newSrc passSource, kf kdfFlags, slotID int, backup string, revoke bool) error {
 	previous := append([]byte(nil), c.Raw()...)
 	s, err := a.unlockVault(dir, c, u, "Current password")
 	if err != nil {
@@ -26,6 +28,9 @@ func (a *App) passwdV2(dir string, c *config.Config, u unlockFlags, newSrc passS
 	target, err := passwordSlot(s, slots, slotID)
 	if err != nil {
 		return err
+	}
+	if revoke && !s.Tree().Bound() { // before the new password is asked for
+		return revokeError("passwd", session.ErrRevokeUnbound)
 	}
 	// As with format 1: a cost not given as a flag keeps the slot's but
 	// never drops below the default.
@@ -45,6 +50,19 @@ func (a *App) passwdV2(dir string, c *config.Config, u unlockFlags, newSrc passS
 		if err := config.WriteBackup(backup, previous); err != nil {
 			return err
 		}
+	}
+	if revoke {
+		spec, wipe, err := a.revokeSpec(c, u, keyslot.RevokeSpec{PasswordSlot: target.ID, NewPassword: pw, KDF: k}, false)
+		defer wipe()
+		if err != nil {
+			return err
+		}
+		if err := a.revoke("passwd", s, spec); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.Stdout, "Password changed (key slot %d).\n", target.ID)
+		a.noteBackup(backup)
+		return nil
 	}
 	if err := s.SetPassword(target.ID, pw, k); err != nil {
 		return fmt.Errorf("passwd: %w", err)

@@ -54,11 +54,25 @@ const (
 	FlagFinalChunkFlag     = "FinalChunkFlag"
 )
 
+// FlagKeyEpochs marks a format-2 config whose master key is the newest of
+// a chain of epoch keys (epochs.go, docs/format.md §3b). Optional: a
+// format-2 config without it is epoch 0.
+const FlagKeyEpochs = "KeyEpochs"
+
 // FlagKeyslots marks a format-2 config whose master key is stored in key
 // slots (docs/format.md §3a). Format 2's later content features (location
 // binding, per-file Merkle roots, freshness manifests, a master-key epoch)
 // arrive as further flags of format 2, not as new versions.
 const FlagKeyslots = "Keyslots"
+
+// OptionalFlagsV2 returns the feature flags a format-2 config may carry
+// beyond the required ones: each one is known (so it opens) and needed
+// only by vaults that use its feature. A fresh slice each call.
+func OptionalFlagsV2() []string {
+	return []string{
+		FlagKeyEpochs, // master-key epochs (epochs.go)
+	}
+}
 
 // RequiredFlagsV2 returns the feature flags every format-2 config carries
 // today: the v1 content flags (format 2 stores content exactly as format 1)
@@ -137,6 +151,9 @@ type Config struct {
 	Slots []Slot
 	// MAC is HMAC-SHA256 over Params and Slots (format 2, slotmac.go).
 	MAC []byte
+	// epochs is the master-key epoch state of a format-2 config with the
+	// KeyEpochs flag (epochs.go); the zero value is epoch 0.
+	epochs epochState
 	// rawSlots is the exact byte string of the "Slots" JSON array as
 	// stored: the MAC covers it, so it is written back byte for byte.
 	rawSlots []byte

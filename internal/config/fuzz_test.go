@@ -41,6 +41,12 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add([]byte(v2.Config))
+	if raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "vectors", vectorsEpochsFile)); err == nil {
+		var ep epochVectors
+		if json.Unmarshal(raw, &ep) == nil {
+			f.Add([]byte(ep.Config)) // master-key epochs
+		}
+	}
 	f.Add([]byte(`{"Params": {"FormatVersion": 2}}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -57,7 +63,8 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(Marshal(Parse(x))): %v\n%s", err, out)
 		}
 		if c2.Creator != c.Creator || !bytes.Equal(c2.rawParams, c.rawParams) || !bytes.Equal(c2.EncryptedKey, c.EncryptedKey) ||
-			!bytes.Equal(c2.rawSlots, c.rawSlots) || !bytes.Equal(c2.MAC, c.MAC) || len(c2.Slots) != len(c.Slots) {
+			!bytes.Equal(c2.rawSlots, c.rawSlots) || !bytes.Equal(c2.MAC, c.MAC) || len(c2.Slots) != len(c.Slots) ||
+			c2.epochs.current != c.epochs.current || !bytes.Equal(c2.epochs.sealed, c.epochs.sealed) {
 			t.Fatal("round trip changed the config")
 		}
 	})

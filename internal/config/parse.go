@@ -27,6 +27,7 @@ var fieldNames = map[string]bool{
 	// the strict decode into its type.
 	"Slots": true, "MAC": true, "Header": true, "Wrapped": true,
 	"ID": true, "Type": true, "Label": true, "Recipient": true, "AgeFile": true,
+	"Epoch": true, "OldEpochs": true, // KeyEpochs (epochs.go)
 }
 
 // Parse decodes strictly and validates a config file's bytes.

@@ -15,7 +15,10 @@ type fileJSONv2 struct {
 	Creator string
 	Params  json.RawMessage
 	Slots   json.RawMessage
-	MAC     []byte
+	// Epoch and OldEpochs: the KeyEpochs flag only (epochs.go).
+	Epoch     *uint32
+	OldEpochs []byte
+	MAC       []byte
 }
 
 // paramsJSONv2 is format 2's Params object: format 1's without KDF (which
@@ -71,7 +74,12 @@ func parseV2(data []byte) (*Config, error) {
 	if len(f.MAC) != macSize {
 		return nil, fmt.Errorf("%w: MAC is %d bytes, want %d", ErrCorrupt, len(f.MAC), macSize)
 	}
+	ep, err := parseEpochs(p, f.Epoch, f.OldEpochs)
+	if err != nil {
+		return nil, err
+	}
 	return &Config{
+		epochs:    ep,
 		Creator:   f.Creator,
 		Params:    p,
 		Slots:     slots,
@@ -155,6 +163,7 @@ func (c *Config) marshalV2() ([]byte, error) {
 	return c.layout(func(buf *bytes.Buffer) {
 		buf.WriteString(",\n\t\"Slots\": ")
 		buf.Write(c.rawSlots)
+		c.epochs.write(buf)
 		buf.WriteString(",\n\t\"MAC\": \"")
 		buf.WriteString(base64.StdEncoding.EncodeToString(c.MAC))
 		buf.WriteString("\"")

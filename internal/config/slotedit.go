@@ -184,7 +184,7 @@ func (c *Config) setSlots(masterKey []byte, slots []Slot) error {
 		return err
 	}
 	raw := encodeSlots(slots)
-	mac, err := computeMAC(masterKey, c.rawParams, raw)
+	mac, err := computeMAC(masterKey, c.rawParams, raw, c.epochs.macTail())
 	if err != nil {
 		return err
 	}

@@ -216,7 +216,11 @@ func macKey(masterKey []byte) ([]byte, error) {
 // a slot's AEAD proves that slot, not that no slot was added, removed,
 // reordered or restored from an old copy beside it; the MAC, keyed by the
 // master key that only slot holders have, proves the set.
-func computeMAC(masterKey, rawParams, rawSlots []byte) ([]byte, error) {
+//
+// With the KeyEpochs flag the input goes on with 0x00 ‖ the epoch state
+// (epochState.macTail): the epoch number and the sealed older keys are
+// authenticated with the slots, under the current epoch key.
+func computeMAC(masterKey, rawParams, rawSlots, epochTail []byte) ([]byte, error) {
 	k, err := macKey(masterKey)
 	if err != nil {
 		return nil, err
@@ -227,6 +231,7 @@ func computeMAC(masterKey, rawParams, rawSlots []byte) ([]byte, error) {
 	m.Write(rawParams)
 	m.Write([]byte{0})
 	m.Write(rawSlots)
+	m.Write(epochTail)
 	return m.Sum(nil), nil
 }
 
@@ -238,7 +243,7 @@ func (c *Config) VerifyMAC(masterKey []byte) error {
 	if !c.IsV2() {
 		return ErrNotV2
 	}
-	want, err := computeMAC(masterKey, c.rawParams, c.rawSlots)
+	want, err := computeMAC(masterKey, c.rawParams, c.rawSlots, c.epochs.macTail())
 	if err != nil {
 		return err
 	}

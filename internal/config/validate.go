@@ -16,11 +16,11 @@ func (p Params) Validate() error {
 	if p.FormatVersion < 1 {
 		return fmt.Errorf("%w: FormatVersion %d is invalid", ErrCorrupt, p.FormatVersion)
 	}
-	required := RequiredFlags()
+	required, optional := RequiredFlags(), []string(nil)
 	if p.FormatVersion == FormatVersion2 {
-		required = RequiredFlagsV2()
+		required, optional = RequiredFlagsV2(), OptionalFlagsV2()
 	}
-	if err := validateFlags(p.FeatureFlags, required); err != nil {
+	if err := validateFlags(p.FeatureFlags, required, optional); err != nil {
 		return err
 	}
 	switch content.Algorithm(p.Cipher) {
@@ -63,11 +63,15 @@ func futureVersion(v int) error {
 // order. Every flag this build knows of a version is required today; a
 // later optional flag of format 2 gets its own entry here, and a flag this
 // build does not know still refuses to open (ErrUnknownFeature).
-func validateFlags(flags, required []string) error {
+func validateFlags(flags, required, optional []string) error {
 	seen := make(map[string]bool, len(flags))
 	known := make(map[string]bool)
 	for _, f := range required {
 		known[f] = true
+	}
+	isOptional := make(map[string]bool)
+	for _, f := range optional {
+		known[f], isOptional[f] = true, true
 	}
 	for _, f := range flags {
 		if !known[f] {
@@ -79,7 +83,7 @@ func validateFlags(flags, required []string) error {
 		seen[f] = true
 	}
 	for f := range known {
-		if !seen[f] {
+		if !seen[f] && !isOptional[f] {
 			return fmt.Errorf("%w: required feature flag %q is missing", ErrCorrupt, f)
 		}
 	}

@@ -284,7 +284,7 @@ func (e *Engine) open(b Backing, p Place, at bool) (*File, error) {
 			return nil, err
 		}
 	}
-	fc, err := e.suite.File(h.FileID)
+	fc, err := e.suite.FileOf(h) // the key of the header's epoch
 	if err != nil {
 		return nil, fmt.Errorf("core: file key: %w", err)
 	}

@@ -143,10 +143,11 @@ func (f *File) prepareHeader(withHoles bool) error {
 	if withHoles {
 		h.Flags = content.FlagSparse
 	}
+	h.Epoch = f.e.suite.Epoch() // a new file: the current master-key epoch
 	if f.e.binder != nil {
 		h.Bindings[0] = f.e.binder.Sum(bind.KindFile, h.FileID[:], f.place)
 	}
-	fc, err := f.e.suite.File(h.FileID)
+	fc, err := f.e.suite.FileOf(h)
 	if err != nil {
 		return fmt.Errorf("core: file key: %w", err)
 	}

@@ -48,7 +48,10 @@ func (f *File) truncateToEmpty() error {
 	f.size = 0
 	f.dropTail()
 	f.forgetHoles(0)
-	return f.clearSparse()
+	if err := f.clearSparse(); err != nil {
+		return err
+	}
+	return f.renewEpoch() // epoch.go
 }
 
 // shrink cuts the file to size (0 < size < f.size): the new last chunk is

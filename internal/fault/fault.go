@@ -187,6 +187,7 @@ var sentinels = [...]struct {
 	{config.ErrNotV2, UnsupportedVault},
 	{config.ErrNotV1, UnsupportedVault},
 	{config.ErrReverseV2, UnsupportedVault},
+	{config.ErrEpochLimit, KeySlot}, {keyslot.ErrNeedsCredential, KeySlot}, // master-key epochs
 	{keyslot.ErrKeyfile, Invalid},
 	{keyslot.ErrPaperKey, Invalid},
 	{keyslot.ErrIdentity, Invalid},

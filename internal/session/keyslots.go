@@ -79,7 +79,7 @@ func OpenWith(dir string, cr keyslot.Credentials, o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := New(dir, c.Params, r.MasterKey, o)
+	s, err := o.openEpochs(dir, c, r.MasterKey)
 	if err != nil {
 		clear(r.MasterKey)
 		return nil, err
@@ -110,7 +110,7 @@ func (s *Session) checkAgeKey() (KeyCheck, error) {
 		return 0, err
 	}
 	defer backing.Close(rootfd)
-	dirID, err := s.tree.ReadDirID(rootfd)
+	dirID, err := s.tree.ReadRootDirID(rootfd) // checks the root's binding too, with binding
 	if err != nil {
 		return 0, err
 	}

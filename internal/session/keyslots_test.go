@@ -396,3 +396,198 @@ func TestReverseRefusesV2(t *testing.T) {
 		t.Fatalf("OpenReverseWithMasterKey: %v", err)
 	}
 }
+
+// TestRevokeCrash: a crash at any point of a revoke, with any of the
+// writes not yet made durable lost or kept, leaves the old config (the
+// old password opens it, epoch 0) or the new one (the new password and
+// the age identity open it, epoch 1), never neither; the vault's names
+// decrypt in both (internal/crashsim replays the recorded changes).
+func TestRevokeCrash(t *testing.T) {
+	vaultID := bytes.Repeat([]byte{9}, 16)
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s, master, err := CreateWith(dir, []keyslot.NewSlot{
+		{Type: config.SlotPassword, Label: "pw", Password: password, KDF: cheapKDF(t)},
+		{Type: config.SlotAge, Label: "laptop", Recipient: id.Recipient().String()},
+	}, CreateOptions{Params: config.NewParamsV2(string(AES256GCM), DefaultChunkSize), Options: Options{BoundVaultID: vaultID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(master)
+	addBoundRootFile(t, s, "kept.txt")
+	s.Close()
+	rec, err := crashsim.NewRecorder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{Backing: backing.NewFS(rec), BoundVaultID: vaultID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Revoke(keyslot.RevokeSpec{PasswordSlot: 1, NewPassword: []byte("new pw"), KDF: cheapKDF(t)}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := rec.Err(); err != nil {
+		t.Fatal(err)
+	}
+	epochs := map[uint32]bool{}
+	for k := 0; k <= rec.Len(); k++ {
+		for _, keepAll := range []bool{false, true} {
+			st, err := rec.StateAt(k, func(int) bool { return keepAll })
+			if err != nil {
+				t.Fatal(err)
+			}
+			sdir := t.TempDir()
+			if err := st.Materialize(sdir); err != nil {
+				t.Fatal(err)
+			}
+			c, err := config.Load(sdir)
+			if err != nil {
+				t.Fatalf("crash at %d (keep %v): %v", k, keepAll, err)
+			}
+			pw, other := password, []byte("new pw")
+			if c.Epoch() == 1 {
+				pw, other = other, pw
+			}
+			o := Options{BoundVaultID: vaultID}
+			if _, err := OpenWith(sdir, keyslot.Credentials{Password: pwFunc(other)}, o); !errors.Is(err, config.ErrWrongPassword) {
+				t.Fatalf("crash at %d: epoch %d opened with the other password: %v", k, c.Epoch(), err)
+			}
+			for _, cr := range []keyslot.Credentials{{Password: pwFunc(pw)}, {Identities: []age.Identity{id}}} {
+				s, err := OpenWith(sdir, cr, o)
+				if err != nil {
+					t.Fatalf("crash at %d (keep %v, epoch %d): open: %v", k, keepAll, c.Epoch(), err)
+				}
+				if checked, err := s.CheckMasterKey(); !checked || err != nil {
+					t.Fatalf("crash at %d: names: %v %v", k, checked, err)
+				}
+				if s.Epoch() != c.Epoch() {
+					t.Fatalf("crash at %d: session epoch %d, config %d", k, s.Epoch(), c.Epoch())
+				}
+				s.Close()
+			}
+			epochs[c.Epoch()] = true
+		}
+	}
+	if !epochs[0] || !epochs[1] {
+		t.Fatalf("crash states saw epochs %v, want 0 and 1", epochs)
+	}
+}
+
+// addBoundRootFile is addRootFile for a vault with location binding.
+func addBoundRootFile(t *testing.T, s *Session, name string) {
+	t.Helper()
+	rootfd, err := backing.OpenRoot(s.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backing.Close(rootfd)
+	id, err := s.Tree().ReadRootDirID(rootfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Tree().Name(id, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := s.Tree().Create(rootfd, n, 0, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backing.Close(fd)
+}
+
+// TestRevokeRules: a revoke refuses a vault whose content records no
+// epochs, and a slot it cannot carry over without its credential (the
+// config unchanged); with the keyfile given again it carries the keyfile
+// slot, Remove drops a slot, a second revoke makes epoch 2, and the
+// current key opens everything through the master-key door (the mount's
+// daemon).
+func TestRevokeRules(t *testing.T) {
+	unbound, _, _ := newV2Vault(t)
+	s, err := OpenWith(unbound, keyslot.Credentials{Password: pwFunc(password)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := readConfig(t, unbound)
+	if _, err := s.Revoke(keyslot.RevokeSpec{PasswordSlot: 1, NewPassword: []byte("x"), KDF: cheapKDF(t)}); !errors.Is(err, ErrRevokeUnbound) {
+		t.Fatalf("revoke on an unbound vault: %v", err)
+	}
+	s.Close()
+	if !bytes.Equal(before, readConfig(t, unbound)) {
+		t.Fatal("a refused revoke changed the config")
+	}
+
+	vaultID := bytes.Repeat([]byte{4}, 16)
+	o := Options{BoundVaultID: vaultID}
+	dir := t.TempDir()
+	s, master, err := CreateWith(dir, []keyslot.NewSlot{
+		{Type: config.SlotPassword, Label: "pw", Password: password, KDF: cheapKDF(t)},
+		{Type: config.SlotKeyfile, Label: "usb", Keyfile: keyfileBytes},
+		{Type: config.SlotPassword, Label: "other", Password: []byte("other"), KDF: cheapKDF(t)},
+	}, CreateOptions{Params: config.NewParamsV2(string(AES256GCM), DefaultChunkSize), Options: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(master)
+	addBoundRootFile(t, s, "a")
+	s.Close()
+	s, err = OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	before = readConfig(t, dir)
+	spec := keyslot.RevokeSpec{PasswordSlot: 1, NewPassword: []byte("new"), KDF: cheapKDF(t)}
+	_, err = s.Revoke(spec)
+	var need *keyslot.NeedsCredentialError
+	if !errors.As(err, &need) || len(need.Slots) != 2 || need.Slots[0].ID != 2 || need.Slots[1].ID != 3 {
+		t.Fatalf("revoke without the keyfile and the other password: %v", err)
+	}
+	if !bytes.Equal(before, readConfig(t, dir)) {
+		t.Fatal("a refused revoke changed the config")
+	}
+	spec.Keyfiles, spec.Passwords = [][]byte{keyfileBytes}, [][]byte{[]byte("wrong"), []byte("other")}
+	if e, err := s.Revoke(spec); err != nil || e != 1 {
+		t.Fatalf("revoke = %d, %v", e, err)
+	}
+	s2, err := Open(dir, []byte("other"), o)
+	if err != nil {
+		t.Fatalf("password slot 3, carried with its password: %v", err)
+	}
+	s2.Close()
+	// The session goes on with the new config and key: a second revoke.
+	spec.Remove, spec.Passwords, spec.NewPassword = 3, nil, []byte("newer")
+	if e, err := s.Revoke(spec); err != nil || e != 2 {
+		t.Fatalf("second revoke = %d, %v", e, err)
+	}
+	if infos, _ := s.Slots(); len(infos) != 2 || infos[0].ID != 1 || infos[1].ID != 2 {
+		t.Fatalf("slots after revokes: %+v", infos)
+	}
+	current := s.MasterKey()
+	defer clear(current)
+	for _, open := range []func() (*Session, error){
+		func() (*Session, error) {
+			return OpenWith(dir, keyslot.Credentials{Keyfiles: [][]byte{keyfileBytes}}, o)
+		},
+		func() (*Session, error) { return OpenWithMasterKey(dir, current, o) },
+		func() (*Session, error) { return Open(dir, []byte("newer"), o) },
+	} {
+		s2, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if checked, err := s2.CheckMasterKey(); !checked || err != nil || s2.Epoch() != 2 {
+			t.Fatalf("epoch %d, names: %v %v", s2.Epoch(), checked, err)
+		}
+		s2.Close()
+	}
+	// Without binding the config's epochs are refused, not misread.
+	if _, err := Open(dir, []byte("newer"), Options{}); !errors.Is(err, ErrRevokeUnbound) {
+		t.Fatalf("epochs without binding: %v", err)
+	}
+}

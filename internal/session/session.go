@@ -62,6 +62,11 @@ type Options struct {
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
 	Config *config.Config
+
+	// epochs are the older epoch keys K_0 … K_{e-1} of a config with
+	// master-key epochs (epochs.go, withEpochs); New then takes the
+	// master key as K_e.
+	epochs [][]byte
 }
 
 func (o Options) engineOptions() core.Options {
@@ -93,6 +98,8 @@ type Session struct {
 	ring *keyring   // config and master key kept by OpenWith/CreateWith; nil otherwise
 	// binder holds the location-binding key (bound.go); nil in v1.
 	binder *bind.Binder
+	// epochBinders are the binders of epochs 1.. (epochs.go).
+	epochBinders []*bind.Binder
 }
 
 // New builds the session of the vault in dir with parameters p from its
@@ -102,6 +109,9 @@ type Session struct {
 func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, error) {
 	if p.Reverse {
 		return nil, ErrReverse
+	}
+	if len(o.epochs) > 0 {
+		return newEpochs(dir, p, masterKey, o)
 	}
 	k, err := keys.Derive(masterKey)
 	if err != nil {
@@ -151,7 +161,7 @@ func Open(dir string, password []byte, o Options) (*Session, error) {
 		return nil, err
 	}
 	defer clear(master)
-	return New(dir, c.Params, master, o)
+	return o.openEpochs(dir, c, master)
 }
 
 // unlock loads the config file name in dir and unwraps its master key with
@@ -192,7 +202,7 @@ func OpenWithMasterKey(dir string, masterKey []byte, o Options) (*Session, error
 			return nil, err
 		}
 	}
-	return New(dir, c.Params, masterKey, o)
+	return o.openEpochs(dir, c, masterKey)
 }
 
 // Dir returns the vault's backing directory (CIPHERDIR).
@@ -226,6 +236,7 @@ func (s *Session) Close() error {
 		if s.binder != nil {
 			s.binder.Wipe()
 		}
+		s.wipeEpochBinders()
 		s.keys = nil
 	}
 	s.wipeRing()

@@ -131,11 +131,11 @@ func (t *Tree) readAltDirIDV2(dirfd int, b string, p *bind.Place) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	id, slots, err := parseDirIDV2(raw)
+	id, epoch, slots, err := parseDirIDV2(raw)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.bind.Binder.Check(bind.KindDir, id, *p, slots); err != nil {
+	if err := t.checkDir(id, epoch, *p, slots); err != nil {
 		return nil, err
 	}
 	return id, nil

@@ -25,7 +25,7 @@ import (
 //
 // The v2 directory ID file (dirIDFileSizeV2 bytes):
 //
-//	version u16 = 2 ‖ epoch u32 (reserved, 0) ‖ dirID (16) ‖ binding[0] (16) ‖ binding[1] (16)
+//	version u16 = 2 ‖ epoch u32 ‖ dirID (16) ‖ binding[0] (16) ‖ binding[1] (16)
 //
 // No MAC over the file: each binding is a MAC over the dirID and the
 // place, so a file whose dirID was replaced fails every binding, and one
@@ -33,8 +33,8 @@ import (
 // (version, epoch, the other slot) cannot make a directory readable where
 // it is not bound: a forged second slot is a 2^-128 guess, and an old
 // binding of the same directory put back is a rollback (freshness, §6).
-// The epoch is reserved until master-key epochs (§3) use it; a wrong one
-// will make names fail to decrypt, never decrypt wrongly.
+// The epoch (master-key epochs, epoch.go) selects the binding key the
+// bindings are checked with, so it is authenticated through them.
 
 // Binding turns on location binding for a Tree (NewBound).
 type Binding struct {
@@ -121,31 +121,32 @@ func (t *Tree) dirIDFileSize() int {
 
 // dirIDFile returns the content of a directory ID file for id: the bare
 // ID in v1, the v2 form bound to p (and to p2, if set) with binding.
-func (t *Tree) dirIDFile(id []byte, p bind.Place, p2 *bind.Place) []byte {
+func (t *Tree) dirIDFile(id []byte, epoch uint32, p bind.Place, p2 *bind.Place) []byte {
 	if t.bind == nil {
 		return id
 	}
 	b := make([]byte, dirIDFileSizeV2)
 	binary.BigEndian.PutUint16(b[0:2], dirIDVersionV2)
+	binary.BigEndian.PutUint32(b[2:6], epoch)
 	copy(b[dirIDOffV2:], id)
-	s := t.bind.Binder.Sum(bind.KindDir, id, p)
+	s := t.dirBinder(epoch).Sum(bind.KindDir, id, p)
 	copy(b[dirIDBindOffV2:], s[:])
 	if p2 != nil {
-		s2 := t.bind.Binder.Sum(bind.KindDir, id, *p2)
+		s2 := t.dirBinder(epoch).Sum(bind.KindDir, id, *p2)
 		copy(b[dirIDBindOffV2+bind.Size:], s2[:])
 	}
 	return b
 }
 
 // parseDirIDV2 splits a v2 directory ID file.
-func parseDirIDV2(b []byte) (id []byte, slots []bind.Binding, err error) {
-	if len(b) != dirIDFileSizeV2 || binary.BigEndian.Uint16(b[0:2]) != dirIDVersionV2 || binary.BigEndian.Uint32(b[2:6]) != 0 {
-		return nil, nil, fmt.Errorf("%w: not a v2 directory ID file (%d bytes)", ErrCorruptDir, len(b))
+func parseDirIDV2(b []byte) (id []byte, epoch uint32, slots []bind.Binding, err error) {
+	if len(b) != dirIDFileSizeV2 || binary.BigEndian.Uint16(b[0:2]) != dirIDVersionV2 {
+		return nil, 0, nil, fmt.Errorf("%w: not a v2 directory ID file (%d bytes)", ErrCorruptDir, len(b))
 	}
 	slots = make([]bind.Binding, 2)
 	copy(slots[0][:], b[dirIDBindOffV2:])
 	copy(slots[1][:], b[dirIDBindOffV2+bind.Size:])
-	return b[dirIDOffV2:dirIDBindOffV2], slots, nil
+	return b[dirIDOffV2:dirIDBindOffV2], binary.BigEndian.Uint32(b[2:6]), slots, nil
 }
 
 // ReadDirIDAt reads the ID of the open backing directory dirfd found at
@@ -157,11 +158,11 @@ func (t *Tree) ReadDirIDAt(dirfd int, p bind.Place) ([]byte, error) {
 	if t.bind == nil {
 		return t.ReadDirID(dirfd)
 	}
-	id, slots, err := t.readDirIDV2(dirfd)
+	id, epoch, slots, err := t.readDirIDV2(dirfd)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.bind.Binder.Check(bind.KindDir, id, p, slots); err != nil {
+	if err := t.checkDir(id, epoch, p, slots); err != nil {
 		return nil, fmt.Errorf("tree: directory ID: %w", err)
 	}
 	return id, nil
@@ -174,10 +175,10 @@ func (t *Tree) ReadRootDirID(rootfd int) ([]byte, error) {
 }
 
 // readDirIDV2 reads and splits dirfd's v2 ID file.
-func (t *Tree) readDirIDV2(dirfd int) ([]byte, []bind.Binding, error) {
+func (t *Tree) readDirIDV2(dirfd int) ([]byte, uint32, []bind.Binding, error) {
 	raw, err := t.readDirIDFile(dirfd)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	return parseDirIDV2(raw)
 }
@@ -244,10 +245,16 @@ func (t *Tree) ReadDirIDUnchecked(dirfd int) (id []byte, bindings int, err error
 		id, err := t.ReadDirID(dirfd)
 		return id, 0, err
 	}
-	id, slots, err := t.readDirIDV2(dirfd)
+	id, epoch, slots, err := t.readDirIDV2(dirfd)
 	if err != nil {
 		return nil, 0, err
 	}
+	// Unchecked: fsck reads names under the directory's epoch even where
+	// it is misplaced. An epoch without keys is a corrupt ID file.
+	if !t.known(epoch) {
+		return nil, 0, fmt.Errorf("%w: master-key epoch %d has no key here", ErrCorruptDir, epoch)
+	}
+	t.noteEpoch(id, epoch)
 	for _, s := range slots {
 		if !s.IsZero() {
 			bindings++
@@ -266,14 +273,14 @@ func (t *Tree) RebindDir(dirfd int, p bind.Place) error {
 	if t.bind == nil {
 		return nil
 	}
-	id, slots, err := t.readDirIDV2(dirfd)
+	id, epoch, slots, err := t.readDirIDV2(dirfd)
 	if err != nil {
 		return err
 	}
-	if err := t.bind.Binder.Check(bind.KindDir, id, p, slots); err != nil {
+	if err := t.checkDir(id, epoch, p, slots); err != nil {
 		return fmt.Errorf("tree: directory ID: %w", err)
 	}
-	if err := t.replaceDirIDFile(dirfd, t.dirIDFile(id, p, nil)); err != nil {
+	if err := t.replaceDirIDFile(dirfd, t.dirIDFile(id, epoch, p, nil)); err != nil {
 		return err
 	}
 	return t.fs.Fsync(dirfd)

@@ -104,18 +104,18 @@ func (t *Tree) beginRebindDir(dirfd int, n Name, st *unix.Stat_t, from, to bind.
 		backing.Close(sub)
 		return rebind{}, err
 	}
-	id, slots, err := t.readDirIDV2(sub)
+	id, epoch, slots, err := t.readDirIDV2(sub)
 	if err != nil {
 		return fail(err)
 	}
-	if err := t.bind.Binder.Check(bind.KindDir, id, from, slots); err != nil {
+	if err := t.checkDir(id, epoch, from, slots); err != nil {
 		return fail(fmt.Errorf("tree: directory ID: %w", err))
 	}
 	keep, err := keepTimes(sub, ".", st)
 	if err != nil {
 		return fail(err)
 	}
-	if err := t.replaceDirIDFile(sub, t.dirIDFile(id, to, &from)); err != nil {
+	if err := t.replaceDirIDFile(sub, t.dirIDFile(id, epoch, to, &from)); err != nil {
 		keep()
 		return fail(err)
 	}
@@ -130,7 +130,7 @@ func (t *Tree) beginRebindDir(dirfd int, n Name, st *unix.Stat_t, from, to bind.
 		if !ok {
 			return nil
 		}
-		return t.replaceDirIDFile(sub, t.dirIDFile(id, to, nil))
+		return t.replaceDirIDFile(sub, t.dirIDFile(id, epoch, to, nil))
 	}}, nil
 }
 

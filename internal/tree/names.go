@@ -54,7 +54,7 @@ func (t *Tree) Name(dirID []byte, plain string) (Name, error) {
 	if err := names.Validate(plain); err != nil {
 		return Name{}, err
 	}
-	enc, err := t.names.Encrypt(dirID, plain)
+	enc, err := t.namesOf(dirID).Encrypt(dirID, plain)
 	if err != nil {
 		return Name{}, err
 	}
@@ -188,7 +188,7 @@ func (t *Tree) DecryptName(dirfd int, dirID []byte, backingName string) (Name, e
 			return Name{}, err
 		}
 	}
-	plain, err := t.names.Decrypt(dirID, enc)
+	plain, err := t.namesOf(dirID).Decrypt(dirID, enc)
 	if err != nil && !long {
 		if n, ferr := t.decryptForeign(dirfd, dirID, backingName); ferr == nil {
 			return n, nil
@@ -220,7 +220,7 @@ func (t *Tree) decryptForeign(dirfd int, dirID []byte, backingName string) (Name
 	} else if enc, suffix, ok = names.SplitForeign(backingName); !ok {
 		return Name{}, names.ErrBadName
 	}
-	plain, err := t.names.Decrypt(dirID, enc)
+	plain, err := t.namesOf(dirID).Decrypt(dirID, enc)
 	if err != nil {
 		return Name{}, err
 	}

@@ -52,6 +52,7 @@ type Tree struct {
 	// binder and the vault ID, and files opens files to rebind them.
 	bind  *Binding
 	files FileSource
+	ep    dirEpochs // master-key epochs (epoch.go)
 }
 
 // New builds the name, symlink and xattr ciphers from the vault's derived
@@ -110,7 +111,8 @@ func (t *Tree) ReadDirID(dirfd int) ([]byte, error) {
 // whose place is p (with binding: see bound.go): written as 0600,
 // fsynced, then made 0400.
 func (t *Tree) writeDirID(dirfd int, id []byte, p bind.Place) error {
-	return t.fs.WriteFileAt(dirfd, names.DirIDFile, t.dirIDFile(id, p, nil), 0o400)
+	t.noteEpoch(id, t.ep.current) // a new directory: the current epoch
+	return t.fs.WriteFileAt(dirfd, names.DirIDFile, t.dirIDFile(id, t.ep.current, p, nil), 0o400)
 }
 
 // InitRoot gives a new vault's root directory (rootfd) its ID. It fails with

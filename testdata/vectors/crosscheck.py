@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Independent cross-check of the EncryptFS known-answer vectors with
-pyca/cryptography (not used by the Go code): HKDF subkeys, format 2 config slots and MAC, header HMACs, Argon2id, symlink and xattr blobs,
+pyca/cryptography (not used by the Go code): HKDF subkeys, format 2 config slots and MAC, master-key epochs, header HMACs, Argon2id, symlink and xattr blobs,
 AES-256-GCM (16-byte nonce) and AES-256-SIV chunks, names and xattr names.
 XChaCha20-Poly1305 via a small HChaCha20 written here.
 Run: python3 testdata/vectors/crosscheck.py"""
@@ -191,5 +191,38 @@ if v2:
         w = base64.b64decode(slot["Wrapped"])
         assert AESGCM(wk).decrypt(w[:12], w[12:], ad) == master, h["ID"]
         checked += 1
+
+ep = load("config-epochs.json")
+if ep:
+    # Master-key epochs (docs/format.md §3b): K_2 from the keyfile slot,
+    # the older keys from OldEpochs, the MAC over the epoch tail.
+    text = ep["Config"]
+    conf = json.loads(text)
+    keys = [bytes.fromhex(k) for k in ep["EpochKeys"]]
+    cur, e = keys[-1], conf["Epoch"]
+    params, _ = raw_value(text, "Params")
+    slots_raw, _ = raw_value(text, "Slots")
+    sealed = base64.b64decode(conf["OldEpochs"])
+    seal_key = hkdf(cur, b"", "encryptfs v2 epoch seal", 32)
+    assert seal_key == bytes.fromhex(ep["SealKey"])
+    ad = b"encryptfs.conf v2 epochs\0" + params.encode() + b"\0" + struct.pack(">I", e)
+    assert ad == ep["SealAD"].encode()
+    assert AESGCM(seal_key).decrypt(sealed[:12], sealed[12:], ad) == b"".join(keys[:-1])
+    mac_key = hkdf(cur, b"", "encryptfs v2 config mac", 32)
+    assert mac_key == bytes.fromhex(ep["MACKey"])
+    tail = b"\0" + struct.pack(">I", e) + sealed
+    mac = hmac.new(mac_key, b"encryptfs.conf v2\0" + params.encode() + b"\0" + slots_raw.encode() + tail, hashlib.sha256).digest()
+    assert mac == base64.b64decode(conf["MAC"])
+    checked += 1
+    pos = 0
+    for slot in conf["Slots"]:
+        header, pos = raw_value(slots_raw, "Header", pos)
+        if slot["Header"]["Type"] == "keyfile":
+            break
+    secret = hkdf(bytes.fromhex(ep["Keyfile"]), base64.b64decode(slot["Header"]["Salt"]), "encryptfs v2 keyfile", 32)
+    wk = hkdf(secret, b"", "encryptfs v2 slot wrap", 32)
+    w = base64.b64decode(slot["Wrapped"])
+    assert AESGCM(wk).decrypt(w[:12], w[12:], b"encryptfs.conf v2 slot\0" + params.encode() + b"\0" + header.encode()) == cur
+    checked += 1
 
 print("crosscheck: %d vectors match" % checked)

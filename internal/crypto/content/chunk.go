@@ -24,13 +24,23 @@ const adSize = FileIDSize + 8 + 1
 // independent key, so nonce-collision bounds count only one file's chunks,
 // a chunk moved to another file fails under the wrong key, and the algorithm
 // in the label keeps one key from ever serving two AEADs.
-func (s *Suite) File(id FileID) (*FileCipher, error) {
+func (s *Suite) File(id FileID) (*FileCipher, error) { return s.FileOf(Header{FileID: id}) }
+
+// FileOf is File for the file whose header is h: the contents key is that
+// of h's epoch (epoch.go; 0 in v1).
+func (s *Suite) FileOf(h Header) (*FileCipher, error) {
+	id := h.FileID
 	s.keyMu.RLock()
 	if s.wiped {
 		s.keyMu.RUnlock()
 		return nil, ErrWiped
 	}
-	key, err := hkdf.Key(sha256.New, s.contentsKey, id[:], FileKeyInfoPrefix+string(s.alg), s.fileKeySize)
+	contentsKey, _ := s.keysOf(h.Epoch)
+	if contentsKey == nil {
+		s.keyMu.RUnlock()
+		return nil, fmt.Errorf("%w: epoch %d", ErrUnknownEpoch, h.Epoch)
+	}
+	key, err := hkdf.Key(sha256.New, contentsKey, id[:], FileKeyInfoPrefix+string(s.alg), s.fileKeySize)
 	s.keyMu.RUnlock()
 	if err != nil {
 		return nil, fmt.Errorf("content: derive file key: %w", err)

@@ -72,6 +72,9 @@ type Header struct {
 	// Bindings are the location bindings of a v2 header (header_v2.go);
 	// always empty in v1. Empty slots are zero.
 	Bindings [BindingSlots]bind.Binding
+	// Epoch is the master-key epoch whose keys the file's header MAC and
+	// file key come from (v2 only, epoch.go); always 0 in v1.
+	Epoch uint32
 }
 
 // Suite is the vault-wide content cipher: algorithm, chunk size and keys.
@@ -89,6 +92,7 @@ type Suite struct {
 	bound        bool   // v2 headers with location bindings (NewBoundSuite)
 	contentsKey  []byte // the key every per-file key is derived from
 	headerMACKey []byte
+	epochs       epochKeys // the keys of epochs 1.., v2 only (epoch.go)
 }
 
 // Algorithms lists the chunk ciphers of format version 1, default first.
@@ -151,6 +155,7 @@ func (s *Suite) Wipe() {
 	defer s.keyMu.Unlock()
 	clear(s.contentsKey)
 	clear(s.headerMACKey)
+	s.epochs.wipe()
 	s.wiped = true
 }
 

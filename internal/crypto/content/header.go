@@ -15,13 +15,19 @@ const headerMACSize = 16
 // headerMAC computes HMAC-SHA256(header MAC key, the header's bytes before
 // its MAC)[:16] (20 bytes in v1, 112 in v2), or reports false once the key
 // was wiped.
-func (s *Suite) headerMAC(first20 []byte) ([]byte, bool) {
+// The key is that of epoch e (epoch.go; 0 in v1): false also for an epoch
+// whose key the suite does not have.
+func (s *Suite) headerMAC(e uint32, first20 []byte) ([]byte, bool) {
 	s.keyMu.RLock()
 	defer s.keyMu.RUnlock()
 	if s.wiped {
 		return nil, false
 	}
-	m := hmac.New(sha256.New, s.headerMACKey)
+	_, macKey := s.keysOf(e)
+	if macKey == nil {
+		return nil, false
+	}
+	m := hmac.New(sha256.New, macKey)
 	m.Write(first20)
 	return m.Sum(nil)[:headerMACSize], true
 }
@@ -36,7 +42,7 @@ func (s *Suite) MarshalHeader(h Header) []byte {
 	binary.BigEndian.PutUint16(b[0:2], Version)
 	binary.BigEndian.PutUint16(b[2:4], h.Flags)
 	copy(b[4:20], h.FileID[:])
-	mac, ok := s.headerMAC(b[:20])
+	mac, ok := s.headerMAC(0, b[:20])
 	if !ok {
 		panic("content: MarshalHeader after Wipe")
 	}
@@ -54,7 +60,7 @@ func (s *Suite) ParseHeader(b []byte) (Header, error) {
 	if len(b) != HeaderSize {
 		return Header{}, fmt.Errorf("%w: %d bytes, want %d", ErrBadHeader, len(b), HeaderSize)
 	}
-	mac, ok := s.headerMAC(b[:20])
+	mac, ok := s.headerMAC(0, b[:20])
 	if !ok {
 		return Header{}, fmt.Errorf("%w: %w", ErrBadHeader, ErrWiped)
 	}
