@@ -122,6 +122,11 @@ type Params struct {
 	ChunkSize     int
 	KDF           kdf.Params
 	Reverse       bool // the vault describes a reverse-mode view
+	// VaultID is the vault's random 16-byte identity (format 2 with
+	// FlagBoundLocations only, features.go): the parent ID of the
+	// root's location binding (docs/format.md §14). omitempty: format 1's
+	// Params encode exactly as before.
+	VaultID []byte `json:",omitempty"`
 }
 
 // Config is a parsed config file. A format-1 config has EncryptedKey; a
@@ -146,6 +151,11 @@ type Config struct {
 	// written back byte for byte: re-encoding Params could change
 	// whitespace or field order and break unlocking.
 	rawParams []byte
+	// rawSlotParams is the exact "SlotParams" value of a format-2 config
+	// whose Params were changed after its slots were sealed (UpgradeParams):
+	// the Params bytes every slot's wrap authenticates. nil: the slots
+	// authenticate rawParams.
+	rawSlotParams []byte
 
 	// raw is the whole file as parsed (nil for a config made by Create):
 	// reverse mode shows exactly the bytes it unlocked (Raw).

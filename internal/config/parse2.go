@@ -14,8 +14,11 @@ import (
 type fileJSONv2 struct {
 	Creator string
 	Params  json.RawMessage
-	Slots   json.RawMessage
-	MAC     []byte
+	// SlotParams: the Params the slots were sealed under, when Params
+	// changed since (UpgradeParams, features.go); absent otherwise.
+	SlotParams json.RawMessage
+	Slots      json.RawMessage
+	MAC        []byte
 }
 
 // paramsJSONv2 is format 2's Params object: format 1's without KDF (which
@@ -25,6 +28,8 @@ type paramsJSONv2 struct {
 	FeatureFlags  []string
 	Cipher        string
 	ChunkSize     int
+	// VaultID is decoded by decodeVaultID (strict: no null, no "").
+	VaultID json.RawMessage `json:",omitempty"`
 }
 
 // slotJSON is one element of the Slots array.
@@ -49,6 +54,11 @@ func parseV2(data []byte) (*Config, error) {
 	p, err := decodeParamsV2(f.Params)
 	if err != nil {
 		return nil, err
+	}
+	if f.SlotParams != nil {
+		if err := decodeSlotParams(f.SlotParams, p); err != nil {
+			return nil, err
+		}
 	}
 	var elems []slotJSON
 	if err := decodeStrict(f.Slots, &elems); err != nil {
@@ -79,6 +89,8 @@ func parseV2(data []byte) (*Config, error) {
 		rawParams: append([]byte(nil), f.Params...),
 		rawSlots:  append([]byte(nil), f.Slots...),
 		raw:       append([]byte(nil), data...),
+
+		rawSlotParams: bytes.Clone([]byte(f.SlotParams)),
 	}, nil
 }
 
@@ -88,7 +100,11 @@ func decodeParamsV2(raw []byte) (Params, error) {
 	if err := decodeStrict(raw, &pj); err != nil {
 		return Params{}, fmt.Errorf("%w: Params: %w", ErrCorrupt, err)
 	}
-	p := Params{FormatVersion: pj.FormatVersion, FeatureFlags: pj.FeatureFlags, Cipher: pj.Cipher, ChunkSize: pj.ChunkSize}
+	vid, err := decodeVaultID(pj.VaultID)
+	if err != nil {
+		return Params{}, err
+	}
+	p := Params{FormatVersion: pj.FormatVersion, FeatureFlags: pj.FeatureFlags, Cipher: pj.Cipher, ChunkSize: pj.ChunkSize, VaultID: vid}
 	if p.FormatVersion != FormatVersion2 {
 		return Params{}, fmt.Errorf("%w: FormatVersion %d in a format-2 config", ErrCorrupt, p.FormatVersion)
 	}
@@ -100,7 +116,15 @@ func decodeParamsV2(raw []byte) (Params, error) {
 
 // encodeParamsV2 is the canonical encoding of fresh format-2 Params.
 func encodeParamsV2(p Params) ([]byte, error) {
-	raw, err := json.MarshalIndent(paramsJSONv2{p.FormatVersion, p.FeatureFlags, p.Cipher, p.ChunkSize}, "\t", "\t")
+	pj := paramsJSONv2{FormatVersion: p.FormatVersion, FeatureFlags: p.FeatureFlags, Cipher: p.Cipher, ChunkSize: p.ChunkSize}
+	if p.VaultID != nil {
+		vid, err := json.Marshal(p.VaultID) // a base64 string
+		if err != nil {
+			return nil, fmt.Errorf("config: encode params: %w", err)
+		}
+		pj.VaultID = vid
+	}
+	raw, err := json.MarshalIndent(pj, "\t", "\t")
 	if err != nil {
 		return nil, fmt.Errorf("config: encode params: %w", err)
 	}
@@ -153,6 +177,10 @@ func (c *Config) marshalV2() ([]byte, error) {
 		return nil, errors.New("config: marshal: Slots changed in memory without AddSlot/RemoveSlot/ReplaceSlot")
 	}
 	return c.layout(func(buf *bytes.Buffer) {
+		if c.rawSlotParams != nil {
+			buf.WriteString(",\n\t\"SlotParams\": ")
+			buf.Write(c.rawSlotParams)
+		}
 		buf.WriteString(",\n\t\"Slots\": ")
 		buf.Write(c.rawSlots)
 		buf.WriteString(",\n\t\"MAC\": \"")

@@ -136,7 +136,7 @@ func (c *Config) openSlot(s Slot, secret []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: slot %d: Wrapped of %d bytes", ErrCorrupt, s.Header.ID, len(s.Wrapped))
 	}
 	nonce, sealed := s.Wrapped[:wrapNonceSize], s.Wrapped[wrapNonceSize:]
-	master, err := aead.Open(nil, nonce, sealed, slotAD(c.rawParams, s.rawHeader))
+	master, err := aead.Open(nil, nonce, sealed, slotAD(c.slotParams(), s.rawHeader))
 	if err != nil {
 		return nil, errSlotClosed
 	}
@@ -212,11 +212,12 @@ func macKey(masterKey []byte) ([]byte, error) {
 }
 
 // computeMAC is HMAC-SHA256(macKey, macPrefix ‖ Params bytes ‖ 0x00 ‖
-// Slots bytes). Why a MAC over the whole set on top of each slot's AEAD:
+// Slots bytes), followed by 0x00 ‖ SlotParams bytes in a config that has
+// them (features.go; JSON has no NUL, so the parts stay apart). Why a MAC over the whole set on top of each slot's AEAD:
 // a slot's AEAD proves that slot, not that no slot was added, removed,
 // reordered or restored from an old copy beside it; the MAC, keyed by the
 // master key that only slot holders have, proves the set.
-func computeMAC(masterKey, rawParams, rawSlots []byte) ([]byte, error) {
+func computeMAC(masterKey, rawParams, rawSlots, rawSlotParams []byte) ([]byte, error) {
 	k, err := macKey(masterKey)
 	if err != nil {
 		return nil, err
@@ -227,6 +228,10 @@ func computeMAC(masterKey, rawParams, rawSlots []byte) ([]byte, error) {
 	m.Write(rawParams)
 	m.Write([]byte{0})
 	m.Write(rawSlots)
+	if rawSlotParams != nil {
+		m.Write([]byte{0})
+		m.Write(rawSlotParams)
+	}
 	return m.Sum(nil), nil
 }
 
@@ -238,7 +243,7 @@ func (c *Config) VerifyMAC(masterKey []byte) error {
 	if !c.IsV2() {
 		return ErrNotV2
 	}
-	want, err := computeMAC(masterKey, c.rawParams, c.rawSlots)
+	want, err := computeMAC(masterKey, c.rawParams, c.rawSlots, c.rawSlotParams)
 	if err != nil {
 		return err
 	}

@@ -16,11 +16,14 @@ func (p Params) Validate() error {
 	if p.FormatVersion < 1 {
 		return fmt.Errorf("%w: FormatVersion %d is invalid", ErrCorrupt, p.FormatVersion)
 	}
-	required := RequiredFlags()
+	required, optional := RequiredFlags(), []string(nil)
 	if p.FormatVersion == FormatVersion2 {
-		required = RequiredFlagsV2()
+		required, optional = RequiredFlagsV2(), optionalFlagNamesV2()
 	}
-	if err := validateFlags(p.FeatureFlags, required); err != nil {
+	if err := validateFlags(p.FeatureFlags, required, optional); err != nil {
+		return err
+	}
+	if err := p.validateFeatures(); err != nil {
 		return err
 	}
 	switch content.Algorithm(p.Cipher) {
@@ -60,13 +63,16 @@ func futureVersion(v int) error {
 }
 
 // validateFlags requires exactly the required flags, each once, in any
-// order. Every flag this build knows of a version is required today; a
-// later optional flag of format 2 gets its own entry here, and a flag this
-// build does not know still refuses to open (ErrUnknownFeature).
-func validateFlags(flags, required []string) error {
+// order, and allows the optional ones (format 2's features, features.go),
+// each at most once. A flag this build does not know refuses to open
+// (ErrUnknownFeature).
+func validateFlags(flags, required, optional []string) error {
 	seen := make(map[string]bool, len(flags))
 	known := make(map[string]bool)
 	for _, f := range required {
+		known[f] = true
+	}
+	for _, f := range optional {
 		known[f] = true
 	}
 	for _, f := range flags {
@@ -78,7 +84,7 @@ func validateFlags(flags, required []string) error {
 		}
 		seen[f] = true
 	}
-	for f := range known {
+	for _, f := range required {
 		if !seen[f] {
 			return fmt.Errorf("%w: required feature flag %q is missing", ErrCorrupt, f)
 		}
