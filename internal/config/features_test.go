@@ -76,7 +76,9 @@ func TestBoundLocationsTamper(t *testing.T) {
 	}
 	data := string(mustMarshal(t, up))
 	for name, edit := range map[string]func(string) string{
-		"VaultID":    func(s string) string { return strings.Replace(s, "p6enp6enp6enp6enp6enpw==", "p6enp6enp6enp6enp6enpg==", 1) },
+		"VaultID": func(s string) string {
+			return strings.Replace(s, "p6enp6enp6enp6enp6enpw==", "p6enp6enp6enp6enp6enpg==", 1)
+		},
 		"drop flag":  func(s string) string { return strings.Replace(s, `"BoundLocations"`, `"DirID"`, 1) },
 		"SlotParams": func(s string) string { return strings.Replace(s, `"SlotParams": {`, `"SlotParams": { `, 1) },
 	} {
