@@ -22,6 +22,12 @@ const FileName = "encryptfs.conf"
 // forward vault with the same password.
 const ReverseFileName = ".encryptfs.reverse.conf"
 
+// UpgradeMarkerName is the file in CIPHERDIR that says a content upgrade
+// (encryptfs upgrade adding BoundLocations, docs/format.md §14.6) is under
+// way: it holds the VaultID the upgrade binds to, and a vault whose
+// config does not have the feature yet is refused while it exists.
+const UpgradeMarkerName = "encryptfs.upgrade"
+
 // BackupName is where passwd of encryptfs 0.1.0 kept the previous config.
 // passwd no longer writes it (a copy of the old config inside a synced
 // CIPHERDIR keeps the old password working forever); fsck still knows the

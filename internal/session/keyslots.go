@@ -79,6 +79,10 @@ func OpenWith(dir string, cr keyslot.Credentials, o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := o.checkUpgrade(dir, c); err != nil {
+		clear(r.MasterKey)
+		return nil, err
+	}
 	s, err := New(dir, c.Params, r.MasterKey, o)
 	if err != nil {
 		clear(r.MasterKey)

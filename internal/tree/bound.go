@@ -268,3 +268,13 @@ func (t *Tree) RebindDir(dirfd int, p bind.Place) error {
 	}
 	return t.fs.Fsync(dirfd)
 }
+
+// DirIDFileAt returns the v2 directory ID file that binds ID id to place
+// p (encryptfs upgrade writes it over a v1 one, or over a v1 conflict
+// copy); nil without binding.
+func (t *Tree) DirIDFileAt(id []byte, p bind.Place) []byte {
+	if t.bind == nil {
+		return nil
+	}
+	return t.dirIDFile(id, p, nil)
+}
