@@ -117,7 +117,7 @@ func TestKeysDoneWhen(t *testing.T) {
 	}
 	r = run(t, "", "upgrade", "--passfile", pf, dir)
 	r.want(t, 0)
-	if !strings.Contains(r.stdout, "already format 2") {
+	if !strings.Contains(r.stdout, "up to date") {
 		t.Fatalf("second upgrade said:\n%s", r.stdout)
 	}
 
