@@ -108,8 +108,12 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 // markerLeft tells whether dir has the marker of a content upgrade (a
 // bound config beside it: the last step was lost).
 func (a *App) markerLeft(dir string) bool {
-	_, err := os.Lstat(filepath.Join(dir, config.UpgradeMarkerName))
-	return err == nil
+	for _, name := range []string{config.UpgradeMarkerName, config.UpgradeMarkerName + ".tmp"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // upgradeConfig is step 1 (format-1 config to format 2) and returns the

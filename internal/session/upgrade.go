@@ -117,11 +117,7 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 		return UpgradeResult{}, err
 	}
 	if ring.cfg.Params.Bound() {
-		res := UpgradeResult{AlreadyBound: true, VaultID: ring.cfg.Params.VaultID}
-		if marker != nil {
-			return res, s.removeMarker(rootfd)
-		}
-		return res, nil
+		return UpgradeResult{AlreadyBound: true, VaultID: ring.cfg.Params.VaultID}, s.removeMarker(rootfd)
 	}
 	res := UpgradeResult{Resumed: marker != nil, VaultID: marker}
 	if marker == nil {
@@ -208,8 +204,10 @@ func (s *Session) writeMarker(rootfd int, vid []byte) error {
 	return s.fs.Fsync(rootfd)
 }
 
-// removeMarker removes encryptfs.upgrade once the config is written.
+// removeMarker removes encryptfs.upgrade once the config is written (and
+// a temporary of it that a crash left).
 func (s *Session) removeMarker(rootfd int) error {
+	s.fs.Unlinkat(rootfd, markerTemp, 0)
 	if err := s.fs.Unlinkat(rootfd, config.UpgradeMarkerName, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("session: remove %s: %w", config.UpgradeMarkerName, err)
 	}
