@@ -23,7 +23,7 @@ const FileName = "encryptfs.conf"
 const ReverseFileName = ".encryptfs.reverse.conf"
 
 // UpgradeMarkerName is the file in CIPHERDIR that says a content upgrade
-// (encryptfs upgrade adding BoundLocations, docs/format.md §14.6) is under
+// (encryptfs upgrade adding BoundLocations, docs/format.md §14, "Upgrading") is under
 // way: it holds the VaultID the upgrade binds to, and a vault whose
 // config does not have the feature yet is refused while it exists.
 const UpgradeMarkerName = "encryptfs.upgrade"

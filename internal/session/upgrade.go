@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The content upgrade (docs/format.md §14.6): a vault whose objects are
+// The content upgrade (docs/format.md §14, "Upgrading"): a vault whose objects are
 // still v1 (a format-1 vault after its config upgrade, or a format-2 vault
 // made before location binding) gets feature flag BoundLocations. Every
 // encryptfs.dirid (and conflict copy of one) is rewritten in its v2 form,
@@ -89,7 +89,7 @@ type UpgradeResult struct {
 	Dirs, Files, Relinked int
 	// Skipped counts the entries left as they are: names that do not
 	// decrypt, and conflict copies hidden by another entry of the same
-	// displayed name (docs/format.md §14.6).
+	// displayed name (docs/format.md §14, "Upgrading").
 	Skipped int
 }
 
