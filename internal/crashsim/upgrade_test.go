@@ -44,8 +44,10 @@ func TestCrashReplayUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := plaintextOf(t, dir, pw)
-	if len(want) < 10 {
-		t.Fatalf("the test vault is too small: %v", slices.Sorted(mapKeys(want)))
+	for _, p := range []string{"dA/b" + conflictSfx, "dA/sub" + conflictSfx + "/c", "b-root", "d2/linked-too", "sparse", "d1/chunk @user.color"} {
+		if _, ok := want[p]; !ok {
+			t.Fatalf("the test vault lacks %s: %v", p, slices.Sorted(mapKeys(want)))
+		}
 	}
 
 	rec, err := crashsim.NewRecorder(dir)
@@ -208,6 +210,45 @@ func fillUpgradeVault(t *testing.T, v *vault.Vault, dir string) {
 	to, err := v.EncryptPath("d2/linked-too")
 	mustV(err)
 	mustV(os.Link(filepath.Join(dir, from), filepath.Join(dir, to)))
+	conflictCopies(t, v, dir)
+}
+
+// conflictSfx is the sync tool's conflict suffix conflictCopies uses.
+const conflictSfx = ".sync-conflict-20261122-101010-ABCDEFG"
+
+// conflictCopies makes what a sync tool leaves when a directory dA was
+// made on two machines apart (format.md §7.1): the losing side's
+// directory ID as a conflict copy in dA, and its entries (a file, a
+// directory with a file) beside dA's own, shown as "<name><suffix>". The
+// losing file also gets a hard link in the root, so that a hard-linked
+// pair spans a directory's conflict copy and a directory later in
+// post-order.
+func conflictCopies(t *testing.T, v *vault.Vault, dir string) {
+	sfx := conflictSfx
+	t.Helper()
+	for _, d := range []string{"dA", "dB", "dB/sub"} {
+		mustV(v.Mkdir(d, 0o755))
+	}
+	mustV(v.WriteFile("dA/a", data(35, 300), 0o644))
+	mustV(v.WriteFile("dB/b", data(36, 4500), 0o644))
+	mustV(v.WriteFile("dB/sub/c", data(37, 10), 0o644))
+	encA, err := v.EncryptPath("dA")
+	mustV(err)
+	encB, err := v.EncryptPath("dB")
+	mustV(err)
+	encBb, err := v.EncryptPath("dB/b")
+	mustV(err)
+	encRoot, err := v.EncryptPath("b-root")
+	mustV(err)
+	a, b := filepath.Join(dir, encA), filepath.Join(dir, encB)
+	mustV(os.Rename(filepath.Join(b, "encryptfs.dirid"), filepath.Join(a, "encryptfs.dirid"+sfx)))
+	ents, err := os.ReadDir(b)
+	mustV(err)
+	for _, e := range ents {
+		mustV(os.Rename(filepath.Join(b, e.Name()), filepath.Join(a, e.Name())))
+	}
+	mustV(os.Remove(b))
+	mustV(os.Link(filepath.Join(a, filepath.Base(encBb)), filepath.Join(dir, encRoot)))
 }
 
 func mapKeys(m map[string]string) func(func(string) bool) {

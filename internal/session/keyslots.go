@@ -75,12 +75,13 @@ func OpenWith(dir string, cr keyslot.Credentials, o Options) (*Session, error) {
 	if c.Params.Reverse {
 		return nil, ErrReverse
 	}
-	r, err := keyslot.Unlock(c, cr)
-	if err != nil {
+	// Before any credential is asked for or tried: a half-upgraded vault
+	// is refused whatever opens it.
+	if err := o.checkUpgrade(dir, c); err != nil {
 		return nil, err
 	}
-	if err := o.checkUpgrade(dir, c); err != nil {
-		clear(r.MasterKey)
+	r, err := keyslot.Unlock(c, cr)
+	if err != nil {
 		return nil, err
 	}
 	s, err := New(dir, c.Params, r.MasterKey, o)

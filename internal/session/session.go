@@ -155,14 +155,18 @@ func (o Options) loadConfig(dir, name string) (*config.Config, error) {
 // Open unlocks the vault in dir with password (config.ErrWrongPassword if
 // it does not unwrap the master key).
 func Open(dir string, password []byte, o Options) (*Session, error) {
-	c, master, err := o.unlock(dir, config.FileName, password)
+	c, err := o.loadConfig(dir, config.FileName)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.checkUpgrade(dir, c); err != nil {
+		return nil, err
+	}
+	master, err := c.Unlock(password)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(master)
-	if err := o.checkUpgrade(dir, c); err != nil {
-		return nil, err
-	}
 	return New(dir, c.Params, master, o)
 }
 
