@@ -9,6 +9,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 )
@@ -115,7 +116,14 @@ func (s *Session) checkAgeKey() (KeyCheck, error) {
 		return 0, err
 	}
 	defer backing.Close(rootfd)
-	dirID, err := s.tree.ReadDirID(rootfd)
+	dirID, err := s.tree.ReadRootDirID(rootfd)
+	if errors.Is(err, bind.ErrMisplaced) {
+		// With location binding the root's ID file is bound under the
+		// real key: a key that does not verify it is not the vault's.
+		// (Not the other way round: whoever replaced the config can
+		// replace the root's ID file too; the names below still tell.)
+		return 0, fmt.Errorf("%w (the root's directory ID is not bound under it)", ErrForgedConfig)
+	}
 	if err != nil {
 		return 0, err
 	}
