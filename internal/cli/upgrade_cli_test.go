@@ -189,3 +189,29 @@ func TestUpgradeInterrupted(t *testing.T) {
 	}
 	run(t, "", "fsck", "--passfile", pf, dir).want(t, 0)
 }
+
+// TestUpgradeBlockedCLI: a file with three names cannot be bound (a v2
+// header binds two): upgrade says which on one line (11) before it
+// converts anything, and the vault still opens.
+func TestUpgradeBlockedCLI(t *testing.T) {
+	dir, _ := newVault(t, "pw")
+	pf := writePassfile(t, "pw")
+	putFile(t, dir, "a.txt", "three names", "--passfile", pf)
+	from := backingOf(t, dir, pf, "a.txt")
+	for _, n := range []string{"b.txt", "c.txt"} {
+		must(t, os.Link(filepath.Join(dir, from), filepath.Join(dir, backingOf(t, dir, pf, n))))
+	}
+	r := run(t, "", "upgrade", "--passfile", pf, dir)
+	r.want(t, ExitCorruptData)
+	if !strings.Contains(r.stderr, "3 hard links") || !strings.Contains(r.stderr, "a.txt") && !strings.Contains(r.stderr, "b.txt") {
+		t.Fatalf("blocked upgrade said: %s", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "encryptfs.upgrade")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a blocked upgrade left its marker: %v", err)
+	}
+	r = run(t, "", "cat", "--passfile", pf, dir, "c.txt")
+	r.want(t, 0)
+	if r.stdout != "three names" {
+		t.Fatalf("cat after a blocked upgrade: %q", r.stdout)
+	}
+}

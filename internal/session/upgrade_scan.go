@@ -95,14 +95,14 @@ func (u *upgrader) problem(format string, args ...any) {
 	u.problems = append(u.problems, fmt.Sprintf(format, args...))
 }
 
-// blocked is the error listing the problems (the first ten).
+// blocked is the error listing the problems (the first five), on one line.
 func (u *upgrader) blocked() error {
 	list := u.problems
 	more := ""
-	if len(list) > 10 {
-		list, more = list[:10], fmt.Sprintf("\n  ... and %d more", len(u.problems)-10)
+	if len(list) > 5 {
+		list, more = list[:5], fmt.Sprintf("; and %d more", len(u.problems)-5)
 	}
-	return fmt.Errorf("%w (nothing was changed; run encryptfs fsck):\n  %s%s", ErrUpgradeBlocked, strings.Join(list, "\n  "), more)
+	return fmt.Errorf("%w (no file or directory was converted): %s%s", ErrUpgradeBlocked, strings.Join(list, "; "), more)
 }
 
 // readDirID reads the ID of directory dirfd found at place p: a v1 ID
