@@ -44,8 +44,10 @@ func TestParamsTurnBindingOn(t *testing.T) {
 		t.Fatalf("root ID file: %v %v", fi, err)
 	}
 	opens := map[string]func() (*Session, error){
-		"Open":              func() (*Session, error) { return Open(dir, password, Options{}) },
-		"OpenWith":          func() (*Session, error) { return OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{}) },
+		"Open": func() (*Session, error) { return Open(dir, password, Options{}) },
+		"OpenWith": func() (*Session, error) {
+			return OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{})
+		},
 		"OpenWithMasterKey": func() (*Session, error) { return OpenWithMasterKey(dir, master, Options{}) },
 	}
 	for name, open := range opens {
@@ -82,8 +84,10 @@ func TestHalfUpgradedRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, open := range map[string]func() (*Session, error){
-		"Open":              func() (*Session, error) { return Open(dir, password, Options{}) },
-		"OpenWith":          func() (*Session, error) { return OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{}) },
+		"Open": func() (*Session, error) { return Open(dir, password, Options{}) },
+		"OpenWith": func() (*Session, error) {
+			return OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{})
+		},
 		"OpenWithMasterKey": func() (*Session, error) { return OpenWithMasterKey(dir, master, Options{}) },
 	} {
 		if s, err := open(); !errors.Is(err, ErrUpgradeIncomplete) {
