@@ -41,6 +41,10 @@ func FuzzParse(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add([]byte(v2.Config))
+	if v2.Bound != nil && v2.Upgraded != nil {
+		f.Add([]byte(v2.Bound.Config))
+		f.Add([]byte(v2.Upgraded.Config))
+	}
 	f.Add([]byte(`{"Params": {"FormatVersion": 2}}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -57,7 +61,8 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(Marshal(Parse(x))): %v\n%s", err, out)
 		}
 		if c2.Creator != c.Creator || !bytes.Equal(c2.rawParams, c.rawParams) || !bytes.Equal(c2.EncryptedKey, c.EncryptedKey) ||
-			!bytes.Equal(c2.rawSlots, c.rawSlots) || !bytes.Equal(c2.MAC, c.MAC) || len(c2.Slots) != len(c.Slots) {
+			!bytes.Equal(c2.rawSlots, c.rawSlots) || !bytes.Equal(c2.MAC, c.MAC) || len(c2.Slots) != len(c.Slots) ||
+			!bytes.Equal(c2.rawSlotParams, c.rawSlotParams) || !bytes.Equal(c2.Params.VaultID, c.Params.VaultID) {
 			t.Fatal("round trip changed the config")
 		}
 	})
