@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"filippo.io/age"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
@@ -50,10 +51,15 @@ func TestExampleVaultV2Bound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ids, err := keyslot.ParseIdentities(exampleV2Cred(t, "age-identity.txt"), keyslot.IdentityOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, d := range []struct {
 		name string
 		cr   keyslot.Credentials
 	}{
+		{"age", keyslot.Credentials{Identities: []age.Identity{ids[0]}}},
 		{"password", keyslot.Credentials{Password: func() ([]byte, error) { return []byte(exampleV2Password), nil }}},
 		{"keyfile", keyslot.Credentials{Keyfiles: [][]byte{exampleV2Cred(t, "keyfile")}}},
 		{"recovery", keyslot.Credentials{RecoveryKeys: [][]byte{recovery}}},
