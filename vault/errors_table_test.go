@@ -140,6 +140,10 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/mount.ErrNoSession":        {mount.ErrNoSession, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/mount.ErrNoRoot":           {mount.ErrNoRoot, fault.Other, syscall.EIO, cli.ExitError, nil},
 
+	// The content upgrade (session/upgrade.go).
+	"internal/session.ErrUpgradeIncomplete": {session.ErrUpgradeIncomplete, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/session.ErrUpgradeBlocked":    {session.ErrUpgradeBlocked, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+
 	"internal/tree.ErrCorruptDir":       {tree.ErrCorruptDir, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/tree.ErrReverse":          {tree.ErrReverse, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 	"internal/tree.ErrShadowed":         {tree.ErrShadowed, fault.NotFound, syscall.ENOENT, cli.ExitError, syscall.ENOENT},

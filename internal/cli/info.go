@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,8 @@ type infoJSON struct {
 		Threads   uint8
 	}
 	FeatureFlags []string
+	// VaultID is the hex VaultID of a vault with location binding.
+	VaultID string `json:",omitempty"`
 	// Reverse is true for a PLAINDIR's reverse-mode config. (The stored
 	// Params.Reverse stays false there, see initReverse; this field says
 	// which kind of directory was read.)
@@ -56,6 +59,7 @@ func (a *App) newInfoCommand() *cobra.Command {
 			out.FormatVersion, out.Creator, out.Cipher, out.ChunkSize = p.FormatVersion, c.Creator, p.Cipher, p.ChunkSize
 			out.KDF.Algorithm, out.KDF.Time, out.KDF.MemoryKiB, out.KDF.Threads = p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB, p.KDF.Threads
 			out.FeatureFlags, out.Reverse = p.FeatureFlags, p.Reverse || isReverse
+			out.VaultID = hex.EncodeToString(p.VaultID)
 			if c.IsV2() {
 				out.Slots = slotsJSON(keyslot.List(c))
 			}
@@ -79,6 +83,9 @@ func (a *App) newInfoCommand() *cobra.Command {
 				p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB/1024, p.KDF.Threads)
 		}
 		fmt.Fprintf(a.Stdout, "Feature flags:  %s\n", strings.Join(p.FeatureFlags, " "))
+		if p.VaultID != nil {
+			fmt.Fprintf(a.Stdout, "Vault ID:       %s (location binding)\n", hex.EncodeToString(p.VaultID))
+		}
 		fmt.Fprintf(a.Stdout, "Reverse mode:   %t\n", p.Reverse || isReverse)
 		if c.IsV2() {
 			fmt.Fprintf(a.Stdout, "Key slots (as encryptfs.conf says; encryptfs key list --verify authenticates them):\n")

@@ -1,11 +1,3 @@
-//go:build encryptfs_bound_cli
-
-// This test needs `encryptfs init --format 2` to make a location-bound
-// vault (feature flag BoundLocations), which helper v2cfg's branch adds:
-// until both are merged the binary cannot make one, so the test is behind
-// this build tag. Run it with go test -tags encryptfs_bound_cli, and drop
-// the tag once init makes bound vaults.
-
 package cli
 
 import (

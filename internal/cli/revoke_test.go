@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,14 +27,20 @@ func TestRevokeRefusedWithoutEpochs(t *testing.T) {
 	}
 	sameConfig(t, v1, before)
 
-	dir, _ := newVault(t, "pw", "--format", "2")
+	// A format-2 vault without binding: one made before `init` bound
+	// vaults (the committed example vault; `init` and `upgrade` bind now).
+	dir := filepath.Join(t.TempDir(), "cipher")
+	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "testdata", "example-vaults", "v2-aes-256-gcm"), dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	pf = writePassfile(t, "encryptfs example v2")
 	putFile(t, dir, "kept.txt", "still here", "--passfile", pf)
 	keyfile := filepath.Join(t.TempDir(), "kf")
-	keyAdd(t, "", "--passfile", pf, "--new-keyfile", keyfile, dir)
+	slot := keyAdd(t, "", "--passfile", pf, "--new-keyfile", keyfile, dir)
 	before = readConfig(t, dir)
 	for _, args := range [][]string{
 		append([]string{"passwd", "--revoke", "--passfile", pf, "--new-passfile", npf, dir}, cheapKDF...),
-		{"key", "remove", "--revoke", "--passfile", pf, dir, "3"},
+		{"key", "remove", "--revoke", "--passfile", pf, dir, slot},
 	} {
 		r := run(t, "", args...)
 		r.want(t, ExitUnsupported)

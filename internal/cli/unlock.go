@@ -42,6 +42,12 @@ func openSession(dir string, c *config.Config, secret []byte, isMasterKey bool) 
 // A key from an age slot that could not be checked against the vault's
 // names gets a one-line warning.
 func (a *App) unlockVault(dir string, c *config.Config, u unlockFlags, prompt string) (*session.Session, error) {
+	return a.unlockVaultWith(dir, c, u, prompt, session.Options{Config: c, Rand: a.Rand})
+}
+
+// unlockVaultWith is unlockVault with session options o (upgrade opens a
+// half-upgraded vault with o.Upgrading).
+func (a *App) unlockVaultWith(dir string, c *config.Config, u unlockFlags, prompt string, o session.Options) (*session.Session, error) {
 	if err := u.check(); err != nil {
 		return nil, err
 	}
@@ -50,7 +56,6 @@ func (a *App) unlockVault(dir string, c *config.Config, u unlockFlags, prompt st
 	if err != nil {
 		return nil, err
 	}
-	o := session.Options{Config: c, Rand: a.Rand}
 	var s *session.Session
 	if u.masterKey {
 		key, err := a.readMasterKey()

@@ -1,32 +1,52 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
 )
 
 func (a *App) newUpgradeCommand() *cobra.Command {
-	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "turn a format-1 vault into format 2 (key slots), in place", dirArg)
+	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding (every directory ID and file header rewritten; resumable)", dirArg)
 	fs := cmd.Flags()
-	var src passSource
-	passSourceFlags(fs, &src, "password")
+	var u unlockFlags
+	u.register(fs, "password")
 	var kf kdfFlags
 	kf.register(fs)
+	asJSON := fs.Bool("json", false, "report progress as JSON lines on stderr")
+	flagGroup(fs, groupOutput, "json")
 	cmd.RunE = func(_ *cobra.Command, pos []string) error {
-		return a.upgrade(pos[0], src, kf)
+		return a.upgrade(pos[0], u, kf, *asJSON)
 	}
 	return cmd
 }
 
-// upgrade rewrites a format-1 config as format 2 (session.Upgrade): the
-// same master key, so no file changes and a mount keeps running; the
-// password becomes key slot 1. Already format 2 is not an error (exit 0),
-// so that scripts can run it twice.
-func (a *App) upgrade(dir string, src passSource, kf kdfFlags) error {
+// upgrade brings the vault in dir to the current format, in two steps,
+// each skipped when done:
+//
+//  1. A format-1 config is rewritten as format 2 (session.Upgrade): the
+//     same master key, so no file changes and a mount keeps running; the
+//     password becomes key slot 1.
+//  2. Content without location binding gets it (session.UpgradeContent):
+//     every dirid and file header is rewritten, crash-safe and resumable,
+//     and BoundLocations is written to the config last. The vault must
+//     not be mounted; an interrupted run is finished by running upgrade
+//     again (every other command refuses the vault until then).
+//
+// An up-to-date vault is not an error (exit 0), so that scripts can run
+// it twice.
+func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error {
+	if err := u.check(); err != nil {
+		return err
+	}
 	c, err := a.loadConfig(dir)
 	if errors.Is(err, config.ErrNotFound) {
 		if _, rerr := a.loadReverseConfig(dir); rerr == nil {
@@ -36,36 +56,105 @@ func (a *App) upgrade(dir string, src passSource, kf kdfFlags) error {
 	if err != nil {
 		return err
 	}
-	if c.IsV2() {
-		fmt.Fprintf(a.Stdout, "%s is already format 2 (key slots); nothing to do.\n", dir)
-		return nil
-	}
 	if c.Params.Reverse {
 		return withCode(ExitUnsupported, fmt.Errorf("upgrade: %w", config.ErrReverseV2))
+	}
+	if c.Params.Bound() && !a.markerLeft(dir) {
+		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding); nothing to do.\n", dir)
+		return nil
+	}
+	if at := mountedAt(dir); at != "" {
+		return fmt.Errorf("upgrade: %s is mounted at %s; unmount it first (the upgrade rewrites every file's header)", dir, at)
+	}
+	var s *session.Session
+	if !c.IsV2() {
+		if s, err = a.upgradeConfig(dir, c, u, kf); err != nil {
+			return err
+		}
+	} else if s, err = a.unlockForUpgrade(dir, c, u); err != nil {
+		return err
+	}
+	defer s.Close()
+	prog := a.newProgress("upgrade", asJSON)
+	res, err := s.UpgradeContent(func(p session.UpgradeProgress) {
+		if prog != nil && prog.totalFiles == 0 && p.TotalObjects > 0 {
+			prog.setTotals(p.TotalObjects, p.TotalBytes)
+		}
+		prog.set(p.Objects, p.Bytes)
+	})
+	prog.finish()
+	if err != nil {
+		return fmt.Errorf("upgrade: %w", err)
+	}
+	switch {
+	case res.AlreadyBound:
+		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding); removed the marker of a finished upgrade.\n", dir)
+		return nil
+	case res.Resumed:
+		fmt.Fprintf(a.Stdout, "Finished the interrupted upgrade of %s.\n", dir)
+	}
+	fmt.Fprintf(a.Stdout, "Upgraded %s to location binding (VaultID %s): %d directory IDs and %d files rewritten", dir, hex.EncodeToString(res.VaultID), res.Dirs, res.Files)
+	if res.Relinked > 0 {
+		fmt.Fprintf(a.Stdout, ", %d hard links restored", res.Relinked)
+	}
+	fmt.Fprintln(a.Stdout, ".")
+	if res.Skipped > 0 {
+		fmt.Fprintf(a.Stdout, "%d entries whose names do not decrypt (or hidden sync-conflict copies) were left as they are; encryptfs fsck lists them.\n", res.Skipped)
+	}
+	fmt.Fprintf(a.Stdout, "Contents moved to another name or directory in CIPHERDIR now fail to read (EIO). Older encryptfs versions cannot open it.\n")
+	return nil
+}
+
+// markerLeft tells whether dir has the marker of a content upgrade (a
+// bound config beside it: the last step was lost).
+func (a *App) markerLeft(dir string) bool {
+	for _, name := range []string{config.UpgradeMarkerName, config.UpgradeMarkerName + ".tmp"} {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// upgradeConfig is step 1 (format-1 config to format 2) and returns the
+// vault opened for step 2 with the same password.
+func (a *App) upgradeConfig(dir string, c *config.Config, u unlockFlags, kf kdfFlags) (*session.Session, error) {
+	if u.nonPassword() {
+		return nil, usageErrorf("upgrade: a format-1 vault's config upgrade needs its password (it becomes key slot 1); drop --masterkey, --keyfile, --identity, --credential")
 	}
 	// As passwd: each cost not given as a flag keeps the stored one but is
 	// raised to at least the default.
 	k, err := kf.params(a.Rand, costsOf(c.Params.KDF).atLeast(a.defaultKDF()))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.CheckKDFMemory(k.MemoryKiB); err != nil {
-		return fmt.Errorf("upgrade: the new password slot: %w (choose a smaller --kdf-memory)", err)
+		return nil, fmt.Errorf("upgrade: the new password slot: %w (choose a smaller --kdf-memory)", err)
 	}
-	pw, err := a.readPassword(src, "Password", false)
+	pw, err := a.readPassword(u.src, "Password", false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer clear(pw)
 	if err := session.Upgrade(dir, pw, k, session.Options{Config: c, Rand: a.Rand}); err != nil {
 		if errors.Is(err, config.ErrWrongPassword) {
-			return err
+			return nil, err
 		}
-		return fmt.Errorf("upgrade: %w", err)
+		return nil, fmt.Errorf("upgrade: %w", err)
 	}
 	fmt.Fprintf(a.Stdout, "Upgraded %s to format 2: key slot 1 (password, Argon2id t=%d m=%d MiB p=%d) opens it with the same password.\n",
 		dir, k.Time, k.MemoryKiB/1024, k.Threads)
-	fmt.Fprintf(a.Stdout, "The master key and every file are unchanged (a running mount keeps working); the master key on paper still opens it (--masterkey).\n")
-	fmt.Fprintf(a.Stdout, "Add keys with: encryptfs key add %s (--recipient, --new-keyfile, --recovery)\n", dir)
-	return nil
+	fmt.Fprintf(a.Stdout, "The master key on paper still opens it (--masterkey). Add keys with: encryptfs key add %s (--recipient, --new-keyfile, --recovery)\n", dir)
+	next, err := a.loadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := session.OpenWith(dir, keyslot.Credentials{Password: func() ([]byte, error) { return bytes.Clone(pw), nil }},
+		session.Options{Config: next, Rand: a.Rand, Upgrading: true})
+	return a.opened(dir, s, err)
+}
+
+// unlockForUpgrade opens a format-2 vault for step 2, half-upgraded or not.
+func (a *App) unlockForUpgrade(dir string, c *config.Config, u unlockFlags) (*session.Session, error) {
+	return a.unlockVaultWith(dir, c, u, "Password", session.Options{Config: c, Rand: a.Rand, Upgrading: true})
 }

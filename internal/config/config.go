@@ -22,6 +22,12 @@ const FileName = "encryptfs.conf"
 // forward vault with the same password.
 const ReverseFileName = ".encryptfs.reverse.conf"
 
+// UpgradeMarkerName is the file in CIPHERDIR that says a content upgrade
+// (encryptfs upgrade adding BoundLocations, docs/format.md §14, "Upgrading") is under
+// way: it holds the VaultID the upgrade binds to, and a vault whose
+// config does not have the feature yet is refused while it exists.
+const UpgradeMarkerName = "encryptfs.upgrade"
+
 // BackupName is where passwd of encryptfs 0.1.0 kept the previous config.
 // passwd no longer writes it (a copy of the old config inside a synced
 // CIPHERDIR keeps the old password working forever); fsck still knows the
@@ -64,15 +70,6 @@ const FlagKeyEpochs = "KeyEpochs"
 // binding, per-file Merkle roots, freshness manifests, a master-key epoch)
 // arrive as further flags of format 2, not as new versions.
 const FlagKeyslots = "Keyslots"
-
-// OptionalFlagsV2 returns the feature flags a format-2 config may carry
-// beyond the required ones: each one is known (so it opens) and needed
-// only by vaults that use its feature. A fresh slice each call.
-func OptionalFlagsV2() []string {
-	return []string{
-		FlagKeyEpochs, // master-key epochs (epochs.go)
-	}
-}
 
 // RequiredFlagsV2 returns the feature flags every format-2 config carries
 // today: the v1 content flags (format 2 stores content exactly as format 1)
@@ -136,6 +133,11 @@ type Params struct {
 	ChunkSize     int
 	KDF           kdf.Params
 	Reverse       bool // the vault describes a reverse-mode view
+	// VaultID is the vault's random 16-byte identity (format 2 with
+	// FlagBoundLocations only, features.go): the parent ID of the
+	// root's location binding (docs/format.md §14). omitempty: format 1's
+	// Params encode exactly as before.
+	VaultID []byte `json:",omitempty"`
 }
 
 // Config is a parsed config file. A format-1 config has EncryptedKey; a
@@ -163,6 +165,11 @@ type Config struct {
 	// written back byte for byte: re-encoding Params could change
 	// whitespace or field order and break unlocking.
 	rawParams []byte
+	// rawSlotParams is the exact "SlotParams" value of a format-2 config
+	// whose Params were changed after its slots were sealed (UpgradeParams):
+	// the Params bytes every slot's wrap authenticates. nil: the slots
+	// authenticate rawParams.
+	rawSlotParams []byte
 
 	// raw is the whole file as parsed (nil for a config made by Create):
 	// reverse mode shows exactly the bytes it unlocked (Raw).

@@ -47,6 +47,10 @@ func FuzzParse(f *testing.F) {
 			f.Add([]byte(ep.Config)) // master-key epochs
 		}
 	}
+	if v2.Bound != nil && v2.Upgraded != nil {
+		f.Add([]byte(v2.Bound.Config))
+		f.Add([]byte(v2.Upgraded.Config))
+	}
 	f.Add([]byte(`{"Params": {"FormatVersion": 2}}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -64,7 +68,8 @@ func FuzzParse(f *testing.F) {
 		}
 		if c2.Creator != c.Creator || !bytes.Equal(c2.rawParams, c.rawParams) || !bytes.Equal(c2.EncryptedKey, c.EncryptedKey) ||
 			!bytes.Equal(c2.rawSlots, c.rawSlots) || !bytes.Equal(c2.MAC, c.MAC) || len(c2.Slots) != len(c.Slots) ||
-			c2.epochs.current != c.epochs.current || !bytes.Equal(c2.epochs.sealed, c.epochs.sealed) {
+			c2.epochs.current != c.epochs.current || !bytes.Equal(c2.epochs.sealed, c.epochs.sealed) ||
+			!bytes.Equal(c2.rawSlotParams, c.rawSlotParams) || !bytes.Equal(c2.Params.VaultID, c.Params.VaultID) {
 			t.Fatal("round trip changed the config")
 		}
 	})

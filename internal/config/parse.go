@@ -23,6 +23,7 @@ var fieldNames = map[string]bool{
 	"Creator": true, "Params": true, "EncryptedKey": true,
 	"FormatVersion": true, "FeatureFlags": true, "Cipher": true, "ChunkSize": true, "KDF": true, "Reverse": true,
 	"Algorithm": true, "Salt": true, "Time": true, "MemoryKiB": true, "Threads": true,
+	"VaultID": true, "SlotParams": true, // format 2 features (features.go)
 	// Format 2 (slots.go): which of them an object may hold is checked by
 	// the strict decode into its type.
 	"Slots": true, "MAC": true, "Header": true, "Wrapped": true,

@@ -14,7 +14,10 @@ import (
 type fileJSONv2 struct {
 	Creator string
 	Params  json.RawMessage
-	Slots   json.RawMessage
+	// SlotParams: the Params the slots were sealed under, when Params
+	// changed since (UpgradeParams, features.go); absent otherwise.
+	SlotParams json.RawMessage
+	Slots      json.RawMessage
 	// Epoch and OldEpochs: the KeyEpochs flag only (epochs.go).
 	Epoch     *uint32
 	OldEpochs []byte
@@ -28,6 +31,8 @@ type paramsJSONv2 struct {
 	FeatureFlags  []string
 	Cipher        string
 	ChunkSize     int
+	// VaultID is decoded by decodeVaultID (strict: no null, no "").
+	VaultID json.RawMessage `json:",omitempty"`
 }
 
 // slotJSON is one element of the Slots array.
@@ -52,6 +57,11 @@ func parseV2(data []byte) (*Config, error) {
 	p, err := decodeParamsV2(f.Params)
 	if err != nil {
 		return nil, err
+	}
+	if f.SlotParams != nil {
+		if err := decodeSlotParams(f.SlotParams, p); err != nil {
+			return nil, err
+		}
 	}
 	var elems []slotJSON
 	if err := decodeStrict(f.Slots, &elems); err != nil {
@@ -87,6 +97,8 @@ func parseV2(data []byte) (*Config, error) {
 		rawParams: append([]byte(nil), f.Params...),
 		rawSlots:  append([]byte(nil), f.Slots...),
 		raw:       append([]byte(nil), data...),
+
+		rawSlotParams: bytes.Clone([]byte(f.SlotParams)),
 	}, nil
 }
 
@@ -96,7 +108,11 @@ func decodeParamsV2(raw []byte) (Params, error) {
 	if err := decodeStrict(raw, &pj); err != nil {
 		return Params{}, fmt.Errorf("%w: Params: %w", ErrCorrupt, err)
 	}
-	p := Params{FormatVersion: pj.FormatVersion, FeatureFlags: pj.FeatureFlags, Cipher: pj.Cipher, ChunkSize: pj.ChunkSize}
+	vid, err := decodeVaultID(pj.VaultID)
+	if err != nil {
+		return Params{}, err
+	}
+	p := Params{FormatVersion: pj.FormatVersion, FeatureFlags: pj.FeatureFlags, Cipher: pj.Cipher, ChunkSize: pj.ChunkSize, VaultID: vid}
 	if p.FormatVersion != FormatVersion2 {
 		return Params{}, fmt.Errorf("%w: FormatVersion %d in a format-2 config", ErrCorrupt, p.FormatVersion)
 	}
@@ -108,7 +124,15 @@ func decodeParamsV2(raw []byte) (Params, error) {
 
 // encodeParamsV2 is the canonical encoding of fresh format-2 Params.
 func encodeParamsV2(p Params) ([]byte, error) {
-	raw, err := json.MarshalIndent(paramsJSONv2{p.FormatVersion, p.FeatureFlags, p.Cipher, p.ChunkSize}, "\t", "\t")
+	pj := paramsJSONv2{FormatVersion: p.FormatVersion, FeatureFlags: p.FeatureFlags, Cipher: p.Cipher, ChunkSize: p.ChunkSize}
+	if p.VaultID != nil {
+		vid, err := json.Marshal(p.VaultID) // a base64 string
+		if err != nil {
+			return nil, fmt.Errorf("config: encode params: %w", err)
+		}
+		pj.VaultID = vid
+	}
+	raw, err := json.MarshalIndent(pj, "\t", "\t")
 	if err != nil {
 		return nil, fmt.Errorf("config: encode params: %w", err)
 	}
@@ -161,6 +185,10 @@ func (c *Config) marshalV2() ([]byte, error) {
 		return nil, errors.New("config: marshal: Slots changed in memory without AddSlot/RemoveSlot/ReplaceSlot")
 	}
 	return c.layout(func(buf *bytes.Buffer) {
+		if c.rawSlotParams != nil {
+			buf.WriteString(",\n\t\"SlotParams\": ")
+			buf.Write(c.rawSlotParams)
+		}
 		buf.WriteString(",\n\t\"Slots\": ")
 		buf.Write(c.rawSlots)
 		c.epochs.write(buf)

@@ -170,7 +170,7 @@ func (c *Config) newSlot(h SlotHeader, secret, masterKey []byte, rand io.Reader)
 	if err != nil {
 		return Slot{}, err
 	}
-	wrapped, err := sealSlot(c.rawParams, raw, secret, masterKey, rand)
+	wrapped, err := sealSlot(c.slotParams(), raw, secret, masterKey, rand)
 	if err != nil {
 		return Slot{}, err
 	}
@@ -184,7 +184,7 @@ func (c *Config) setSlots(masterKey []byte, slots []Slot) error {
 		return err
 	}
 	raw := encodeSlots(slots)
-	mac, err := computeMAC(masterKey, c.rawParams, raw, c.epochs.macTail())
+	mac, err := computeMAC(masterKey, c.rawParams, raw, c.rawSlotParams, c.epochs.macTail())
 	if err != nil {
 		return err
 	}

@@ -136,7 +136,7 @@ func (c *Config) openSlot(s Slot, secret []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: slot %d: Wrapped of %d bytes", ErrCorrupt, s.Header.ID, len(s.Wrapped))
 	}
 	nonce, sealed := s.Wrapped[:wrapNonceSize], s.Wrapped[wrapNonceSize:]
-	master, err := aead.Open(nil, nonce, sealed, slotAD(c.rawParams, s.rawHeader))
+	master, err := aead.Open(nil, nonce, sealed, slotAD(c.slotParams(), s.rawHeader))
 	if err != nil {
 		return nil, errSlotClosed
 	}
@@ -212,15 +212,18 @@ func macKey(masterKey []byte) ([]byte, error) {
 }
 
 // computeMAC is HMAC-SHA256(macKey, macPrefix ‖ Params bytes ‖ 0x00 ‖
-// Slots bytes). Why a MAC over the whole set on top of each slot's AEAD:
+// Slots bytes), followed by 0x00 ‖ SlotParams bytes in a config that has
+// them (features.go; JSON has no NUL, so the parts stay apart). Why a MAC over the whole set on top of each slot's AEAD:
 // a slot's AEAD proves that slot, not that no slot was added, removed,
 // reordered or restored from an old copy beside it; the MAC, keyed by the
 // master key that only slot holders have, proves the set.
 //
 // With the KeyEpochs flag the input goes on with 0x00 ‖ the epoch state
-// (epochState.macTail): the epoch number and the sealed older keys are
-// authenticated with the slots, under the current epoch key.
-func computeMAC(masterKey, rawParams, rawSlots, epochTail []byte) ([]byte, error) {
+// (epochState.macTail: epoch u32 ‖ the sealed older keys): the epoch
+// number and the older keys are authenticated with the slots, under the
+// current epoch key. The byte after the first NUL past Slots tells the
+// two tails apart: '{' starts SlotParams, 0x00 the epoch (at most 1024).
+func computeMAC(masterKey, rawParams, rawSlots, rawSlotParams, epochTail []byte) ([]byte, error) {
 	k, err := macKey(masterKey)
 	if err != nil {
 		return nil, err
@@ -231,6 +234,10 @@ func computeMAC(masterKey, rawParams, rawSlots, epochTail []byte) ([]byte, error
 	m.Write(rawParams)
 	m.Write([]byte{0})
 	m.Write(rawSlots)
+	if rawSlotParams != nil {
+		m.Write([]byte{0})
+		m.Write(rawSlotParams)
+	}
 	m.Write(epochTail)
 	return m.Sum(nil), nil
 }
@@ -243,7 +250,7 @@ func (c *Config) VerifyMAC(masterKey []byte) error {
 	if !c.IsV2() {
 		return ErrNotV2
 	}
-	want, err := computeMAC(masterKey, c.rawParams, c.rawSlots, c.epochs.macTail())
+	want, err := computeMAC(masterKey, c.rawParams, c.rawSlots, c.rawSlotParams, c.epochs.macTail())
 	if err != nil {
 		return err
 	}

@@ -18,9 +18,12 @@ func (p Params) Validate() error {
 	}
 	required, optional := RequiredFlags(), []string(nil)
 	if p.FormatVersion == FormatVersion2 {
-		required, optional = RequiredFlagsV2(), OptionalFlagsV2()
+		required, optional = RequiredFlagsV2(), optionalFlagNamesV2()
 	}
 	if err := validateFlags(p.FeatureFlags, required, optional); err != nil {
+		return err
+	}
+	if err := p.validateFeatures(); err != nil {
 		return err
 	}
 	switch content.Algorithm(p.Cipher) {
@@ -60,18 +63,17 @@ func futureVersion(v int) error {
 }
 
 // validateFlags requires exactly the required flags, each once, in any
-// order. Every flag this build knows of a version is required today; a
-// later optional flag of format 2 gets its own entry here, and a flag this
-// build does not know still refuses to open (ErrUnknownFeature).
+// order, and allows the optional ones (format 2's features, features.go),
+// each at most once. A flag this build does not know refuses to open
+// (ErrUnknownFeature).
 func validateFlags(flags, required, optional []string) error {
 	seen := make(map[string]bool, len(flags))
 	known := make(map[string]bool)
 	for _, f := range required {
 		known[f] = true
 	}
-	isOptional := make(map[string]bool)
 	for _, f := range optional {
-		known[f], isOptional[f] = true, true
+		known[f] = true
 	}
 	for _, f := range flags {
 		if !known[f] {
@@ -82,8 +84,8 @@ func validateFlags(flags, required, optional []string) error {
 		}
 		seen[f] = true
 	}
-	for f := range known {
-		if !seen[f] && !isOptional[f] {
+	for _, f := range required {
+		if !seen[f] {
 			return fmt.Errorf("%w: required feature flag %q is missing", ErrCorrupt, f)
 		}
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -55,6 +56,23 @@ type configV2Vectors struct {
 	MACKey      hexBytes // HKDF(master, "encryptfs v2 config mac")
 	Slots       []slotVector
 	Config      string // the file as stored
+
+	// Feature vectors (features.go), drawn after everything above from
+	// the same stream: Bound is a new config with BoundLocations, as
+	// init makes; Upgraded is Config after UpgradeParams added it, with
+	// SlotParams.
+	Bound    *featureVector `json:",omitempty"`
+	Upgraded *featureVector `json:",omitempty"`
+}
+
+// featureVector is a config with format-2 features.
+type featureVector struct {
+	Description string
+	VaultID     hexBytes
+	MasterKey   hexBytes
+	SlotAD      string // slot 1's wrap AD: Params, or SlotParams if stored
+	MACInput    string // what the config MAC is computed over, as text
+	Config      string
 }
 
 // seededRand is the ChaCha20 keystream under SHA-256(seed), zero nonce:
@@ -130,7 +148,68 @@ func generateV2Vectors(t *testing.T) configV2Vectors {
 		t.Fatal(err)
 	}
 	v.Config = string(data)
+	v.Bound, v.Upgraded = generateFeatureVectors(t, r, c, master, v.Password)
 	return v
+}
+
+// generateFeatureVectors makes the Bound and Upgraded vectors (r goes on
+// from the base vectors' stream; base is their config).
+func generateFeatureVectors(t *testing.T, r io.Reader, base *Config, baseMaster []byte, password string) (*featureVector, *featureVector) {
+	vid := make([]byte, VaultIDSize)
+	io.ReadFull(r, vid)
+	k, err := kdf.New(r, kdf.MinTime, kdf.MinMemoryKiB, kdf.MinThreads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := SlotHeader{Type: SlotPassword, Label: "password", KDF: &k}
+	secret, err := (&Config{}).PasswordSecret(h, []byte(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewParamsV2(string(content.AES256GCM), 4096).WithBoundLocations(vid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, bmaster, err := CreateV2(p, h, secret, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc.Creator = "encryptfs vectors"
+	bound := featureVector{
+		Description: "a new format-2 config with BoundLocations (as init makes it): VaultID in Params, which every slot wrap and the MAC authenticate",
+		VaultID:     vid, MasterKey: bmaster,
+	}
+	uvid := make([]byte, VaultIDSize)
+	io.ReadFull(r, uvid)
+	up, err := base.Params.WithBoundLocations(uvid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, err := base.UpgradeParams(baseMaster, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded := featureVector{
+		Description: "Config after encryptfs upgrade added BoundLocations (UpgradeParams): the old Params kept as SlotParams, which the slot wraps authenticate; the MAC covers Params, Slots and SlotParams",
+		VaultID:     uvid, MasterKey: baseMaster,
+	}
+	for _, fv := range []struct {
+		v *featureVector
+		c *Config
+	}{{&bound, bc}, {&upgraded, uc}} {
+		data, err := fv.c.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fv.v.Config = string(data)
+		fv.v.SlotAD = string(slotAD(fv.c.slotParams(), fv.c.Slots[0].rawHeader))
+		in := macPrefix + string(fv.c.rawParams) + "\x00" + string(fv.c.rawSlots)
+		if fv.c.rawSlotParams != nil {
+			in += "\x00" + string(fv.c.rawSlotParams)
+		}
+		fv.v.MACInput = in
+	}
+	return &bound, &upgraded
 }
 
 func TestV2Vectors(t *testing.T) {
@@ -171,6 +250,27 @@ func TestV2Vectors(t *testing.T) {
 		secret, _ := HKDFSecret(s.Header, cred)
 		if m, err := c.OpenSlot(id, secret); err != nil || !bytes.Equal(m, file.MasterKey) {
 			t.Fatalf("slot %d: %v", id, err)
+		}
+	}
+	if file.Bound == nil || file.Upgraded == nil {
+		t.Fatal("the feature vectors are missing")
+	}
+	for _, fv := range []*featureVector{file.Bound, file.Upgraded} {
+		c, err := Parse([]byte(fv.Config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := c.Unlock([]byte(file.Password)); err != nil || !bytes.Equal(m, fv.MasterKey) {
+			t.Fatalf("%s: password: %v", fv.Description, err)
+		}
+		if !c.Params.Bound() || !bytes.Equal(c.Params.VaultID, fv.VaultID) {
+			t.Fatalf("%s: Params %+v", fv.Description, c.Params)
+		}
+		mk, _ := macKey(fv.MasterKey)
+		m := hmac.New(sha256.New, mk)
+		m.Write([]byte(fv.MACInput))
+		if !hmac.Equal(m.Sum(nil), c.MAC) {
+			t.Fatalf("%s: the MAC is not HMAC(MACKey, MACInput)", fv.Description)
 		}
 	}
 }

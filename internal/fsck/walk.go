@@ -158,6 +158,11 @@ func (w *walker) dir(dirfd int, bp *bind.Place, cipherRel, plainRel string, know
 			continue
 		case isRoot && (bn == config.FileName || bn == config.BackupName):
 			continue
+		case isRoot && (bn == config.UpgradeMarkerName || bn == config.UpgradeMarkerName+".tmp"):
+			// A half-upgraded vault does not open; a bound one with the
+			// marker lost the upgrade's last step (session/upgrade.go).
+			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "left by an upgrade that finished; encryptfs upgrade removes it"})
+			continue
 		case isRoot && (bn == config.FileName+".tmp" || bn == config.BackupName+".tmp"):
 			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "config file left by an interrupted write; compare it with encryptfs.conf and remove it"})
 			w.planRemove(dirfd, cipherRel, bn, KindTemp, "remove the config left by an interrupted write (the vault opened with encryptfs.conf)")

@@ -11,8 +11,9 @@ import (
 	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
-// newBound is New for a vault with location binding (Options.BoundVaultID;
-// later the "BoundLocations" feature flag and Params.VaultID): the binding
+// newBound is New for a vault with location binding (Options.BoundVaultID,
+// which withParams sets from the feature flag "BoundLocations" and
+// Params.VaultID): the binding
 // key is derived from the master key (keys.LabelBinding), the content
 // suite writes v2 headers, and the engine and the tree check bindings.
 // It takes over k (wiped on failure).

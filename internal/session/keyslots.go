@@ -9,6 +9,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 )
@@ -75,6 +76,11 @@ func OpenWith(dir string, cr keyslot.Credentials, o Options) (*Session, error) {
 	if c.Params.Reverse {
 		return nil, ErrReverse
 	}
+	// Before any credential is asked for or tried: a half-upgraded vault
+	// is refused whatever opens it.
+	if err := o.checkUpgrade(dir, c); err != nil {
+		return nil, err
+	}
 	r, err := keyslot.Unlock(c, cr)
 	if err != nil {
 		return nil, err
@@ -110,7 +116,14 @@ func (s *Session) checkAgeKey() (KeyCheck, error) {
 		return 0, err
 	}
 	defer backing.Close(rootfd)
-	dirID, err := s.tree.ReadRootDirID(rootfd) // checks the root's binding too, with binding
+	dirID, err := s.tree.ReadRootDirID(rootfd)
+	if errors.Is(err, bind.ErrMisplaced) {
+		// With location binding the root's ID file is bound under the
+		// real key: a key that does not verify it is not the vault's.
+		// (Not the other way round: whoever replaced the config can
+		// replace the root's ID file too; the names below still tell.)
+		return 0, fmt.Errorf("%w (the root's directory ID is not bound under it)", ErrForgedConfig)
+	}
 	if err != nil {
 		return 0, err
 	}

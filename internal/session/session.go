@@ -7,6 +7,7 @@
 package session
 
 import (
+	"bytes"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -53,11 +54,15 @@ type Options struct {
 	// with an Observer to record them (internal/crashsim).
 	Backing *backing.FS
 	// BoundVaultID, if set (16 bytes), turns on location binding (format
-	// v2, docs/design/format-v2.md §4) with this VaultID as the root's
-	// parent ID. A test hook until the v2 config carries the feature flag
-	// "BoundLocations" and Params.VaultID: New should then take both
-	// from p (see newBound).
+	// v2, docs/format.md §14) with this VaultID as the root's parent ID.
+	// New sets it from the config (withParams: feature flag
+	// "BoundLocations" and Params.VaultID); tests set it to bind a vault
+	// whose config does not say so.
 	BoundVaultID []byte
+	// Upgrading opens a vault whose content upgrade was interrupted
+	// (upgrade.go), which every other open refuses
+	// (ErrUpgradeIncomplete). Only for UpgradeContent.
+	Upgrading bool
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
@@ -110,6 +115,10 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	if p.Reverse {
 		return nil, ErrReverse
 	}
+	o, err := o.withParams(p)
+	if err != nil {
+		return nil, err
+	}
 	if len(o.epochs) > 0 {
 		return newEpochs(dir, p, masterKey, o)
 	}
@@ -156,12 +165,35 @@ func (o Options) loadConfig(dir, name string) (*config.Config, error) {
 // Open unlocks the vault in dir with password (config.ErrWrongPassword if
 // it does not unwrap the master key).
 func Open(dir string, password []byte, o Options) (*Session, error) {
-	c, master, err := o.unlock(dir, config.FileName, password)
+	c, err := o.loadConfig(dir, config.FileName)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.checkUpgrade(dir, c); err != nil {
+		return nil, err
+	}
+	master, err := c.Unlock(password)
 	if err != nil {
 		return nil, err
 	}
 	defer clear(master)
 	return o.openEpochs(dir, c, master)
+}
+
+// withParams maps the vault's Params onto the options that turn its
+// format-2 features on: the one place where a config's feature flags
+// become engine and tree behaviour, so that every door (mount and its
+// daemon child, fsck, the offline tools, vault.Open) serves a vault as
+// its config says. A BoundVaultID already set must agree with the
+// config's.
+func (o Options) withParams(p config.Params) (Options, error) {
+	if p.Bound() {
+		if o.BoundVaultID != nil && !bytes.Equal(o.BoundVaultID, p.VaultID) {
+			return o, fmt.Errorf("session: Options.BoundVaultID differs from the config's VaultID")
+		}
+		o.BoundVaultID = p.VaultID
+	}
+	return o, nil
 }
 
 // unlock loads the config file name in dir and unwraps its master key with
@@ -201,6 +233,9 @@ func OpenWithMasterKey(dir string, masterKey []byte, o Options) (*Session, error
 		} else if err != nil {
 			return nil, err
 		}
+	}
+	if err := o.checkUpgrade(dir, c); err != nil {
+		return nil, err
 	}
 	return o.openEpochs(dir, c, masterKey)
 }

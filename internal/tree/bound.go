@@ -285,3 +285,15 @@ func (t *Tree) RebindDir(dirfd int, p bind.Place) error {
 	}
 	return t.fs.Fsync(dirfd)
 }
+
+// DirIDFileAt returns the v2 directory ID file that binds ID id to place
+// p (encryptfs upgrade writes it over a v1 one, or over a v1 conflict
+// copy); nil without binding. Epoch 0: a v1 directory's names were
+// encrypted under the vault's first key, and a vault gets epochs (§3b) only
+// once it binds.
+func (t *Tree) DirIDFileAt(id []byte, p bind.Place) []byte {
+	if t.bind == nil {
+		return nil
+	}
+	return t.dirIDFile(id, 0, p, nil)
+}

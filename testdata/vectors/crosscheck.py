@@ -224,5 +224,35 @@ if ep:
     w = base64.b64decode(slot["Wrapped"])
     assert AESGCM(wk).decrypt(w[:12], w[12:], b"encryptfs.conf v2 slot\0" + params.encode() + b"\0" + header.encode()) == cur
     checked += 1
+# Format-2 features (config-v2.json "Bound" and "Upgraded"): the MAC over
+# Params, Slots and (upgraded) SlotParams; slot 1 (password) opens with the
+# AD over SlotParams when stored, else Params.
+for name in ("Bound", "Upgraded"):
+    fv = (v2 or {}).get(name)
+    if not fv:
+        continue
+    text = fv["Config"]
+    conf = json.loads(text)
+    master = bytes.fromhex(fv["MasterKey"])
+    assert base64.b64decode(conf["Params"]["VaultID"]) == bytes.fromhex(fv["VaultID"])
+    params, _ = raw_value(text, "Params")
+    slots_raw, _ = raw_value(text, "Slots")
+    mac_in = b"encryptfs.conf v2\0" + params.encode() + b"\0" + slots_raw.encode()
+    sealed = params
+    if "SlotParams" in conf:
+        sealed, _ = raw_value(text, "SlotParams")
+        mac_in += b"\0" + sealed.encode()
+    assert mac_in == fv["MACInput"].encode(), name
+    mac_key = hkdf(master, b"", "encryptfs v2 config mac", 32)
+    assert hmac.new(mac_key, mac_in, hashlib.sha256).digest() == base64.b64decode(conf["MAC"]), name
+    header, _ = raw_value(slots_raw, "Header", 0)
+    k = conf["Slots"][0]["Header"]["KDF"]
+    secret = Argon2id(salt=base64.b64decode(k["Salt"]), length=32, iterations=k["Time"],
+                      lanes=k["Threads"], memory_cost=k["MemoryKiB"]).derive(v2["Password"].encode())
+    ad = b"encryptfs.conf v2 slot\0" + sealed.encode() + b"\0" + header.encode()
+    assert ad == fv["SlotAD"].encode(), name
+    w = base64.b64decode(conf["Slots"][0]["Wrapped"])
+    assert AESGCM(hkdf(secret, b"", "encryptfs v2 slot wrap", 32)).decrypt(w[:12], w[12:], ad) == master, name
+    checked += 2
 
 print("crosscheck: %d vectors match" % checked)

@@ -1,0 +1,200 @@
+package config
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// Format 2's optional features (docs/format.md §3a, "Feature flags"). A
+// format-2 vault names the features it uses in Params.FeatureFlags; a
+// reader refuses a flag it does not know (ErrUnknownFeature), so a vault
+// never opens in a build that would ignore one of its protections.
+// `encryptfs upgrade` adds features to an existing vault (UpgradeParams).
+
+// FlagBoundLocations: directory ID files and file headers carry location
+// bindings (docs/format.md §14). Needs Params.VaultID.
+const FlagBoundLocations = "BoundLocations"
+
+// VaultIDSize is the size of Params.VaultID.
+const VaultIDSize = 16
+
+// featureV2 is one optional flag of format 2 and the flags it needs.
+type featureV2 struct {
+	name     string
+	requires []string
+}
+
+// featuresV2 is THE list of the optional feature flags of format 2 this
+// build knows, with what each requires: one line per feature.
+func featuresV2() []featureV2 {
+	return []featureV2{
+		{FlagBoundLocations, nil},
+		// KeyEpochs (epochs.go): only bound objects carry an epoch, so a
+		// session refuses it without BoundLocations (session.ErrRevokeUnbound);
+		// not required here, so that the epoch vectors stay config-only.
+		{FlagKeyEpochs, nil},
+	}
+}
+
+// optionalFlagNamesV2 returns the names of featuresV2.
+func optionalFlagNamesV2() []string {
+	var out []string
+	for _, f := range featuresV2() {
+		out = append(out, f.name)
+	}
+	return out
+}
+
+// Has reports whether p lists feature flag name.
+func (p Params) Has(name string) bool { return slices.Contains(p.FeatureFlags, name) }
+
+// Bound reports whether the vault binds locations (FlagBoundLocations):
+// its VaultID is then set.
+func (p Params) Bound() bool { return p.Has(FlagBoundLocations) }
+
+// validateFeatures checks what the optional flags imply: each flag's
+// prerequisites are listed, and VaultID is present (VaultIDSize bytes)
+// exactly when BoundLocations is. Format 1 has neither.
+func (p Params) validateFeatures() error {
+	if p.FormatVersion != FormatVersion2 {
+		if p.VaultID != nil {
+			return fmt.Errorf("%w: format %d Params have no VaultID", ErrCorrupt, p.FormatVersion)
+		}
+		return nil
+	}
+	for _, f := range featuresV2() {
+		if !p.Has(f.name) {
+			continue
+		}
+		for _, r := range f.requires {
+			if !p.Has(r) {
+				return fmt.Errorf("%w: feature flag %q needs %q", ErrCorrupt, f.name, r)
+			}
+		}
+	}
+	switch {
+	case p.Bound() && len(p.VaultID) != VaultIDSize:
+		return fmt.Errorf("%w: %s needs a VaultID of %d bytes (have %d)", ErrCorrupt, FlagBoundLocations, VaultIDSize, len(p.VaultID))
+	case !p.Bound() && p.VaultID != nil:
+		return fmt.Errorf("%w: VaultID without feature flag %s", ErrCorrupt, FlagBoundLocations)
+	}
+	return nil
+}
+
+// WithBoundLocations returns p (format 2) with FlagBoundLocations and
+// vaultID, or p unchanged if it has them already.
+func (p Params) WithBoundLocations(vaultID []byte) (Params, error) {
+	if p.FormatVersion != FormatVersion2 {
+		return Params{}, fmt.Errorf("config: %s: %w", FlagBoundLocations, ErrNotV2)
+	}
+	if p.Bound() {
+		return p, nil
+	}
+	q := p
+	q.FeatureFlags = append(slices.Clone(p.FeatureFlags), FlagBoundLocations)
+	q.VaultID = slices.Clone(vaultID)
+	if err := q.Validate(); err != nil {
+		return Params{}, err
+	}
+	return q, nil
+}
+
+// decodeVaultID decodes the stored "VaultID" (raw JSON, nil if absent)
+// strictly: a base64 (standard, padded) string; null or an empty string
+// is not "absent" but corrupt, so that one Params value has one reading.
+func decodeVaultID(raw json.RawMessage) ([]byte, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("%w: VaultID: %w", ErrCorrupt, err)
+	}
+	id, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil || len(id) == 0 {
+		return nil, fmt.Errorf("%w: VaultID %q is not base64 of %d bytes", ErrCorrupt, s, VaultIDSize)
+	}
+	return id, nil
+}
+
+// UpgradeParams replaces the Params of format-2 config c by p, which may
+// only add feature flags (and the VaultID that comes with
+// BoundLocations): same cipher and chunk size, no flag removed. It needs
+// the master key: the config MAC must verify before, and is recomputed
+// over the new Params.
+//
+// Why the slots keep the Params they were sealed under (SlotParams): each
+// slot's wrap authenticates the Params bytes (slotAD), and re-sealing a
+// slot needs its secret: every password, keyfile, age identity and
+// recovery key of the vault, which the one running the upgrade does not
+// have. So the first UpgradeParams keeps the old Params bytes as
+// SlotParams, which the wraps (and the slots added later) authenticate;
+// the config MAC, under the master key, covers Params, the slots and
+// SlotParams, so no one without the key can change either (§3a).
+func (c *Config) UpgradeParams(masterKey []byte, p Params) (*Config, error) {
+	if !c.IsV2() {
+		return nil, ErrNotV2
+	}
+	if err := c.VerifyMAC(masterKey); err != nil {
+		return nil, err
+	}
+	old := c.Params
+	if p.FormatVersion != old.FormatVersion || p.Cipher != old.Cipher || p.ChunkSize != old.ChunkSize {
+		return nil, fmt.Errorf("config: upgrade params: format, cipher and chunk size cannot change")
+	}
+	for _, f := range old.FeatureFlags {
+		if !p.Has(f) {
+			return nil, fmt.Errorf("config: upgrade params: feature flag %q cannot be removed", f)
+		}
+	}
+	if old.VaultID != nil && !bytes.Equal(old.VaultID, p.VaultID) {
+		return nil, fmt.Errorf("config: upgrade params: the VaultID cannot change")
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	raw, err := encodeParamsV2(p)
+	if err != nil {
+		return nil, err
+	}
+	next := *c
+	next.Slots = slices.Clone(c.Slots)
+	next.Params, next.rawParams, next.raw = p, raw, nil
+	if next.rawSlotParams == nil {
+		next.rawSlotParams = slices.Clone(c.rawParams)
+	}
+	if next.MAC, err = computeMAC(masterKey, next.rawParams, next.rawSlots, next.rawSlotParams, next.epochs.macTail()); err != nil {
+		return nil, err
+	}
+	return &next, nil
+}
+
+// slotParams are the Params bytes the slots' wraps authenticate.
+func (c *Config) slotParams() []byte {
+	if c.rawSlotParams != nil {
+		return c.rawSlotParams
+	}
+	return c.rawParams
+}
+
+// decodeSlotParams checks a stored SlotParams against the config's
+// Params: valid format-2 Params of the same cipher and chunk size whose
+// flags Params all still has (UpgradeParams only adds).
+func decodeSlotParams(raw []byte, p Params) error {
+	sp, err := decodeParamsV2(raw)
+	if err != nil {
+		return fmt.Errorf("SlotParams: %w", err)
+	}
+	if sp.Cipher != p.Cipher || sp.ChunkSize != p.ChunkSize {
+		return fmt.Errorf("%w: SlotParams differ from Params in cipher or chunk size", ErrCorrupt)
+	}
+	for _, f := range sp.FeatureFlags {
+		if !p.Has(f) {
+			return fmt.Errorf("%w: SlotParams have feature flag %q that Params lack", ErrCorrupt, f)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+)
+
+var testVaultID = bytes.Repeat([]byte{0xa7}, VaultIDSize)
+
+// TestBoundLocationsRoundTrip: a format-2 config made with BoundLocations
+// stores the VaultID in Params, parses back to the same Params, and opens
+// with every slot.
+func TestBoundLocationsRoundTrip(t *testing.T) {
+	c, master := newV2Config(t, randomBytes)
+	p, err := c.Params.WithBoundLocations(testVaultID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := c.UpgradeParams(master, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := mustMarshal(t, up)
+	if !bytes.Contains(data, []byte(`"VaultID": "p6enp6enp6enp6enp6enpw=="`)) || !bytes.Contains(data, []byte(`"SlotParams": `)) {
+		t.Fatalf("stored config lacks VaultID or SlotParams:\n%s", data)
+	}
+	back, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.Params.Bound() || !bytes.Equal(back.Params.VaultID, testVaultID) {
+		t.Fatalf("parsed Params %+v", back.Params)
+	}
+	for i, err := range unlockAll(back) {
+		if err != nil {
+			t.Errorf("credential %d after UpgradeParams: %v", i, err)
+		}
+	}
+	if err := back.VerifyMAC(master); err != nil {
+		t.Fatal(err)
+	}
+	// A slot added after the upgrade opens too (sealed under SlotParams).
+	if _, err := back.AddSlot(master, SlotHeader{Type: SlotRecovery, Label: "second", Salt: make([]byte, SlotSaltSize)}, bytes.Repeat([]byte{1}, SlotSecretSize), bytes.NewReader(randomBytes())); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Parse(mustMarshal(t, back))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.OpenSlot(4, bytes.Repeat([]byte{1}, SlotSecretSize)); err != nil {
+		t.Fatalf("slot added after the upgrade: %v", err)
+	}
+	// Upgrading again with the same features is a no-op on Params.
+	p2, err := again.Params.WithBoundLocations(bytes.Repeat([]byte{1}, VaultIDSize))
+	if err != nil || !bytes.Equal(p2.VaultID, testVaultID) {
+		t.Fatalf("WithBoundLocations on a bound vault: %v %x", err, p2.VaultID)
+	}
+}
+
+// TestBoundLocationsTamper: the VaultID and SlotParams are authenticated:
+// an edit of either in the stored file refuses every credential (the slot
+// wraps or the MAC).
+func TestBoundLocationsTamper(t *testing.T) {
+	c, master := newV2Config(t, randomBytes)
+	p, err := c.Params.WithBoundLocations(testVaultID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := c.UpgradeParams(master, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := string(mustMarshal(t, up))
+	for name, edit := range map[string]func(string) string{
+		"VaultID": func(s string) string {
+			return strings.Replace(s, "p6enp6enp6enp6enp6enpw==", "p6enp6enp6enp6enp6enpg==", 1)
+		},
+		"drop flag":  func(s string) string { return strings.Replace(s, `"BoundLocations"`, `"DirID"`, 1) },
+		"SlotParams": func(s string) string { return strings.Replace(s, `"SlotParams": {`, `"SlotParams": { `, 1) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			edited := edit(data)
+			if edited == data {
+				t.Fatal("edit did nothing")
+			}
+			ec, err := Parse([]byte(edited))
+			if err != nil {
+				return // refused at parse: fine
+			}
+			if _, err := ec.Unlock(testPassword); !errors.Is(err, ErrTampered) && !errors.Is(err, ErrWrongPassword) {
+				t.Fatalf("unlock of an edited config: %v", err)
+			}
+			if err := ec.VerifyMAC(master); !errors.Is(err, ErrTampered) {
+				t.Fatalf("MAC of an edited config: %v", err)
+			}
+		})
+	}
+}
+
+// TestFeatureParamsStrict: the VaultID is there exactly with the flag,
+// 16 bytes, a strict base64 string; format 1 has neither; unknown flags
+// are refused.
+func TestFeatureParamsStrict(t *testing.T) {
+	const head = `{"Creator":"x","Params":{"FormatVersion":2,"FeatureFlags":["HKDF","DirID","LongNames","AuthenticatedHoles","FinalChunkFlag","Keyslots"%s],"Cipher":"aes-256-gcm","ChunkSize":16384%s},"Slots":[{"Header":{"ID":1,"Type":"recovery","Salt":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="},"Wrapped":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}],"MAC":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}`
+	fmtCfg := func(flags, vid string) []byte {
+		return []byte(strings.Replace(strings.Replace(head, "%s", flags, 1), "%s", vid, 1))
+	}
+	if _, err := Parse(fmtCfg("", "")); err != nil {
+		t.Fatalf("the base config must parse: %v", err)
+	}
+	if c, err := Parse(fmtCfg(`,"BoundLocations"`, `,"VaultID":"p6enp6enp6enp6enp6enpw=="`)); err != nil || !c.Params.Bound() {
+		t.Fatalf("bound config: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		flags, vid string
+		want       error
+	}{
+		"flag without VaultID":  {`,"BoundLocations"`, ``, ErrCorrupt},
+		"VaultID without flag":  {``, `,"VaultID":"p6enp6enp6enp6enp6enpw=="`, ErrCorrupt},
+		"VaultID 15 bytes":      {`,"BoundLocations"`, `,"VaultID":"p6enp6enp6enp6enp6en"`, ErrCorrupt},
+		"VaultID 17 bytes":      {`,"BoundLocations"`, `,"VaultID":"p6enp6enp6enp6enp6enp6c="`, ErrCorrupt},
+		"VaultID null":          {`,"BoundLocations"`, `,"VaultID":null`, ErrCorrupt},
+		"VaultID empty":         {`,"BoundLocations"`, `,"VaultID":""`, ErrCorrupt},
+		"VaultID not base64":    {`,"BoundLocations"`, `,"VaultID":"p6enp6enp6enp6enp6enpw"`, ErrCorrupt},
+		"VaultID a number":      {`,"BoundLocations"`, `,"VaultID":7`, ErrCorrupt},
+		"VaultID twice":         {`,"BoundLocations"`, `,"VaultID":"p6enp6enp6enp6enp6enpw==","VaultID":"p6enp6enp6enp6enp6enpw=="`, ErrCorrupt},
+		"vaultid spelled wrong": {`,"BoundLocations"`, `,"vaultID":"p6enp6enp6enp6enp6enpw=="`, ErrCorrupt},
+		"flag twice":            {`,"BoundLocations","BoundLocations"`, `,"VaultID":"p6enp6enp6enp6enp6enpw=="`, ErrCorrupt},
+		"unknown flag":          {`,"NoSuchFeature"`, ``, ErrUnknownFeature},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Parse(fmtCfg(tc.flags, tc.vid)); !errors.Is(err, tc.want) {
+				t.Fatalf("Parse: %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestFormat1RefusesFeatures: a format-1 config with a VaultID or the
+// BoundLocations flag does not parse.
+func TestFormat1RefusesFeatures(t *testing.T) {
+	c, _, _ := newTestConfig(t, content.AES256GCM, false)
+	data := string(mustMarshal(t, c))
+	withID := strings.Replace(data, `"ChunkSize"`, `"VaultID": "p6enp6enp6enp6enp6enpw==", "ChunkSize"`, 1)
+	if _, err := Parse([]byte(withID)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("format 1 with a VaultID: %v", err)
+	}
+	withFlag := strings.Replace(data, `"FinalChunkFlag"`, `"FinalChunkFlag", "BoundLocations"`, 1)
+	if withFlag == data {
+		t.Fatal("no flag list in the v1 config")
+	}
+	if _, err := Parse([]byte(withFlag)); !errors.Is(err, ErrUnknownFeature) {
+		t.Errorf("format 1 with BoundLocations: %v", err)
+	}
+	if _, err := c.Params.WithBoundLocations(testVaultID); !errors.Is(err, ErrNotV2) {
+		t.Errorf("WithBoundLocations on format 1: %v", err)
+	}
+}
+
+// TestUpgradeParamsRules: UpgradeParams only adds features, needs the
+// master key, and keeps the first SlotParams.
+func TestUpgradeParamsRules(t *testing.T) {
+	c, master := newV2Config(t, randomBytes)
+	p, err := c.Params.WithBoundLocations(testVaultID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := bytes.Repeat([]byte{9}, len(master))
+	if _, err := c.UpgradeParams(wrong, p); !errors.Is(err, ErrTampered) {
+		t.Errorf("wrong master key: %v", err)
+	}
+	q := p
+	q.ChunkSize *= 2
+	if _, err := c.UpgradeParams(master, q); err == nil {
+		t.Error("chunk size change accepted")
+	}
+	up, err := c.UpgradeParams(master, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := up.Params
+	r.VaultID = bytes.Repeat([]byte{1}, VaultIDSize)
+	if _, err := up.UpgradeParams(master, r); err == nil {
+		t.Error("VaultID change accepted")
+	}
+	back := c.Params
+	if _, err := up.UpgradeParams(master, back); err == nil {
+		t.Error("feature removal accepted")
+	}
+	again, err := up.UpgradeParams(master, up.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again.rawSlotParams, c.rawParams) {
+		t.Error("a second UpgradeParams replaced SlotParams")
+	}
+}

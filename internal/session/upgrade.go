@@ -1,0 +1,215 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	"golang.org/x/sys/unix"
+)
+
+// The content upgrade (docs/format.md §14, "Upgrading"): a vault whose objects are
+// still v1 (a format-1 vault after its config upgrade, or a format-2 vault
+// made before location binding) gets feature flag BoundLocations. Every
+// encryptfs.dirid (and conflict copy of one) is rewritten in its v2 form,
+// bound to its directory's place, and every regular file gets a v2 header
+// bound to its place(s), in this order, each step crash-safe:
+//
+//  1. The VaultID is drawn and written to encryptfs.upgrade in CIPHERDIR
+//     (temp, fsync, rename, fsync): from then on, every open but
+//     UpgradeContent's refuses the vault (ErrUpgradeIncomplete), and a
+//     resumed upgrade binds to the same VaultID.
+//  2. Each object is converted in place of the old one: a file is copied
+//     as the new header followed by its chunks byte for byte (chunks are
+//     sealed to the file ID and their index, not to offsets) to a
+//     temporary file beside it, fsynced and renamed over it; a dirid is
+//     replaced the same way. Which objects are done is told by the
+//     objects themselves (a v1 header is version 1 and 36 bytes, a v2 one
+//     version 2 and 128; a v1 dirid is 16 bytes, a v2 one 54), so a
+//     resumed run converts exactly what is left. Directories go in
+//     post-order (see scanDir), each fsynced after its changes.
+//  3. The config gets the flag and the VaultID (config.UpgradeParams,
+//     written atomically), last: until then no reader expects v2 objects.
+//  4. encryptfs.upgrade is removed.
+
+// ErrUpgradeIncomplete: a content upgrade of the vault was interrupted
+// (encryptfs.upgrade exists, the config does not have BoundLocations yet):
+// the vault holds v1 and v2 objects and is refused until the upgrade is
+// run again, which finishes it.
+var ErrUpgradeIncomplete = fault.New(fault.UnsupportedVault,
+	"session: an upgrade of this vault was interrupted; run `encryptfs upgrade` on it again to finish it")
+
+// ErrUpgradeBlocked: the vault has something the content upgrade cannot
+// convert (listed in the error); nothing was changed by this run.
+var ErrUpgradeBlocked = fault.New(fault.Corrupt, "session: the vault cannot be upgraded as it is")
+
+// checkUpgrade refuses a half-upgraded vault (ErrUpgradeIncomplete). A
+// marker beside a config that has the feature already is a last step
+// lost to a crash: the content is complete, the vault opens.
+func (o Options) checkUpgrade(dir string, c *config.Config) error {
+	if o.Upgrading || c.Params.Bound() {
+		return nil
+	}
+	_, err := os.Lstat(filepath.Join(dir, config.UpgradeMarkerName))
+	switch {
+	case err == nil:
+		return ErrUpgradeIncomplete
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	}
+	return fmt.Errorf("session: %w", err)
+}
+
+// UpgradeProgress is how far UpgradeContent is: objects (files and
+// directories) and backing bytes converted, of the totals found by its
+// scan.
+type UpgradeProgress struct {
+	Objects, TotalObjects int64
+	Bytes, TotalBytes     int64
+}
+
+// UpgradeResult says what UpgradeContent did.
+type UpgradeResult struct {
+	// AlreadyBound: the config had BoundLocations already; at most a
+	// leftover marker was removed.
+	AlreadyBound bool
+	// Resumed: an interrupted upgrade was finished.
+	Resumed bool
+	VaultID []byte
+	// Dirs and Files are the directory ID files and regular files
+	// converted by this run; Relinked, hard links restored after a crash
+	// between the two names of one file.
+	Dirs, Files, Relinked int
+	// Skipped counts the entries left as they are: names that do not
+	// decrypt, and conflict copies hidden by another entry of the same
+	// displayed name (docs/format.md §14, "Upgrading").
+	Skipped int
+}
+
+// UpgradeContent adds location binding to the vault of s, which must have
+// been opened with OpenWith (it needs the master key and the config) and
+// Options.Upgrading; afterwards s is stale: close it and open the vault
+// again. progress (may be nil) is called as objects are converted.
+func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult, error) {
+	s.mu.Lock()
+	ring := s.ring
+	s.mu.Unlock()
+	if ring == nil {
+		return UpgradeResult{}, ErrNoKeyring
+	}
+	if !ring.cfg.IsV2() {
+		return UpgradeResult{}, config.ErrNotV2
+	}
+	rootfd, err := backing.OpenRoot(s.dir)
+	if err != nil {
+		return UpgradeResult{}, err
+	}
+	defer backing.Close(rootfd)
+	marker, err := readMarker(rootfd)
+	if err != nil {
+		return UpgradeResult{}, err
+	}
+	if ring.cfg.Params.Bound() {
+		return UpgradeResult{AlreadyBound: true, VaultID: ring.cfg.Params.VaultID}, s.removeMarker(rootfd)
+	}
+	res := UpgradeResult{Resumed: marker != nil, VaultID: marker}
+	if marker == nil {
+		res.VaultID = make([]byte, config.VaultIDSize)
+		if _, err := io.ReadFull(s.rand, res.VaultID); err != nil {
+			return res, fmt.Errorf("session: random VaultID: %w", err)
+		}
+	}
+	p, err := ring.cfg.Params.WithBoundLocations(res.VaultID)
+	if err != nil {
+		return res, err
+	}
+	b, err := New(s.dir, p, ring.master, Options{Backing: s.fs, Rand: s.rand})
+	if err != nil {
+		return res, err
+	}
+	defer b.Close()
+	u := &upgrader{v1: s, b: b, rootfd: rootfd}
+	if err := u.scan(); err != nil {
+		return res, err
+	}
+	res.Skipped = u.skipped
+	if len(u.problems) > 0 {
+		return res, u.blocked()
+	}
+	if marker == nil {
+		if err := s.writeMarker(rootfd, res.VaultID); err != nil {
+			return res, err
+		}
+	}
+	if err := u.convert(progress); err != nil {
+		return res, err
+	}
+	res.Dirs, res.Files, res.Relinked = u.doneDirs, u.doneFiles, u.relinked
+	if marker != nil {
+		// A config temporary beside the marker is this upgrade's own
+		// last step, interrupted: nothing else writes the config of a
+		// vault every other open refuses.
+		s.fs.Unlinkat(rootfd, config.FileName+".tmp", 0)
+	}
+	// The flag and the VaultID last: every object is v2 and durable.
+	if err := s.editConfig(func(c *config.Config, master []byte) error {
+		up, err := c.UpgradeParams(master, p)
+		if err != nil {
+			return err
+		}
+		*c = *up
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	return res, s.removeMarker(rootfd)
+}
+
+// markerTemp is the temporary name the marker is written under.
+const markerTemp = config.UpgradeMarkerName + ".tmp"
+
+// readMarker returns the VaultID in CIPHERDIR's encryptfs.upgrade, or nil
+// if there is none.
+func readMarker(rootfd int) ([]byte, error) {
+	vid, err := backing.ReadFileAt(rootfd, config.UpgradeMarkerName, config.VaultIDSize)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("session: read %s: %w", config.UpgradeMarkerName, err)
+	case len(vid) != config.VaultIDSize:
+		return nil, fmt.Errorf("%w: %s is %d bytes, want %d", tree.ErrCorruptDir, config.UpgradeMarkerName, len(vid), config.VaultIDSize)
+	}
+	return vid, nil
+}
+
+// writeMarker makes encryptfs.upgrade durable before any object changes:
+// written under a temporary name and fsynced, renamed, and the root
+// fsynced, so that a crash leaves no marker or a whole one.
+func (s *Session) writeMarker(rootfd int, vid []byte) error {
+	s.fs.Unlinkat(rootfd, markerTemp, 0)
+	if err := s.fs.WriteFileAt(rootfd, markerTemp, vid, 0o400); err != nil {
+		return fmt.Errorf("session: write %s: %w", config.UpgradeMarkerName, err)
+	}
+	if err := s.fs.Renameat2(rootfd, markerTemp, rootfd, config.UpgradeMarkerName, 0); err != nil {
+		return fmt.Errorf("session: write %s: %w", config.UpgradeMarkerName, err)
+	}
+	return s.fs.Fsync(rootfd)
+}
+
+// removeMarker removes encryptfs.upgrade once the config is written (and
+// a temporary of it that a crash left).
+func (s *Session) removeMarker(rootfd int) error {
+	s.fs.Unlinkat(rootfd, markerTemp, 0)
+	if err := s.fs.Unlinkat(rootfd, config.UpgradeMarkerName, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("session: remove %s: %w", config.UpgradeMarkerName, err)
+	}
+	return s.fs.Fsync(rootfd)
+}

@@ -1,0 +1,361 @@
+package session
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"golang.org/x/sys/unix"
+)
+
+// upOp is one file conversion, assigned to the first (in post-order) of
+// the directories it changes, so that no directory's conflict copies of
+// its ID are converted before the entries they name (see scanDir).
+type upOp struct {
+	kind int
+	f    *upFile // the file with the v1 header
+	g    *upFile // opPair: its second name; opRelink: the v2 file to link
+}
+
+const (
+	opConvert = iota // one name: a new v2 header bound to it
+	opPair           // two hard-linked names: bound to both, linked again
+	opRelink         // a crash split a pair: link the v2 half over the v1 one
+)
+
+// plan assigns every v1 file to an op, or records why it cannot be
+// converted: a v2 header binds at most two names (a third is the links
+// file of a later feature), and a hard link the scan did not find (a
+// name outside the vault, or one that does not decrypt) would keep the
+// old header.
+func (u *upgrader) plan() {
+	type inode struct{ dev, ino uint64 }
+	groups := map[inode][]*upFile{}
+	var order []inode
+	for _, f := range u.files {
+		k := inode{f.st.Dev, f.st.Ino}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], f)
+	}
+	for _, k := range order {
+		g := groups[k]
+		f := g[0]
+		switch nlink := f.st.Nlink; {
+		case nlink > 2:
+			u.problem("%s: %d hard links; a format-2 header binds at most 2 names (remove the others, upgrade, link again)", f.plain, nlink)
+		case int(nlink) != len(g):
+			u.problem("%s: has another hard link that the upgrade cannot see (outside the vault, or an entry whose name does not decrypt)", f.plain)
+		case nlink == 2:
+			u.assign(upOp{kind: opPair, f: g[0], g: g[1]})
+		default:
+			u.assign(u.singleOp(f))
+		}
+	}
+}
+
+// singleOp is the op of a v1 file with one name: a relink if an
+// interrupted pair left its other half v2 and bound here, else a
+// conversion.
+func (u *upgrader) singleOp(f *upFile) upOp {
+	for _, src := range u.v2[f.hdr.FileID] {
+		if u.b.binder.Match(bind.KindFile, f.hdr.FileID[:], f.place, src.hdr.Bindings[:]) {
+			return upOp{kind: opRelink, f: f, g: src}
+		}
+	}
+	return upOp{kind: opConvert, f: f}
+}
+
+func (u *upgrader) assign(op upOp) {
+	d := op.f.dir
+	if op.g != nil && op.g.dir.post < d.post {
+		d = op.g.dir
+	}
+	d.ops = append(d.ops, op)
+}
+
+// convert does what the scan found, directory by directory in post-order.
+func (u *upgrader) convert(progress func(UpgradeProgress)) error {
+	var pr UpgradeProgress
+	for _, d := range u.dirs {
+		pr.TotalObjects += int64(len(d.ops) + len(d.alts))
+		if !d.v2 {
+			pr.TotalObjects++
+		}
+		for _, op := range d.ops {
+			if op.kind != opRelink {
+				pr.TotalBytes += op.f.st.Size
+			}
+		}
+	}
+	report := func() {
+		if progress != nil {
+			progress(pr)
+		}
+	}
+	report()
+	for _, t := range u.temps {
+		if err := u.inDir(t.dir, func(fd int) error { return u.v1.fs.Unlinkat(fd, t.name, 0) }); err != nil && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("session: upgrade: remove a leftover temporary: %w", err)
+		}
+	}
+	for _, d := range u.dirs {
+		if err := u.inDir(d, func(fd int) error { return u.convertDir(fd, d, &pr, report) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inDir runs fn on directory d, opened from the root.
+func (u *upgrader) inDir(d *upDir, fn func(fd int) error) error {
+	fd, err := backing.OpenDir(u.rootfd, d.rel)
+	if err != nil {
+		return fmt.Errorf("session: upgrade: %s: %w", d.plain, err)
+	}
+	defer backing.Close(fd)
+	return fn(fd)
+}
+
+// convertDir runs d's ops, then converts its conflict copies of its ID and
+// its own ID file, and makes it all durable (fsync of d; an op that
+// changed another directory fsynced that one itself).
+func (u *upgrader) convertDir(fd int, d *upDir, pr *UpgradeProgress, report func()) error {
+	changed := false
+	for _, op := range d.ops {
+		if err := u.runOp(fd, d, op); err != nil {
+			return fmt.Errorf("session: upgrade: %s: %w", op.f.plain, err)
+		}
+		changed = true
+		pr.Objects++
+		if op.kind != opRelink {
+			pr.Bytes += op.f.st.Size
+		}
+		report()
+	}
+	for _, a := range d.alts {
+		id, err := backing.ReadFileAt(fd, a, dirIDSizeV1)
+		if err == nil && len(id) != dirIDSizeV1 {
+			err = fmt.Errorf("%d bytes", len(id))
+		}
+		if err == nil {
+			err = u.replaceSmall(fd, a, u.b.tree.DirIDFileAt(id, d.place))
+		}
+		if err != nil {
+			return fmt.Errorf("session: upgrade: %s: conflict copy %s of the directory ID: %w", d.plain, a, err)
+		}
+		changed = true
+		pr.Objects++
+		u.doneDirs++
+		report()
+	}
+	if !d.v2 {
+		if err := u.replaceSmall(fd, names.DirIDFile, u.b.tree.DirIDFileAt(d.id, d.place)); err != nil {
+			return fmt.Errorf("session: upgrade: %s: directory ID: %w", d.plain, err)
+		}
+		changed = true
+		pr.Objects++
+		u.doneDirs++
+		report()
+	}
+	if !changed {
+		return nil
+	}
+	return u.v1.fs.Fsync(fd)
+}
+
+// runOp runs one file op; fd is directory d, to which op is assigned.
+func (u *upgrader) runOp(fd int, d *upDir, op upOp) error {
+	// fdOf opens the directory of f, unless it is d.
+	withDir := func(f *upFile, fn func(int) error) error {
+		if f.dir == d {
+			return fn(fd)
+		}
+		return u.inDir(f.dir, func(ofd int) error {
+			if err := fn(ofd); err != nil {
+				return err
+			}
+			return u.v1.fs.Fsync(ofd)
+		})
+	}
+	switch op.kind {
+	case opConvert:
+		u.doneFiles++
+		return withDir(op.f, func(ffd int) error { return u.convertFile(ffd, op.f, op.f.place) })
+	case opPair:
+		u.doneFiles++
+		return withDir(op.f, func(ffd int) error {
+			if err := u.convertFile(ffd, op.f, op.f.place, op.g.place); err != nil {
+				return err
+			}
+			return withDir(op.g, func(gfd int) error { return u.relink(ffd, op.f.name, gfd, op.g.name) })
+		})
+	default:
+		u.relinked++
+		return withDir(op.g, func(gfd int) error {
+			return withDir(op.f, func(ffd int) error { return u.relink(gfd, op.g.name, ffd, op.f.name) })
+		})
+	}
+}
+
+// tempName is a fresh name in the upgrade's temp namespace.
+func (u *upgrader) tempName() (string, error) {
+	var b [12]byte
+	if _, err := io.ReadFull(u.v1.rand, b[:]); err != nil {
+		return "", err
+	}
+	return upgradeTempPrefix + hex.EncodeToString(b[:]), nil
+}
+
+// replaceSmall replaces dirfd's small file name (a dirid) by data: a
+// temporary written and fsynced, renamed over it. The caller fsyncs
+// dirfd.
+func (u *upgrader) replaceSmall(dirfd int, name string, data []byte) error {
+	tmp, err := u.tempName()
+	if err != nil {
+		return err
+	}
+	if err := u.v1.fs.WriteFileAt(dirfd, tmp, data, 0o400); err != nil {
+		return err
+	}
+	if err := u.v1.fs.Renameat2(dirfd, tmp, dirfd, name, 0); err != nil {
+		u.v1.fs.Unlinkat(dirfd, tmp, 0)
+		return err
+	}
+	return nil
+}
+
+// relink makes dst (in dstfd) a hard link of src (in srcfd): linked under
+// a temporary name, renamed over dst. The caller fsyncs dstfd.
+func (u *upgrader) relink(srcfd int, src string, dstfd int, dst string) error {
+	tmp, err := u.tempName()
+	if err != nil {
+		return err
+	}
+	if err := u.v1.fs.Linkat(srcfd, src, dstfd, tmp); err != nil {
+		return err
+	}
+	if err := u.v1.fs.Renameat2(dstfd, tmp, dstfd, dst, 0); err != nil {
+		u.v1.fs.Unlinkat(dstfd, tmp, 0)
+		return err
+	}
+	return nil
+}
+
+// copyBlock is how much of a file convertFile copies at a time.
+const copyBlock = 1 << 20
+
+// convertFile replaces file f (in dirfd) by a copy with a v2 header bound
+// to places, followed by its chunks byte for byte. Why the chunks need no
+// change: each is sealed under the file's key (from its file ID) with its
+// index and final flag as associated data, never its offset (docs/format.md
+// §5); the v2 header keeps the file ID and the flags. All-zero blocks are
+// not written (holes stay holes; zeros read the same). Mode, owner, times
+// and the backing xattrs (the file's encrypted xattrs) are copied.
+func (u *upgrader) convertFile(dirfd int, f *upFile, places ...bind.Place) error {
+	srcfd, st, err := backing.OpenRegular(dirfd, f.name, unix.O_RDONLY)
+	if err != nil {
+		return err
+	}
+	defer backing.Close(srcfd)
+	if st.Dev != f.st.Dev || st.Ino != f.st.Ino {
+		return fmt.Errorf("the file changed during the upgrade")
+	}
+	h := content.Header{Flags: f.hdr.Flags, FileID: f.hdr.FileID}
+	for i, p := range places {
+		h.Bindings[i] = u.b.binder.Sum(bind.KindFile, h.FileID[:], p)
+	}
+	hdr := u.b.engine.Suite().MarshalHeader(h)
+	tmp, err := u.tempName()
+	if err != nil {
+		return err
+	}
+	fd, err := u.v1.fs.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	out := u.v1.fs.NewFile(fd, nil)
+	err = u.copyInto(out, srcfd, hdr, st)
+	if err == nil {
+		// Times last (the writes above set them), before the fsync;
+		// best effort: the contents are what matters.
+		backing.UtimesNanoAt(dirfd, tmp, [2]unix.Timespec{st.Atim, st.Mtim})
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = u.v1.fs.Renameat2(dirfd, tmp, dirfd, f.name, 0)
+	}
+	if err != nil {
+		u.v1.fs.Unlinkat(dirfd, tmp, 0)
+	}
+	return err
+}
+
+// copyInto writes hdr and src's chunks into out and gives it src's
+// owner, mode and xattrs.
+func (u *upgrader) copyInto(out *backing.ObservedFile, srcfd int, hdr []byte, st unix.Stat_t) error {
+	if _, err := out.WriteAt(hdr, 0); err != nil {
+		return err
+	}
+	in := backing.NewFile(srcfd, nil)
+	buf := make([]byte, copyBlock)
+	shift := int64(len(hdr) - content.HeaderSize)
+	for off := int64(content.HeaderSize); off < st.Size; {
+		n, err := in.ReadAt(buf[:min(int64(len(buf)), st.Size-off)], off)
+		if n > 0 && !content.IsHole(buf[:n]) {
+			if _, werr := out.WriteAt(buf[:n], off+shift); werr != nil {
+				return werr
+			}
+		}
+		off += int64(n)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("the file shrank during the upgrade")
+		}
+	}
+	if err := out.Truncate(st.Size + shift); err != nil {
+		return err
+	}
+	if err := u.copyXattrs(out, srcfd); err != nil {
+		return err
+	}
+	ofd := int(out.Fd())
+	unix.Fchown(ofd, int(st.Uid), int(st.Gid)) // only root may; anyone else owns both already
+	return unix.Fchmod(ofd, st.Mode&0o7777)
+}
+
+// copyXattrs copies src's backing xattrs (the file's encrypted user
+// xattrs, and any other the backing file system shows) to out. Those
+// outside user.* that cannot be set (security.*, trusted.* without the
+// privilege) are left out.
+func (u *upgrader) copyXattrs(out *backing.ObservedFile, srcfd int) error {
+	list, err := backing.Flistxattr(srcfd)
+	if err != nil {
+		if errors.Is(err, unix.ENOTSUP) {
+			return nil
+		}
+		return err
+	}
+	for _, name := range list {
+		v, err := backing.Fgetxattr(srcfd, name)
+		if err == nil {
+			err = u.v1.fs.Fsetxattr(int(out.Fd()), name, v, 0)
+		}
+		if err != nil && strings.HasPrefix(name, "user.") {
+			return fmt.Errorf("xattr %s: %w", name, err)
+		}
+	}
+	return nil
+}

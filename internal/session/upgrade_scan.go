@@ -1,0 +1,241 @@
+package session
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	"golang.org/x/sys/unix"
+)
+
+// upgradeTempPrefix starts the temporary names of the content upgrade: in
+// the reserved temp namespace (fsck reports a leftover as temp-file), and
+// apart from the other temporaries, so that a resumed upgrade removes its
+// own leftovers only.
+const upgradeTempPrefix = names.TempPrefix + "upgrade."
+
+// Sizes of the directory ID file in v1 and with binding.
+const (
+	dirIDSizeV1 = names.DirIDSize
+	dirIDSizeV2 = 2 + 4 + names.DirIDSize + 2*bind.Size
+)
+
+// upgrader is one run of UpgradeContent: v1 reads names (whatever form
+// each dirid has, names are encrypted under the directory's ID) and v1
+// headers; b, a session of the same key with binding, checks and makes
+// v2 objects.
+type upgrader struct {
+	v1, b  *Session
+	rootfd int
+
+	dirs     []*upDir  // in post-order: a directory after everything below it
+	files    []*upFile // regular files with a v1 header
+	v2       map[content.FileID][]*upFile
+	temps    []upTemp
+	problems []string
+	skipped  int
+
+	doneDirs, doneFiles, relinked int
+}
+
+// upDir is a directory found by the scan.
+type upDir struct {
+	rel   string // backing path from CIPHERDIR ("." for the root)
+	plain string // plaintext path, for messages
+	id    []byte
+	place bind.Place
+	v2    bool     // its dirid is v2 already
+	alts  []string // v1 conflict copies of its dirid
+	post  int      // index in post-order
+	ops   []upOp   // file conversions assigned to it (convert.go)
+}
+
+// upFile is a regular file with a header found by the scan.
+type upFile struct {
+	dir   *upDir
+	name  string // backing name
+	plain string
+	place bind.Place
+	st    unix.Stat_t
+	hdr   content.Header // the v1 header, or the v2 one
+	v2    bool
+}
+
+// upTemp is a leftover temporary of an interrupted upgrade.
+type upTemp struct {
+	dir  *upDir
+	name string
+}
+
+// scan walks the vault, read-only, and finds what is left to convert and
+// anything that would stop the conversion (problems).
+func (u *upgrader) scan() error {
+	u.v2 = map[content.FileID][]*upFile{}
+	root := &upDir{rel: ".", plain: "/", place: u.b.tree.RootPlace()}
+	id, v2, err := u.readDirID(u.rootfd, root.place)
+	if err != nil {
+		return fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
+	}
+	root.id, root.v2 = id, v2
+	if err := u.scanDir(u.rootfd, root); err != nil {
+		return err
+	}
+	u.plan()
+	return nil
+}
+
+func (u *upgrader) problem(format string, args ...any) {
+	u.problems = append(u.problems, fmt.Sprintf(format, args...))
+}
+
+// blocked is the error listing the problems (the first five), on one line.
+func (u *upgrader) blocked() error {
+	list := u.problems
+	more := ""
+	if len(list) > 5 {
+		list, more = list[:5], fmt.Sprintf("; and %d more", len(u.problems)-5)
+	}
+	return fmt.Errorf("%w (no file or directory was converted): %s%s", ErrUpgradeBlocked, strings.Join(list, "; "), more)
+}
+
+// readDirID reads the ID of directory dirfd found at place p: a v1 ID
+// file, or a v2 one (converted by an interrupted run), which must be
+// bound to p.
+func (u *upgrader) readDirID(dirfd int, p bind.Place) (id []byte, v2 bool, err error) {
+	raw, err := backing.ReadFileAt(dirfd, names.DirIDFile, dirIDSizeV2)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %v", tree.ErrCorruptDir, err)
+	}
+	switch len(raw) {
+	case dirIDSizeV1:
+		return raw, false, nil
+	case dirIDSizeV2:
+		id, err := u.b.tree.ReadDirIDAt(dirfd, p)
+		return id, true, err
+	}
+	return nil, false, fmt.Errorf("%w: %d bytes", tree.ErrCorruptDir, len(raw))
+}
+
+// scanDir scans directory d (open as fd) and everything below it, then
+// appends d to the post-order. Why post-order: a directory's conflict
+// copies of its ID are converted after all of its entries, so a resumed
+// scan, which lists with v1's rules, still finds every entry made under
+// such a copy that is not converted yet (once the copy is v2, v1's rules
+// skip them, and they are all done).
+func (u *upgrader) scanDir(fd int, d *upDir) error {
+	ents, err := backing.ReadDir(fd)
+	if err != nil {
+		return fmt.Errorf("session: upgrade: %s: %w", d.plain, err)
+	}
+	for _, e := range ents {
+		switch {
+		case strings.HasPrefix(e.Name, upgradeTempPrefix):
+			u.temps = append(u.temps, upTemp{dir: d, name: e.Name})
+		case tree.IsAltDirIDName(e.Name):
+			if raw, err := backing.ReadFileAt(fd, e.Name, dirIDSizeV2); err == nil && len(raw) == dirIDSizeV1 {
+				d.alts = append(d.alts, e.Name)
+			}
+		}
+	}
+	list, bad, err := u.v1.tree.ListAt(fd, d.id, nil)
+	if err != nil {
+		return fmt.Errorf("session: upgrade: %s: %w", d.plain, err)
+	}
+	u.skipped += len(bad)
+	for _, e := range list {
+		if err := u.scanEntry(fd, d, e.Name); err != nil {
+			return err
+		}
+	}
+	d.post = len(u.dirs)
+	u.dirs = append(u.dirs, d)
+	return nil
+}
+
+// scanEntry scans entry n of directory d.
+func (u *upgrader) scanEntry(fd int, d *upDir, n tree.Name) error {
+	st, err := backing.Fstatat(fd, n.Backing)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("session: upgrade: %s: %w", path.Join(d.plain, n.Plain), err)
+	}
+	place := u.v1.tree.Place(d.id, n)
+	plain := path.Join(d.plain, n.Plain)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		sub, err := backing.OpenSubdir(fd, n.Backing)
+		if err != nil {
+			return fmt.Errorf("session: upgrade: %s: %w", plain, err)
+		}
+		defer backing.Close(sub)
+		id, v2, err := u.readDirID(sub, place)
+		if err != nil {
+			u.problem("%s: directory ID: %v", plain, err)
+			return nil
+		}
+		return u.scanDir(sub, &upDir{rel: path.Join(d.rel, n.Backing), plain: plain, id: id, place: place, v2: v2})
+	case unix.S_IFREG:
+		u.scanFile(fd, &upFile{dir: d, name: n.Backing, plain: plain, place: place, st: st})
+	}
+	// Symlinks are bound already (their target's AD is the directory ID
+	// and name), and so are xattrs (to their object's ID): nothing to do.
+	return nil
+}
+
+// scanFile reads file f's header: v1 (to convert) or v2 (done by an
+// interrupted run; it must be bound where it is). An empty file has no
+// header and reads as empty anywhere: nothing to convert.
+func (u *upgrader) scanFile(dirfd int, f *upFile) {
+	if f.st.Size == 0 {
+		return
+	}
+	fd, _, err := backing.OpenRegular(dirfd, f.name, unix.O_RDONLY)
+	if err != nil {
+		u.problem("%s: %v", f.plain, err)
+		return
+	}
+	defer backing.Close(fd)
+	buf := make([]byte, content.HeaderSizeV2)
+	n, err := backing.NewFile(fd, nil).ReadAt(buf, 0)
+	if n < 2 {
+		u.problem("%s: file header: %v", f.plain, err)
+		return
+	}
+	buf = buf[:n]
+	switch binary.BigEndian.Uint16(buf[0:2]) {
+	case content.Version:
+		if n < content.HeaderSize {
+			u.problem("%s: truncated file header (%d bytes)", f.plain, n)
+			return
+		}
+		h, err := u.v1.engine.Suite().ParseHeader(buf[:content.HeaderSize])
+		if err != nil {
+			u.problem("%s: %v", f.plain, err)
+			return
+		}
+		f.hdr = h
+		u.files = append(u.files, f)
+	case content.VersionV2:
+		h, err := u.b.engine.Suite().ParseHeader(buf)
+		if err == nil {
+			err = u.b.binder.Check(bind.KindFile, h.FileID[:], f.place, h.Bindings[:])
+		}
+		if err != nil {
+			u.problem("%s: v2 file header: %v", f.plain, err)
+			return
+		}
+		f.hdr, f.v2 = h, true
+		u.v2[h.FileID] = append(u.v2[h.FileID], f)
+	default:
+		u.problem("%s: file header of unknown version", f.plain)
+	}
+}

@@ -1,0 +1,184 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/keyslot"
+)
+
+var testVaultID = bytes.Repeat([]byte{0x5e}, config.VaultIDSize)
+
+// newBoundVault creates a format-2 vault whose config has BoundLocations.
+func newBoundVault(t *testing.T) (string, []byte) {
+	t.Helper()
+	p, err := config.NewParamsV2(string(AES256GCM), DefaultChunkSize).WithBoundLocations(testVaultID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	s, master, err := CreateWith(dir, []keyslot.NewSlot{{Type: config.SlotPassword, Label: "pw", Password: password, KDF: cheapKDF(t)}},
+		CreateOptions{Params: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Tree().Bound() || !s.Engine().Bound() {
+		t.Fatal("CreateWith of a BoundLocations config made an unbound session")
+	}
+	s.Close()
+	return dir, master
+}
+
+// TestParamsTurnBindingOn: every door opens a vault whose config has
+// BoundLocations bound (the session maps the flag, Options.withParams),
+// and its root's ID file is the v2 form.
+func TestParamsTurnBindingOn(t *testing.T) {
+	dir, master := newBoundVault(t)
+	if fi, err := os.Stat(filepath.Join(dir, names.DirIDFile)); err != nil || fi.Size() != dirIDSizeV2 {
+		t.Fatalf("root ID file: %v %v", fi, err)
+	}
+	opens := map[string]func() (*Session, error){
+		"Open": func() (*Session, error) { return Open(dir, password, Options{}) },
+		"OpenWith": func() (*Session, error) {
+			return OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{})
+		},
+		"OpenWithMasterKey": func() (*Session, error) { return OpenWithMasterKey(dir, master, Options{}) },
+	}
+	for name, open := range opens {
+		t.Run(name, func(t *testing.T) {
+			s, err := open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if !s.Tree().Bound() || !s.Engine().Bound() {
+				t.Fatal("not bound")
+			}
+			rootfd, err := backing.OpenRoot(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer backing.Close(rootfd)
+			if _, err := s.Tree().ReadRootDirID(rootfd); err != nil {
+				t.Fatalf("root ID: %v", err)
+			}
+		})
+	}
+	if _, err := Open(dir, password, Options{BoundVaultID: bytes.Repeat([]byte{1}, 16)}); err == nil {
+		t.Fatal("a BoundVaultID other than the config's was accepted")
+	}
+}
+
+// TestHalfUpgradedRefused: with the upgrade marker and a config without
+// the flag, every open but the upgrade's refuses the vault; with the flag
+// the marker is a lost last step and the vault opens.
+func TestHalfUpgradedRefused(t *testing.T) {
+	dir, master, _ := newV2Vault(t, "a")
+	if err := os.WriteFile(filepath.Join(dir, config.UpgradeMarkerName), testVaultID, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range map[string]func() (*Session, error){
+		"Open": func() (*Session, error) { return Open(dir, password, Options{}) },
+		"OpenWith": func() (*Session, error) {
+			return OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{})
+		},
+		"OpenWithMasterKey": func() (*Session, error) { return OpenWithMasterKey(dir, master, Options{}) },
+	} {
+		if s, err := open(); !errors.Is(err, ErrUpgradeIncomplete) {
+			if s != nil {
+				s.Close()
+			}
+			t.Errorf("%s of a half-upgraded vault: %v", name, err)
+		}
+	}
+	s, err := OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{Upgrading: true})
+	if err != nil {
+		t.Fatalf("open for the upgrade: %v", err)
+	}
+	res, err := s.UpgradeContent(nil)
+	s.Close()
+	if err != nil || !res.Resumed || !bytes.Equal(res.VaultID, testVaultID) {
+		t.Fatalf("UpgradeContent: %+v %v", res, err)
+	}
+	s, err = Open(dir, password, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !bytes.Equal(s.Params().VaultID, testVaultID) || !s.Tree().Bound() {
+		t.Fatalf("after the upgrade: %+v", s.Params())
+	}
+	// A marker beside a bound config: opens (the last step was lost).
+	if err := os.WriteFile(filepath.Join(dir, config.UpgradeMarkerName), testVaultID, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(dir, password, Options{})
+	if err != nil {
+		t.Fatalf("bound vault with a leftover marker: %v", err)
+	}
+	s2.Close()
+}
+
+// TestUpgradeBlocked: a file with three names cannot be bound (a v2
+// header binds two); the upgrade says so before it writes anything.
+func TestUpgradeBlocked(t *testing.T) {
+	dir, _, _ := newV2Vault(t, "a")
+	s, err := OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{Upgrading: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rootfd, err := backing.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backing.Close(rootfd)
+	id, err := s.Tree().ReadDirID(rootfd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Tree().Name(id, "a")
+	// A header, so that the file is converted (an empty one is skipped).
+	bf := backing.NewFile(mustOpen(t, rootfd, a.Backing), nil)
+	f, err := s.Engine().OpenAt(bf, s.Tree().Place(id, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("x"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	bf.Close()
+	for _, n := range []string{"b", "c"} {
+		nn, _ := s.Tree().Name(id, n)
+		if err := backing.Linkat(rootfd, a.Backing, rootfd, nn.Backing); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := readConfig(t, dir)
+	_, err = s.UpgradeContent(nil)
+	if !errors.Is(err, ErrUpgradeBlocked) {
+		t.Fatalf("UpgradeContent with a 3-link file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, config.UpgradeMarkerName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a blocked upgrade wrote its marker: %v", err)
+	}
+	if !bytes.Equal(before, readConfig(t, dir)) {
+		t.Fatal("a blocked upgrade changed the config")
+	}
+}
+
+func mustOpen(t *testing.T, dirfd int, name string) int {
+	t.Helper()
+	fd, _, err := backing.OpenRegular(dirfd, name, os.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
