@@ -20,6 +20,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
@@ -58,6 +59,9 @@ type Options struct {
 	// "BoundLocations" and Params.VaultID: New should then take both
 	// from p (see newBound).
 	BoundVaultID []byte
+	// Freshness, if set, turns on rollback detection (format v2,
+	// docs/design/format-v2.md §6, format.md §15): see newFresh.
+	Freshness *fresh.Options
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
@@ -93,6 +97,7 @@ type Session struct {
 	ring *keyring   // config and master key kept by OpenWith/CreateWith; nil otherwise
 	// binder holds the location-binding key (bound.go); nil in v1.
 	binder *bind.Binder
+	fresh  *fresh.Vault // Options.Freshness; nil without
 }
 
 // New builds the session of the vault in dir with parameters p from its
@@ -111,6 +116,10 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	// the suite, built last, is never left behind unwiped (nothing after
 	// it can fail).
 	eo := o.engineOptions()
+	if o.Freshness != nil {
+		k.Wipe()
+		return newFresh(dir, p, masterKey, o)
+	}
 	if o.BoundVaultID != nil {
 		return newBound(dir, p, masterKey, k, eo, o)
 	}
@@ -218,6 +227,7 @@ func (s *Session) Backing() *backing.FS { return s.fs }
 // schedules until garbage collected; Close is a best effort at unmount time,
 // not a guarantee. Close is idempotent.
 func (s *Session) Close() error {
+	ferr := s.fresh.Close() // its last batch reads through the keys
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys != nil {
@@ -229,5 +239,5 @@ func (s *Session) Close() error {
 		s.keys = nil
 	}
 	s.wipeRing()
-	return nil
+	return ferr
 }

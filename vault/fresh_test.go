@@ -1,0 +1,226 @@
+package vault
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/fresh"
+	"github.com/encryptfs/encryptfs/internal/session"
+)
+
+// Freshness (format v2 §6, format.md §15) through the session's test hook
+// session.Options.Freshness: a writer session records what the vault
+// package changes; an offline session checks (encryptfs freshness status)
+// and accepts.
+
+var freshVaultID = bytes.Repeat([]byte{0x5c}, bind.IDSize)
+
+func freshOptions(state string, offline bool) session.Options {
+	return session.Options{BoundVaultID: freshVaultID, Freshness: &fresh.Options{StateDir: state, Interval: -1, Offline: offline}}
+}
+
+// freshCreate makes a vault in dir written by the device whose state is in
+// state.
+func freshCreate(t *testing.T, dir, state string) *Vault {
+	t.Helper()
+	v, err := create(dir, testPassword, cheap, freshOptions(state, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// freshOpen opens dir as the device whose state is in state (a mount).
+func freshOpen(t *testing.T, dir, state string) *Vault {
+	t.Helper()
+	s, err := session.Open(dir, testPassword, freshOptions(state, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := fromSession(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func mustClose(t *testing.T, v *Vault) {
+	t.Helper()
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freshCheck is encryptfs freshness status (accept: freshness accept).
+func freshCheck(t *testing.T, dir, state string, accept bool) *fresh.Report {
+	t.Helper()
+	s, err := session.Open(dir, testPassword, freshOptions(state, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var rep *fresh.Report
+	if accept {
+		rep, err = s.Freshness().Accept()
+	} else {
+		rep, err = s.Freshness().Check()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+// wantIssue fails unless rep is rolled back with an issue on path whose
+// words contain what.
+func wantIssue(t *testing.T, rep *fresh.Report, path, what string) {
+	t.Helper()
+	if rep.Status != fresh.RolledBack {
+		t.Fatalf("status %v, want rolled back:\n%s", rep.Status, rep)
+	}
+	for _, i := range rep.Issues {
+		if i.Path == path && strings.Contains(i.What, what) && i.Status == fresh.RolledBack {
+			return
+		}
+	}
+	t.Fatalf("no rolled-back issue %q on %q:\n%s", what, path, rep)
+}
+
+func wantOK(t *testing.T, rep *fresh.Report) {
+	t.Helper()
+	if rep.Status != fresh.OK {
+		t.Fatalf("status %v, want OK:\n%s", rep.Status, rep)
+	}
+}
+
+func backingOf(t *testing.T, v *Vault, dir, name string) string {
+	t.Helper()
+	p, err := v.EncryptPath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, p)
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+}
+
+// TestFreshnessSingleDevice: each rollback or deletion of CIPHERDIR on a
+// vault one device writes is reported by freshness status, on the right
+// plaintext path; accept then makes status clean.
+func TestFreshnessSingleDevice(t *testing.T) {
+	cases := []struct {
+		name string
+		// attack changes CIPHERDIR; v is the vault open before (for
+		// backing paths), snap a copy of CIPHERDIR made by setup.
+		attack     func(t *testing.T, dir, snap string, paths map[string]string)
+		path, what string
+	}{
+		{"delete a file", func(t *testing.T, dir, _ string, p map[string]string) {
+			if err := os.Remove(p["a/f1"]); err != nil {
+				t.Fatal(err)
+			}
+		}, "/a/f1", "deleted"},
+		{"delete a directory", func(t *testing.T, dir, _ string, p map[string]string) {
+			if err := os.RemoveAll(p["b"]); err != nil {
+				t.Fatal(err)
+			}
+		}, "/b", "deleted"},
+		{"roll back a directory", func(t *testing.T, dir, snap string, p map[string]string) {
+			rel, _ := filepath.Rel(dir, p["a"])
+			if err := os.RemoveAll(p["a"]); err != nil {
+				t.Fatal(err)
+			}
+			run(t, "cp", "-a", filepath.Join(snap, rel), p["a"])
+		}, "/a/f2", "present again"},
+		{"roll back a directory (new file gone)", func(t *testing.T, dir, snap string, p map[string]string) {
+			rel, _ := filepath.Rel(dir, p["a"])
+			os.RemoveAll(p["a"])
+			run(t, "cp", "-a", filepath.Join(snap, rel), p["a"])
+		}, "/a/f3", "deleted"},
+		{"roll back an xattr", func(t *testing.T, dir, snap string, p map[string]string) {
+			rel, _ := filepath.Rel(dir, p["b"])
+			copyXattrs(t, filepath.Join(snap, rel), p["b"])
+		}, "/b", "xattrs differ"},
+		{"delete the epoch file", func(t *testing.T, dir, _ string, p map[string]string) {
+			eps, _ := filepath.Glob(filepath.Join(dir, "encryptfs.epoch.*"))
+			if len(eps) != 1 {
+				t.Fatalf("epoch files %v", eps)
+			}
+			os.Remove(eps[0])
+		}, "", "epoch file deleted"},
+		{"roll back the whole vault", func(t *testing.T, dir, snap string, p map[string]string) {
+			os.RemoveAll(dir)
+			run(t, "cp", "-a", snap, dir)
+		}, "", "epoch went back"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			dir, state, snap := filepath.Join(tmp, "cipher"), filepath.Join(tmp, "state"), filepath.Join(tmp, "snap")
+			os.Mkdir(dir, 0o700)
+			v := freshCreate(t, dir, state)
+			for _, d := range []string{"a", "b"} {
+				if err := v.Mkdir(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mustWrite(t, v, "a/f1", "one")
+			mustWrite(t, v, "a/f2", "two")
+			mustWrite(t, v, "b/g", "g")
+			if err := v.SetXattr("b", "user.k", []byte("v1")); err != nil {
+				t.Fatal(err)
+			}
+			mustClose(t, v)
+			wantOK(t, freshCheck(t, dir, state, false))
+			run(t, "cp", "-a", dir, snap)
+
+			v = freshOpen(t, dir, state)
+			if err := v.Remove("a/f2"); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, v, "a/f3", "three")
+			if err := v.SetXattr("b", "user.k", []byte("v2")); err != nil {
+				t.Fatal(err)
+			}
+			paths := map[string]string{}
+			for _, n := range []string{"a", "b", "a/f1", "a/f3", "b/g"} {
+				paths[n] = backingOf(t, v, dir, n)
+			}
+			mustClose(t, v)
+			wantOK(t, freshCheck(t, dir, state, false))
+
+			c.attack(t, dir, snap, paths)
+			rep := freshCheck(t, dir, state, false)
+			wantIssue(t, rep, c.path, c.what)
+			t.Logf("%s", rep)
+			// Status reports it again: a rollback is not forgotten by
+			// looking at it.
+			wantIssue(t, freshCheck(t, dir, state, false), c.path, c.what)
+			if rep := freshCheck(t, dir, state, true); rep.Status == fresh.OK {
+				t.Fatalf("accept showed nothing:\n%s", rep)
+			}
+			wantOK(t, freshCheck(t, dir, state, false))
+			// And the device writes on from there.
+			v = freshOpen(t, dir, state)
+			mustWrite(t, v, "after", "x")
+			mustClose(t, v)
+			wantOK(t, freshCheck(t, dir, state, false))
+		})
+	}
+}
+
+// copyXattrs replaces the user.* xattrs of dst by those of src.
+func copyXattrs(t *testing.T, src, dst string) {
+	t.Helper()
+	run(t, "sh", "-c", `getfattr -d -m '^user\.' --absolute-names -e hex "$1" | sed "1s|.*|# file: $2|" | setfattr --restore=-`, "sh", src, dst)
+}
