@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/fresh"
@@ -21,7 +22,13 @@ import (
 var freshVaultID = bytes.Repeat([]byte{0x5c}, bind.IDSize)
 
 func freshOptions(state string, offline bool) session.Options {
-	return session.Options{BoundVaultID: freshVaultID, Freshness: &fresh.Options{StateDir: state, Interval: -1, Offline: offline}}
+	return freshOptionsAt(state, offline, time.Now())
+}
+
+// freshOptionsAt is freshOptions with the clock at now.
+func freshOptionsAt(state string, offline bool, now time.Time) session.Options {
+	return session.Options{BoundVaultID: freshVaultID, Freshness: &fresh.Options{
+		StateDir: state, Interval: -1, Offline: offline, Now: func() time.Time { return now }}}
 }
 
 // freshCreate makes a vault in dir written by the device whose state is in
@@ -59,7 +66,13 @@ func mustClose(t *testing.T, v *Vault) {
 // freshCheck is encryptfs freshness status (accept: freshness accept).
 func freshCheck(t *testing.T, dir, state string, accept bool) *fresh.Report {
 	t.Helper()
-	s, err := session.Open(dir, testPassword, freshOptions(state, true))
+	return freshCheckAt(t, dir, state, accept, time.Now())
+}
+
+// freshCheckAt is freshCheck with the clock at now.
+func freshCheckAt(t *testing.T, dir, state string, accept bool, now time.Time) *fresh.Report {
+	t.Helper()
+	s, err := session.Open(dir, testPassword, freshOptionsAt(state, true, now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,19 +89,19 @@ func freshCheck(t *testing.T, dir, state string, accept bool) *fresh.Report {
 	return rep
 }
 
-// wantIssue fails unless rep is rolled back with an issue on path whose
-// words contain what.
-func wantIssue(t *testing.T, rep *fresh.Report, path, what string) {
+// wantIssue fails unless rep has status st with an issue of that status
+// on path whose words contain what.
+func wantIssue(t *testing.T, rep *fresh.Report, st fresh.Status, path, what string) {
 	t.Helper()
-	if rep.Status != fresh.RolledBack {
-		t.Fatalf("status %v, want rolled back:\n%s", rep.Status, rep)
+	if rep.Status != st {
+		t.Fatalf("status %v, want %v:\n%s", rep.Status, st, rep)
 	}
 	for _, i := range rep.Issues {
-		if i.Path == path && strings.Contains(i.What, what) && i.Status == fresh.RolledBack {
+		if i.Path == path && strings.Contains(i.What, what) && i.Status == st {
 			return
 		}
 	}
-	t.Fatalf("no rolled-back issue %q on %q:\n%s", what, path, rep)
+	t.Fatalf("no %v issue %q on %q:\n%s", st, what, path, rep)
 }
 
 func wantOK(t *testing.T, rep *fresh.Report) {
@@ -124,44 +137,48 @@ func TestFreshnessSingleDevice(t *testing.T) {
 		// backing paths), snap a copy of CIPHERDIR made by setup.
 		attack     func(t *testing.T, dir, snap string, paths map[string]string)
 		path, what string
+		// at once: an authentic counter went back, a rollback at
+		// once; otherwise "behind" (a sync in flight could explain
+		// it) until it outlasts the grace period.
+		atOnce bool
 	}{
 		{"delete a file", func(t *testing.T, dir, _ string, p map[string]string) {
 			if err := os.Remove(p["a/f1"]); err != nil {
 				t.Fatal(err)
 			}
-		}, "/a/f1", "deleted"},
+		}, "/a/f1", "deleted", false},
 		{"delete a directory", func(t *testing.T, dir, _ string, p map[string]string) {
 			if err := os.RemoveAll(p["b"]); err != nil {
 				t.Fatal(err)
 			}
-		}, "/b", "deleted"},
+		}, "/b", "deleted", false},
 		{"roll back a directory", func(t *testing.T, dir, snap string, p map[string]string) {
 			rel, _ := filepath.Rel(dir, p["a"])
 			if err := os.RemoveAll(p["a"]); err != nil {
 				t.Fatal(err)
 			}
 			run(t, "cp", "-a", filepath.Join(snap, rel), p["a"])
-		}, "/a/f2", "present again"},
+		}, "/a/f2", "present again", false},
 		{"roll back a directory (new file gone)", func(t *testing.T, dir, snap string, p map[string]string) {
 			rel, _ := filepath.Rel(dir, p["a"])
 			os.RemoveAll(p["a"])
 			run(t, "cp", "-a", filepath.Join(snap, rel), p["a"])
-		}, "/a/f3", "deleted"},
+		}, "/a/f3", "deleted", false},
 		{"roll back an xattr", func(t *testing.T, dir, snap string, p map[string]string) {
 			rel, _ := filepath.Rel(dir, p["b"])
 			copyXattrs(t, filepath.Join(snap, rel), p["b"])
-		}, "/b", "xattrs differ"},
+		}, "/b", "xattrs differ", false},
 		{"delete the epoch file", func(t *testing.T, dir, _ string, p map[string]string) {
 			eps, _ := filepath.Glob(filepath.Join(dir, "encryptfs.epoch.*"))
 			if len(eps) != 1 {
 				t.Fatalf("epoch files %v", eps)
 			}
 			os.Remove(eps[0])
-		}, "", "epoch file deleted"},
+		}, "", "epoch file deleted", true},
 		{"roll back the whole vault", func(t *testing.T, dir, snap string, p map[string]string) {
 			os.RemoveAll(dir)
 			run(t, "cp", "-a", snap, dir)
-		}, "", "epoch went back"},
+		}, "", "epoch went back", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -201,11 +218,19 @@ func TestFreshnessSingleDevice(t *testing.T) {
 
 			c.attack(t, dir, snap, paths)
 			rep := freshCheck(t, dir, state, false)
-			wantIssue(t, rep, c.path, c.what)
 			t.Logf("%s", rep)
-			// Status reports it again: a rollback is not forgotten by
-			// looking at it.
-			wantIssue(t, freshCheck(t, dir, state, false), c.path, c.what)
+			if !c.atOnce {
+				wantIssue(t, rep, fresh.Behind, c.path, c.what)
+				// Still there an hour later: still behind.
+				wantIssue(t, freshCheckAt(t, dir, state, false, time.Now().Add(time.Hour)), fresh.Behind, c.path, c.what)
+			}
+			// Past the grace period (or at once): rolled back, and
+			// again when looked at again.
+			later := time.Now().Add(fresh.DefaultGrace + time.Hour)
+			rep = freshCheckAt(t, dir, state, false, later)
+			t.Logf("%s", rep)
+			wantIssue(t, rep, fresh.RolledBack, c.path, c.what)
+			wantIssue(t, freshCheckAt(t, dir, state, false, later), fresh.RolledBack, c.path, c.what)
 			if rep := freshCheck(t, dir, state, true); rep.Status == fresh.OK {
 				t.Fatalf("accept showed nothing:\n%s", rep)
 			}

@@ -42,5 +42,6 @@ func (v *Vault) Accept() (*Report, error) {
 		seen[fc.EncodeID(d[:])] = s
 	}
 	v.state.Seen = seen
+	v.state.Pending = nil
 	return rep, v.state.save(v.stateDir)
 }

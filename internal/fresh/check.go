@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 )
@@ -46,6 +47,11 @@ type Issue struct {
 	// Recorded is the stamp (the device's counter) of the record an
 	// entry differs from; 0 for the other issues.
 	Recorded uint64
+	// Since is when this client first saw the issue (Behind issues that
+	// turn into RolledBack when they outlast Options.Grace).
+	Since time.Time
+	// key identifies a Behind issue across checks ("" never escalates).
+	key string
 }
 
 func (i Issue) String() string {
@@ -55,6 +61,9 @@ func (i Issue) String() string {
 		fmt.Fprintf(&b, "%s: ", i.Path)
 	}
 	b.WriteString(i.What)
+	if !i.Since.IsZero() {
+		fmt.Fprintf(&b, ", since %s", i.Since.UTC().Format(time.RFC3339))
+	}
 	if i.Device != "" {
 		fmt.Fprintf(&b, " (device %s", i.Device)
 		if i.Recorded != 0 {
@@ -131,17 +140,12 @@ func (v *Vault) check(save bool) (*Report, error) {
 			known[[fc.IDSize]byte(id)] = true
 		}
 	}
-	// Another device, or this one's own unrecorded changes (a mount in
-	// another process, or one that ended uncleanly), could explain a
-	// difference from the records.
-	explainers := len(known) > 1 || v.lock == nil || st.Dirty && !v.started
-
 	// The tree first: the plaintext path of each directory ID.
 	paths := map[[fc.IDSize]byte]string{}
 	raised := map[string]*Seen{}
 	err = v.walk(func(d walkDir) error {
 		paths[d.id] = d.path
-		v.checkDir(d, devs, explainers, rep)
+		v.checkDir(d, devs, rep)
 		return nil
 	})
 	if err != nil {
@@ -155,7 +159,9 @@ func (v *Vault) check(save bool) (*Report, error) {
 	for _, d := range ids {
 		raised[fc.EncodeID(d[:])] = v.checkDevice(d, epochs, paths, rep)
 	}
+	pending := v.escalate(rep)
 	if save {
+		st.Pending = pending
 		for dev, now := range raised {
 			if now == nil {
 				continue
@@ -216,13 +222,13 @@ func (v *Vault) checkDevice(d [fc.IDSize]byte, epochs map[[fc.IDSize]byte]epochF
 		case mf.err != nil && (was > 0 || d == v.self):
 			rep.add(Issue{Status: RolledBack, Device: dev, Path: path, What: "manifest missing or failing authentication", From: max(was, c.Counter)})
 		case mf.err != nil:
-			rep.add(Issue{Status: Behind, Device: dev, Path: path, What: "manifest not arrived yet", From: c.Counter})
+			rep.add(Issue{Status: Behind, Device: dev, Path: path, What: "manifest not arrived yet", From: c.Counter, key: "manifest " + dev + " " + id})
 		case mf.m.Counter < was:
 			rep.add(Issue{Status: RolledBack, Device: dev, Path: path, What: "manifest went back", From: was, To: mf.m.Counter})
 		case mf.m.Counter < c.Counter && d == v.self:
 			rep.add(Issue{Status: RolledBack, Device: dev, Path: path, What: "manifest older than its epoch", From: c.Counter, To: mf.m.Counter})
 		case mf.m.Counter < c.Counter:
-			rep.add(Issue{Status: Behind, Device: dev, Path: path, What: "manifest older than its epoch (not arrived yet?)", From: c.Counter, To: mf.m.Counter})
+			rep.add(Issue{Status: Behind, Device: dev, Path: path, What: "manifest older than its epoch (not arrived yet?)", From: c.Counter, To: mf.m.Counter, key: "manifest " + dev + " " + id})
 		case mf.m.Counter == c.Counter && mf.hash != c.Hash:
 			rep.add(Issue{Status: RolledBack, Device: dev, Path: path, What: "manifest is not the one its epoch commits to", From: c.Counter, To: mf.m.Counter})
 		}
@@ -235,7 +241,7 @@ func (v *Vault) checkDevice(d [fc.IDSize]byte, epochs map[[fc.IDSize]byte]epochF
 
 // checkDir checks the entries of one directory against the current
 // records of every device.
-func (v *Vault) checkDir(d walkDir, devs [][fc.IDSize]byte, explainers bool, rep *Report) {
+func (v *Vault) checkDir(d walkDir, devs [][fc.IDSize]byte, rep *Report) {
 	recs := v.dirRecords(devs, d.id)
 	byName := recs.byName()
 	for _, n := range allNames(d.fd, byName) {
@@ -248,7 +254,10 @@ func (v *Vault) checkDir(d walkDir, devs [][fc.IDSize]byte, explainers bool, rep
 		refs := byName[n]
 		if len(refs) == 0 {
 			if a.present {
-				rep.add(Issue{Status: verdict(!explainers), Path: path, What: "not in any manifest"})
+				// A device's change not recorded (or not arrived)
+				// yet, or a planted entry (which binding refuses):
+				// not a rollback, but not clean.
+				rep.add(Issue{Status: Behind, Path: path, What: "not in any manifest"})
 			}
 			continue
 		}
@@ -261,8 +270,8 @@ func (v *Vault) checkDir(d walkDir, devs [][fc.IDSize]byte, explainers bool, rep
 			s := v.state.Seen[fc.EncodeID(r.dev[:])]
 			return s != nil && r.rec.Stamp <= s.Confirmed && older(a, r.rec, old)
 		})
-		rep.add(Issue{Status: verdict(!explainers || confirmedOlder), Device: fc.EncodeID(r.dev[:]), Path: path,
-			What: describe(a, r.rec), Recorded: r.rec.Stamp})
+		rep.add(Issue{Status: verdict(confirmedOlder), Device: fc.EncodeID(r.dev[:]), Path: path,
+			What: describe(a, r.rec), Recorded: r.rec.Stamp, key: "entry " + fc.EncodeID(d.id[:]) + " " + n})
 	}
 }
 
@@ -291,4 +300,32 @@ func describe(a actual, r *fc.Record) string {
 	default:
 		return "xattrs differ from the recorded ones"
 	}
+}
+
+// escalate gives each Behind issue the time this client first saw it (from
+// the state's Pending) and turns those older than Options.Grace into
+// RolledBack: a sync in flight delivers what it waits for within the
+// grace period; what stays missing longer was taken away. It returns the
+// Pending to keep (the issues still there).
+func (v *Vault) escalate(rep *Report) map[string]int64 {
+	now := v.o.Now()
+	pending := map[string]int64{}
+	rep.Status = OK
+	for i := range rep.Issues {
+		is := &rep.Issues[i]
+		if is.Status == Behind && is.key != "" {
+			first, ok := v.state.Pending[is.key]
+			if !ok {
+				first = now.Unix()
+			}
+			pending[is.key] = first
+			is.Since = time.Unix(first, 0)
+			if now.Sub(is.Since) >= v.o.Grace {
+				is.Status = RolledBack
+				is.What += fmt.Sprintf(" (behind for longer than the grace period, %s)", v.o.Grace)
+			}
+		}
+		rep.Status = max(rep.Status, is.Status)
+	}
+	return pending
 }

@@ -69,7 +69,18 @@ type Options struct {
 	Log func(string)
 	// Rand draws a new DeviceID; nil: crypto/rand.
 	Rand io.Reader
+	// Grace is how long a "behind" state may last before it counts as
+	// rolled back (a sync delivers what the records wait for well within
+	// it); 0: DefaultGrace.
+	Grace time.Duration
+	// Now is the clock; nil: time.Now (tests move it).
+	Now func() time.Time
 }
+
+// DefaultGrace is Options.Grace's default: a day, longer than a sync tool
+// takes to deliver a batch's few small files once it delivered any of
+// the batch.
+const DefaultGrace = 24 * time.Hour
 
 // Vault is freshness for one open vault.
 type Vault struct {
@@ -107,6 +118,12 @@ func New(dir string, masterKey []byte, o Options) (*Vault, error) {
 	}
 	if o.Interval == 0 {
 		o.Interval = DefaultInterval
+	}
+	if o.Grace == 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	key, err := fc.DeriveKey(masterKey)
 	if err != nil {

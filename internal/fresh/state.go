@@ -72,6 +72,10 @@ type State struct {
 	// Seen maps EncodeID(DeviceID) to what was seen of that device (this
 	// one included).
 	Seen map[string]*Seen
+	// Pending maps each "behind" issue of the last check to when it was
+	// first seen (Unix seconds): it is a rollback once older than
+	// Options.Grace.
+	Pending map[string]int64 `json:",omitempty"`
 }
 
 func (s *State) seen(dev string) *Seen {
