@@ -40,11 +40,11 @@ import (
 var (
 	// ErrNoState: the state directory has no state for this vault (an
 	// offline command on a machine that never mounted it).
-	ErrNoState = fault.New(fault.NotFound, "fresh: no local freshness state for this vault on this machine")
+	ErrNoState = fault.New(fault.Other, "fresh: no local freshness state for this vault on this machine")
 	// ErrBadState: the local state file does not parse.
 	ErrBadState = fault.New(fault.Other, "fresh: local freshness state is corrupt")
 	// ErrLocked: another process (a mount) writes this vault's state.
-	ErrLocked = fault.New(fault.Busy, "fresh: the vault's local freshness state is held by a mount on this machine")
+	ErrLocked = fault.New(fault.Other, "fresh: the vault's local freshness state is held by a mount on this machine")
 )
 
 // DefaultInterval is how often a mount writes its manifests.
