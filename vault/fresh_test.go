@@ -2,6 +2,7 @@ package vault
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/fresh"
+	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
 
@@ -248,4 +250,27 @@ func TestFreshnessSingleDevice(t *testing.T) {
 func copyXattrs(t *testing.T, src, dst string) {
 	t.Helper()
 	run(t, "sh", "-c", `getfattr -d -m '^user\.' --absolute-names -e hex "$1" | sed "1s|.*|# file: $2|" | setfattr --restore=-`, "sh", src, dst)
+}
+
+// TestFreshnessFsck: fsck takes the freshness files in the root for the
+// vault's own, not for unknown names in the reserved namespace.
+func TestFreshnessFsck(t *testing.T) {
+	tmp := t.TempDir()
+	dir, state := filepath.Join(tmp, "cipher"), filepath.Join(tmp, "state")
+	os.Mkdir(dir, 0o700)
+	v := freshCreate(t, dir, state)
+	mustWrite(t, v, "f", "x")
+	mustClose(t, v)
+	s, err := session.Open(dir, testPassword, session.Options{BoundVaultID: freshVaultID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep, err := fsck.Check(context.Background(), s, fsck.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 0 {
+		t.Fatalf("fsck of a vault with freshness: %v", rep.Problems)
+	}
 }

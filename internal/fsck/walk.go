@@ -12,6 +12,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	freshcrypto "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/tree"
@@ -152,6 +153,8 @@ func (w *walker) dir(dirfd int, bp *bind.Place, cipherRel, plainRel string, know
 			}
 			continue
 		case isRoot && (bn == config.FileName || bn == config.BackupName):
+			continue
+		case isRoot && freshcrypto.IsName(bn): // freshness epochs and manifests (format.md §15)
 			continue
 		case isRoot && (bn == config.FileName+".tmp" || bn == config.BackupName+".tmp"):
 			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "config file left by an interrupted write; compare it with encryptfs.conf and remove it"})
