@@ -77,11 +77,18 @@ func exact(a actual, r *fc.Record) bool {
 // holds reports whether a satisfies r: the same object with the same
 // xattrs, at r's gen or newer (a file may be newer than its record:
 // records are written in batches, and a header cannot be forged forward).
+// A record of an empty file (no header yet, zero ID) holds for the file
+// once written: its first write gives it a header and an ID, and the
+// mount's writes through the FUSE layer are not observed (only the
+// tree's changes are). The ID is fixed from then on (truncate keeps the
+// header), so only this one transition needs the exception; putting
+// another file's contents there fails location binding.
 func holds(a actual, r *fc.Record) bool {
 	if r.Kind == fc.KindDeleted {
 		return !a.present
 	}
-	return a.present && a.kind == r.Kind && a.id == r.ObjectID && a.gen >= r.Gen && a.xattrs == r.Xattrs
+	sameObject := a.id == r.ObjectID || r.Kind == fc.KindFile && r.ObjectID == [fc.IDSize]byte{}
+	return a.present && a.kind == r.Kind && sameObject && a.gen >= r.Gen && a.xattrs == r.Xattrs
 }
 
 // older reports whether a is an older state of the object r records: the
