@@ -233,7 +233,18 @@ func TestFreshnessSingleDevice(t *testing.T) {
 			t.Logf("%s", rep)
 			wantIssue(t, rep, fresh.RolledBack, c.path, c.what)
 			wantIssue(t, freshCheckAt(t, dir, state, false, later), fresh.RolledBack, c.path, c.what)
-			if rep := freshCheck(t, dir, state, true); rep.Status == fresh.OK {
+			// A mount that writes elsewhere does not launder it (but a
+			// deleted epoch file, which took nothing else with it, is
+			// simply written again).
+			v = freshOpen(t, dir, state)
+			mustWrite(t, v, "elsewhere", "x")
+			mustClose(t, v)
+			rep = freshCheckAt(t, dir, state, false, later)
+			if c.name != "delete the epoch file" && rep.Status != fresh.RolledBack {
+				t.Fatalf("after a mount wrote elsewhere: %v\n%s", rep.Status, rep)
+			}
+			t.Logf("after a mount: %s", rep)
+			if rep := freshCheck(t, dir, state, true); rep.Status == fresh.OK && c.name != "delete the epoch file" {
 				t.Fatalf("accept showed nothing:\n%s", rep)
 			}
 			wantOK(t, freshCheck(t, dir, state, false))

@@ -48,13 +48,14 @@ func (v *Vault) ownFromManifests() {
 func (v *Vault) batch(all bool) error {
 	v.batchMu.Lock()
 	defer v.batchMu.Unlock()
-	v.mu.Lock()
+	v.touchMu.Lock()
 	touched := v.touched
 	v.touched = map[string]map[string]bool{}
+	v.touchMu.Unlock()
 	if !all && len(touched) == 0 {
-		v.mu.Unlock()
 		return nil
 	}
+	v.mu.Lock()
 	if v.own == nil {
 		v.mu.Unlock()
 		v.loadOwn()
@@ -106,11 +107,14 @@ func (v *Vault) batch(all bool) error {
 	if err := v.writeEpoch(ep); err != nil {
 		return err
 	}
+	// What this client saw of its own manifests only rises: a manifest
+	// rolled back under a mount stays reported after the mount's next
+	// batch commits to it (only Accept lowers it).
 	s := v.state.seen(v.Device())
 	s.Epoch, s.Confirmed = counter, counter
-	s.Manifests = map[string]uint64{}
 	for id, e := range v.own {
-		s.Manifests[fc.EncodeID(id[:])] = e.Counter
+		k := fc.EncodeID(id[:])
+		s.Manifests[k] = max(s.Manifests[k], e.Counter)
 	}
 	return v.state.save(v.stateDir)
 }

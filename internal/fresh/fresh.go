@@ -94,9 +94,10 @@ type Vault struct {
 	lock     *os.File // nil: another process holds the state (read-only)
 
 	batchMu sync.Mutex // one batch at a time
-	mu      sync.Mutex
-	state   *State
+	touchMu sync.Mutex // guards touched only: an operation never waits for a check
 	touched map[string]map[string]bool // backing dir (relative) -> names
+	mu      sync.Mutex                 // guards the rest
+	state   *State
 	own     map[[fc.IDSize]byte]fc.EpochEntry
 	started bool
 	stop    chan struct{}
@@ -250,8 +251,8 @@ func (v *Vault) touch(dir, name string) {
 	if !recorded(name) {
 		return
 	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
+	v.touchMu.Lock()
+	defer v.touchMu.Unlock()
 	if v.touched[dir] == nil {
 		v.touched[dir] = map[string]bool{}
 	}
@@ -271,19 +272,30 @@ func (v *Vault) Start() error {
 	if err != nil {
 		return err
 	}
+	// The check comes first: what the recordings below would adopt is
+	// logged before it is.
+	rep, err := v.check(true)
+	if err != nil {
+		return err
+	}
+	first := len(epochs) == 0 && v.state.seen(v.Device()).Epoch == 0
 	switch {
 	case v.state.Dirty:
-		rep, err := v.check(false)
-		if err == nil && rep.Status != OK {
+		// Changes of the last mount may be unrecorded, and this device
+		// cannot tell its own from others': it records the vault as it
+		// is (the crash window, format.md §15).
+		if rep.Status != OK {
 			v.log("freshness: the last mount on this machine did not end cleanly; recording the vault as it is now. Before that it was:\n" + rep.String())
 		}
-		if err := v.batch(true); err != nil {
-			return err
-		}
-	case len(epochs) == 0:
-		if err := v.batch(true); err != nil {
-			return err
-		}
+		err = v.batch(true)
+	case first:
+		// The first device of a vault records all of it.
+		err = v.batch(true)
+	case rep.Status != OK:
+		v.log(rep.String())
+	}
+	if err != nil {
+		return err
 	}
 	v.mu.Lock()
 	v.state.Dirty = true
@@ -292,12 +304,6 @@ func (v *Vault) Start() error {
 	v.mu.Unlock()
 	if err != nil {
 		return err
-	}
-	rep, err := v.Check()
-	if err != nil {
-		v.log("freshness: check: " + err.Error())
-	} else if rep.Status != OK {
-		v.log(rep.String())
 	}
 	if v.o.Interval > 0 {
 		v.stop, v.done = make(chan struct{}), make(chan struct{})
