@@ -93,8 +93,8 @@ type Vault struct {
 	self     [fc.IDSize]byte
 	lock     *os.File // nil: another process holds the state (read-only)
 
-	batchMu sync.Mutex // one batch at a time
-	touchMu sync.Mutex // guards touched only: an operation never waits for a check
+	batchMu sync.Mutex                 // one batch at a time
+	touchMu sync.Mutex                 // guards touched only: an operation never waits for a check
 	touched map[string]map[string]bool // backing dir (relative) -> names
 	mu      sync.Mutex                 // guards the rest
 	state   *State
