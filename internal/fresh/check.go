@@ -106,7 +106,10 @@ func (r *Report) add(i Issue) {
 // saw before, and raises what it saw (Seen; Confirmed only when the vault
 // is OK). A mount flushes its own changes first.
 func (v *Vault) Check() (*Report, error) {
-	if v.started {
+	v.mu.Lock()
+	started := v.started
+	v.mu.Unlock()
+	if started {
 		if err := v.Flush(); err != nil {
 			return nil, err
 		}
