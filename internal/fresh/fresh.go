@@ -370,3 +370,20 @@ func (v *Vault) Close() error {
 	v.keyed.Wipe()
 	return err
 }
+
+// crash ends a writer as a crash would (tests): the timer stops and the
+// lock goes, without the last batch and with the state left dirty.
+func (v *Vault) crash() {
+	v.mu.Lock()
+	started := v.started
+	v.started = false
+	v.mu.Unlock()
+	if started && v.stop != nil {
+		close(v.stop)
+		<-v.done
+	}
+	if v.lock != nil {
+		v.lock.Close()
+		v.lock = nil
+	}
+}
