@@ -99,4 +99,3 @@ func (v *Vault) touch(dir, name string) {
 	}
 	v.touched[dir][name] = true
 }
-
