@@ -108,6 +108,9 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	if p.Reverse {
 		return nil, ErrReverse
 	}
+	if o.Freshness != nil {
+		return newFresh(dir, p, masterKey, o)
+	}
 	k, err := keys.Derive(masterKey)
 	if err != nil {
 		return nil, err
@@ -116,10 +119,6 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	// the suite, built last, is never left behind unwiped (nothing after
 	// it can fail).
 	eo := o.engineOptions()
-	if o.Freshness != nil {
-		k.Wipe()
-		return newFresh(dir, p, masterKey, o)
-	}
 	if o.BoundVaultID != nil {
 		return newBound(dir, p, masterKey, k, eo, o)
 	}
