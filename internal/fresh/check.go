@@ -1,7 +1,9 @@
 package fresh
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -195,13 +197,20 @@ func (v *Vault) checkDevice(d [fc.IDSize]byte, epochs map[[fc.IDSize]byte]epochF
 	}
 	ef, ok := epochs[d]
 	switch {
-	case !ok && seen.Epoch > 0:
+	case !ok && seen.Epoch > 0 && d == v.self:
 		rep.add(Issue{Status: RolledBack, Device: dev, What: "epoch file deleted", From: seen.Epoch})
+		return nil
+	case !ok && seen.Epoch > 0:
+		// Another device's: a sync tool may replace a file by deleting
+		// it first (Syncthing did, in TestFreshnessSyncthing), so a
+		// missing file is behind until it outlasts the grace period;
+		// an authentic counter that went back (below) is not.
+		rep.add(Issue{Status: Behind, Device: dev, What: "epoch file deleted", From: seen.Epoch, key: "epoch " + dev})
 		return nil
 	case !ok:
 		return nil // a device whose epoch has not arrived, or that never wrote one
 	case ef.err != nil:
-		rep.add(Issue{Status: RolledBack, Device: dev, What: "epoch file fails authentication: " + ef.err.Error()})
+		rep.add(Issue{Status: verdict(d == v.self), Device: dev, What: "epoch file fails authentication: " + ef.err.Error(), key: "epoch " + dev})
 		return nil
 	}
 	e := ef.epoch
@@ -222,8 +231,14 @@ func (v *Vault) checkDevice(d [fc.IDSize]byte, epochs map[[fc.IDSize]byte]epochF
 		case mf.err != nil && was == 0 && d != v.self && !ok:
 			// Not arrived yet, of a directory not here (yet): nothing
 			// to check it against.
-		case mf.err != nil && (was > 0 || d == v.self):
+		case mf.err != nil && d == v.self:
 			rep.add(Issue{Status: RolledBack, Device: dev, Path: path, What: "manifest missing or failing authentication", From: max(was, c.Counter)})
+		case mf.err != nil && !errors.Is(mf.err, fs.ErrNotExist):
+			// Another device's, failing: tampered, or caught half
+			// written by a sync tool that writes in place.
+			rep.add(Issue{Status: Behind, Device: dev, Path: path, What: "manifest fails authentication", key: "manifest " + dev + " " + id})
+		case mf.err != nil && was > 0:
+			rep.add(Issue{Status: Behind, Device: dev, Path: path, What: "manifest deleted", From: was, key: "manifest " + dev + " " + id})
 		case mf.err != nil:
 			rep.add(Issue{Status: Behind, Device: dev, Path: path, What: "manifest not arrived yet", From: c.Counter, key: "manifest " + dev + " " + id})
 		case mf.m.Counter < was:
