@@ -2,6 +2,7 @@ package fresh_test
 
 import (
 	"crypto/rand"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,5 +131,26 @@ func TestMountLogsRollback(t *testing.T) {
 	v.Close()
 	if !strings.Contains(log.String(), "behind: /a: deleted") {
 		t.Fatalf("the mount logged:\n%s", log.String())
+	}
+}
+
+// TestSecondWriter: a second writer of one state directory is refused
+// (two mounts of one vault on one machine), while an offline check of it
+// only reads; with a state directory of its own it is another device.
+func TestSecondWriter(t *testing.T) {
+	dir, state := newVault(t)
+	var log logLines
+	_, v := openWriter(t, dir, state, &log)
+	defer v.Close()
+	_, err := session.Open(dir, password, session.Options{BoundVaultID: vaultID, Freshness: &fresh.Options{StateDir: state, Interval: -1}})
+	if !errors.Is(err, fresh.ErrLocked) {
+		t.Fatalf("second writer: %v, want ErrLocked", err)
+	}
+	if rep := status(t, dir, state); rep.Status == fresh.RolledBack {
+		t.Fatalf("check beside a writer: %s", rep)
+	}
+	_, v2 := openWriter(t, dir, filepath.Join(t.TempDir(), "other"), &log)
+	if err := v2.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
