@@ -20,6 +20,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	freshcrypto "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
@@ -27,6 +28,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/reverse"
 	"github.com/encryptfs/encryptfs/internal/crypto/siv"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
@@ -95,6 +97,14 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/core.ErrNotSIV":           {core.ErrNotSIV, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 	"internal/core.ErrChanged":          {core.ErrChanged, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/core.ErrInvalid":          {core.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+
+	// Freshness (format v2, docs/format.md §15).
+	"internal/crypto/fresh.ErrTampered":  {freshcrypto.ErrTampered, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/fresh.ErrMalformed": {freshcrypto.ErrMalformed, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/fresh.ErrMasterKey": {freshcrypto.ErrMasterKey, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/fresh.ErrNoState":          {fresh.ErrNoState, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/fresh.ErrBadState":         {fresh.ErrBadState, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/fresh.ErrLocked":           {fresh.ErrLocked, fault.Other, syscall.EIO, cli.ExitError, nil},
 
 	"internal/crypto/content.ErrBadHeader":    {content.ErrBadHeader, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/content.ErrCorruptChunk": {content.ErrCorruptChunk, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},

@@ -54,6 +54,7 @@ func commandConstructors() []func(*App) *cobra.Command {
 		(*App).newMountCommand,
 		(*App).newUnmountCommand,
 		(*App).newFsckCommand,
+		(*App).newFreshnessCommand,
 		(*App).newLsCommand,
 		(*App).newCatCommand,
 		(*App).newExportCommand,

@@ -19,6 +19,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	freshcrypto "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
@@ -208,6 +209,10 @@ var sentinels = [...]struct {
 	{bind.ErrMisplaced, Corrupt},
 	// A file's links file missing, tampered with or another file's.
 	{bind.ErrBadLinks, Corrupt},
+	// A freshness manifest or epoch file edited or malformed (format v2).
+	{freshcrypto.ErrTampered, Corrupt},
+	{freshcrypto.ErrMalformed, Corrupt},
+	{freshcrypto.ErrMasterKey, Other},
 	// A backing file (dirid, sidecar) larger than the format allows.
 	{backing.ErrTooBig, Corrupt},
 	// A FIFO, device or directory planted where a dirid, sidecar or data

@@ -12,6 +12,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	freshcrypto "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/tree"
@@ -162,6 +163,7 @@ func (w *walker) dir(dirfd int, bp *bind.Place, cipherRel, plainRel string, know
 			// A half-upgraded vault does not open; a bound one with the
 			// marker lost the upgrade's last step (session/upgrade.go).
 			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "left by an upgrade that finished; encryptfs upgrade removes it"})
+		case isRoot && freshcrypto.IsName(bn): // freshness epochs and manifests (format.md §15)
 			continue
 		case isRoot && (bn == config.FileName+".tmp" || bn == config.BackupName+".tmp"):
 			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "config file left by an interrupted write; compare it with encryptfs.conf and remove it"})

@@ -31,6 +31,7 @@ var rank = map[string]int{
 	"internal/keyslot":                    25, // key slot credentials and age (above config, below fault)
 	"internal/tree":                       30,
 	"internal/fault":                      40,
+	"internal/fresh":                      45, // freshness: manifests, epochs, local state (above fault, below session)
 	"internal/session":                    50,
 	"internal/fuseserver":                 55,
 	"internal/dircursor":                  55,

@@ -21,6 +21,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
@@ -63,6 +64,9 @@ type Options struct {
 	// (upgrade.go), which every other open refuses
 	// (ErrUpgradeIncomplete). Only for UpgradeContent.
 	Upgrading bool
+	// Freshness, if set, turns on rollback detection (format v2,
+	// docs/design/format-v2.md §6, format.md §15): see newFresh.
+	Freshness *fresh.Options
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
@@ -105,6 +109,7 @@ type Session struct {
 	binder *bind.Binder
 	// epochBinders are the binders of epochs 1.. (epochs.go).
 	epochBinders []*bind.Binder
+	fresh  *fresh.Vault // Options.Freshness; nil without
 }
 
 // New builds the session of the vault in dir with parameters p from its
@@ -118,6 +123,11 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	o, err := o.withParams(p)
 	if err != nil {
 		return nil, err
+	}
+	// Freshness first: it observes the backing the epochs' session is
+	// built on, and its start check reads headers of every epoch.
+	if o.Freshness != nil {
+		return newFresh(dir, p, masterKey, o)
 	}
 	if len(o.epochs) > 0 {
 		return newEpochs(dir, p, masterKey, o)
@@ -263,6 +273,7 @@ func (s *Session) Backing() *backing.FS { return s.fs }
 // schedules until garbage collected; Close is a best effort at unmount time,
 // not a guarantee. Close is idempotent.
 func (s *Session) Close() error {
+	ferr := s.fresh.Close() // its last batch reads through the keys
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys != nil {
@@ -275,5 +286,5 @@ func (s *Session) Close() error {
 		s.keys = nil
 	}
 	s.wipeRing()
-	return nil
+	return ferr
 }

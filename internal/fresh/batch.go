@@ -1,0 +1,278 @@
+package fresh
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
+	"golang.org/x/sys/unix"
+)
+
+// loadOwn loads this device's epoch entries: from its epoch file if that
+// is authentic and not below what this client saw, else from its
+// manifests as they are.
+func (v *Vault) loadOwn() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.own = map[[fc.IDSize]byte]fc.EpochEntry{}
+	if b, err := readSmall(filepath.Join(v.dir, epochName(v.self))); err == nil {
+		if e, err := v.keyed.ParseEpoch(b); err == nil && e.Device == v.self && e.Counter >= v.state.seen(v.Device()).Epoch {
+			for _, m := range e.Manifests {
+				v.own[m.DirID] = m
+			}
+			return
+		}
+	}
+	v.ownFromManifests()
+}
+
+// ownFromManifests sets v.own to this device's manifests as they are.
+func (v *Vault) ownFromManifests() {
+	v.own = map[[fc.IDSize]byte]fc.EpochEntry{}
+	ents, _ := os.ReadDir(filepath.Join(v.dir, manifestsDir(v.self)))
+	for _, e := range ents {
+		if id, ok := fc.DecodeID(e.Name()); ok {
+			if mf := v.readManifest(v.self, [fc.IDSize]byte(id)); mf.err == nil {
+				v.own[mf.m.DirID] = fc.EpochEntry{DirID: mf.m.DirID, Counter: mf.m.Counter, Hash: mf.hash}
+			}
+		}
+	}
+}
+
+// batch records the noted changes (all: every directory of the vault) in
+// this device's manifests and epoch. The counter is saved before anything
+// is written with it.
+func (v *Vault) batch(all bool) error {
+	v.batchMu.Lock()
+	defer v.batchMu.Unlock()
+	v.touchMu.Lock()
+	touched := v.touched
+	v.touched = map[string]map[string]bool{}
+	v.touchMu.Unlock()
+	if !all && len(touched) == 0 {
+		return nil
+	}
+	v.mu.Lock()
+	if v.own == nil {
+		v.mu.Unlock()
+		v.loadOwn()
+		v.mu.Lock()
+	}
+	v.state.Counter++
+	counter := v.state.Counter
+	err := v.state.save(v.stateDir)
+	v.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	devs, err := v.allDevices()
+	if err != nil {
+		return err
+	}
+	written := map[[fc.IDSize]byte]fc.EpochEntry{}
+	record := func(dirfd int, dirID [fc.IDSize]byte, names []string) error {
+		m, changed := v.recordDir(dirfd, dirID, names, counter, devs)
+		if !changed {
+			return nil
+		}
+		h, err := v.writeManifest(m)
+		if err == nil {
+			written[dirID] = fc.EpochEntry{DirID: dirID, Counter: counter, Hash: h}
+		}
+		return err
+	}
+	if all {
+		err = v.walk(func(d walkDir) error { return record(d.fd, d.id, nil) })
+	} else {
+		err = v.recordTouched(touched, record)
+	}
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if all {
+		v.ownFromManifests() // accept what is there, rewritten or not
+	}
+	for id, e := range written {
+		v.own[id] = e
+	}
+	ep := &fc.Epoch{Device: v.self, Counter: counter}
+	for _, e := range v.own {
+		ep.Manifests = append(ep.Manifests, e)
+	}
+	if err := v.writeEpoch(ep); err != nil {
+		return err
+	}
+	// What this client saw of its own manifests only rises: a manifest
+	// rolled back under a mount stays reported after the mount's next
+	// batch commits to it (only Accept lowers it).
+	s := v.state.seen(v.Device())
+	s.Epoch, s.Confirmed = counter, counter
+	for id, e := range v.own {
+		k := fc.EncodeID(id[:])
+		s.Manifests[k] = max(s.Manifests[k], e.Counter)
+	}
+	return v.state.save(v.stateDir)
+}
+
+// recordTouched records the noted names, directory by directory. A
+// directory gone since (removed, or renamed with an ancestor) is skipped:
+// its parent's record says where it went.
+func (v *Vault) recordTouched(touched map[string]map[string]bool, record func(int, [fc.IDSize]byte, []string) error) error {
+	dirs := make([]string, 0, len(touched))
+	for d := range touched {
+		dirs = append(dirs, d)
+	}
+	slices.Sort(dirs)
+	root, err := v.openRoot()
+	if err != nil {
+		return err
+	}
+	defer backing.Close(root)
+	for _, d := range dirs {
+		fd, err := backing.OpenDir(root, d)
+		if err != nil {
+			continue
+		}
+		var names []string
+		for n := range touched[d] {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		err = record(fd, readDirID(fd), names)
+		backing.Close(fd)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// allDevices are the devices with manifests, and this one.
+func (v *Vault) allDevices() ([][fc.IDSize]byte, error) {
+	devs, err := v.devices()
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(devs, v.self) {
+		devs = append(devs, v.self)
+	}
+	return devs, nil
+}
+
+// recordDir updates this device's manifest of directory dirID for names
+// (nil: every name on disk or in a manifest): a name whose current
+// records do not say exactly what it is gets a new record of this
+// device. changed reports whether the manifest needs writing.
+func (v *Vault) recordDir(dirfd int, dirID [fc.IDSize]byte, names []string, counter uint64, devs [][fc.IDSize]byte) (*fc.Manifest, bool) {
+	recs := v.dirRecords(devs, dirID)
+	own := recs[v.self]
+	if own == nil {
+		own = &fc.Manifest{Device: v.self, DirID: dirID}
+	}
+	byName := recs.byName()
+	if names == nil {
+		names = allNames(dirfd, byName)
+	}
+	changed := false
+	for _, n := range names {
+		a, err := v.r.observe(dirfd, n)
+		if err != nil {
+			continue
+		}
+		refs := byName[n]
+		cur, _ := current(refs)
+		if !a.present && len(refs) == 0 || slices.ContainsFunc(cur, func(r ref) bool { return exact(a, r.rec) }) {
+			continue
+		}
+		rec := record(n, a, counter, v.self, refs)
+		if i := slices.IndexFunc(own.Records, func(r fc.Record) bool { return r.Name == n }); i >= 0 {
+			own.Records[i] = rec
+		} else {
+			own.Records = append(own.Records, rec)
+		}
+		changed = true
+	}
+	if changed {
+		own.Counter = counter
+	}
+	return own, changed
+}
+
+// allNames is every recorded name on disk in dirfd and every name the
+// manifests of the directory record, sorted.
+func allNames(dirfd int, byName map[string][]ref) []string {
+	on, _ := listRecorded(dirfd)
+	for n := range byName {
+		on = append(on, n)
+	}
+	slices.Sort(on)
+	return slices.Compact(on)
+}
+
+// walkDir is one directory of the plaintext tree.
+type walkDir struct {
+	fd   int
+	id   [fc.IDSize]byte
+	path string // plaintext, "/" for the root
+}
+
+// walk calls fn for every directory of the vault, root first.
+func (v *Vault) walk(fn func(walkDir) error) error {
+	root, err := v.openRoot()
+	if err != nil {
+		return err
+	}
+	return v.walkFrom(walkDir{fd: root, id: readDirID(root), path: "/"}, fn)
+}
+
+func (v *Vault) walkFrom(d walkDir, fn func(walkDir) error) error {
+	defer backing.Close(d.fd)
+	if err := fn(d); err != nil {
+		return err
+	}
+	names, err := listRecorded(d.fd)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		st, err := backing.Fstatat(d.fd, n)
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		sub, err := backing.OpenSubdir(d.fd, n)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if err := v.walkFrom(walkDir{fd: sub, id: readDirID(sub), path: v.plainPath(d, n)}, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plainPath is the plaintext path of backing name n in d (the backing
+// name in brackets where it does not decrypt).
+func (v *Vault) plainPath(d walkDir, n string) string {
+	p := "[" + n + "]"
+	if v.r.Name != nil {
+		if s, err := v.r.Name(d.fd, d.id[:], n); err == nil {
+			p = s
+		}
+	}
+	if d.path == "/" {
+		return "/" + p
+	}
+	return d.path + "/" + p
+}
+
+// openRoot opens CIPHERDIR.
+func (v *Vault) openRoot() (int, error) {
+	return unix.Open(v.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}

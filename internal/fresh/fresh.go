@@ -1,0 +1,299 @@
+// Package fresh detects rollback and deletion of a vault's files,
+// directories and xattrs without breaking sync (format v2 feature flag
+// "Freshness"; docs/format.md §15, docs/design/format-v2.md §6).
+//
+// Each client of a vault is a device with a random DeviceID and a counter,
+// kept in local state outside CIPHERDIR. A device records, per directory
+// it changes, what each name it touched now is (kind, object ID, file
+// gen, xattr digest, or a tombstone) in its own MAC'd manifest, and
+// commits to its manifests with a MAC'd epoch file. It writes only its own
+// files, so a sync tool never sees two writers of one file. Check compares
+// the vault with the manifests and with what this client saw before:
+// what went back is "rolled back", what a sync in flight could explain is
+// "behind".
+//
+// The writer is fed by the session's backing.Observer (Observe): it notes
+// which names changed and, in batches (Flush: every few seconds, and at
+// unmount), reads them back and records them. It never sits in the path
+// of an operation beyond one readlink per observed change.
+package fresh
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
+	"github.com/encryptfs/encryptfs/internal/fault"
+)
+
+// Errors of the package.
+var (
+	// ErrNoState: the state directory has no state for this vault (an
+	// offline command on a machine that never mounted it).
+	ErrNoState = fault.New(fault.Other, "fresh: no local freshness state for this vault on this machine")
+	// ErrBadState: the local state file does not parse.
+	ErrBadState = fault.New(fault.Other, "fresh: local freshness state is corrupt")
+	// ErrLocked: another process (a mount) writes this vault's state.
+	ErrLocked = fault.New(fault.Other, "fresh: the vault's local freshness state is held by a mount on this machine")
+)
+
+// DefaultInterval is how often a mount writes its manifests.
+const DefaultInterval = 5 * time.Second
+
+// Options configure freshness for one session.
+type Options struct {
+	// StateDir is the vault's local state directory; "": StateDir(
+	// DefaultStateRoot(os.Getenv), VaultID).
+	StateDir string
+	// VaultID names the state directory (Params.VaultID).
+	VaultID []byte
+	// Interval between batches; 0: DefaultInterval; negative: no timer
+	// (tests call Flush).
+	Interval time.Duration
+	// Offline: the session only checks (encryptfs freshness status and
+	// accept): no batches, the local state is written only by Check and
+	// Accept.
+	Offline bool
+	// Log receives the mount's freshness lines (the start-up report,
+	// batch errors); nil: none.
+	Log func(string)
+	// Rand draws a new DeviceID; nil: crypto/rand.
+	Rand io.Reader
+	// Grace is how long a "behind" state may last before it counts as
+	// rolled back (a sync delivers what the records wait for well within
+	// it); 0: DefaultGrace.
+	Grace time.Duration
+	// Now is the clock; nil: time.Now (tests move it).
+	Now func() time.Time
+}
+
+// DefaultGrace is Options.Grace's default: a day, longer than a sync tool
+// takes to deliver a batch's few small files once it delivered any of
+// the batch.
+const DefaultGrace = 24 * time.Hour
+
+// Vault is freshness for one open vault.
+type Vault struct {
+	dir      string // CIPHERDIR as given
+	real     string // CIPHERDIR with symlinks resolved (what /proc/self/fd shows)
+	o        Options
+	stateDir string
+	keyed    *fc.Keyed
+	r        Reader
+	self     [fc.IDSize]byte
+	lock     *os.File // nil: another process holds the state (read-only)
+
+	batchMu sync.Mutex                 // one batch at a time
+	touchMu sync.Mutex                 // guards touched only: an operation never waits for a check
+	touched map[string]map[string]bool // backing dir (relative) -> names
+	mu      sync.Mutex                 // guards the rest
+	state   *State
+	own     map[[fc.IDSize]byte]fc.EpochEntry
+	started bool
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// New opens freshness for the vault in dir with its master key. It reads
+// (or creates) the local state and takes its lock; it writes nothing
+// until Start or Accept.
+func New(dir string, masterKey []byte, o Options) (*Vault, error) {
+	if o.StateDir == "" {
+		if len(o.VaultID) == 0 {
+			return nil, errors.New("fresh: no VaultID and no state directory")
+		}
+		o.StateDir = StateDir(DefaultStateRoot(os.Getenv), o.VaultID)
+	}
+	if o.Rand == nil {
+		o.Rand = rand.Reader
+	}
+	if o.Interval == 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.Grace == 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	key, err := fc.DeriveKey(masterKey)
+	if err != nil {
+		return nil, err
+	}
+	defer clear(key)
+	keyed, err := fc.New(key)
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	real, _ = filepath.Abs(real)
+	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("fresh: state directory: %w", err)
+	}
+	lock, ok, err := lockState(o.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("fresh: state directory: %w", err)
+	}
+	st, err := loadState(o.StateDir, o.Rand, ok)
+	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		return nil, err
+	}
+	v := &Vault{dir: dir, real: real, o: o, stateDir: o.StateDir, keyed: keyed, self: [fc.IDSize]byte(st.Device),
+		lock: lock, state: st, touched: map[string]map[string]bool{}}
+	if lock != nil && !ok {
+		lock.Close()
+		v.lock = nil
+	}
+	return v, nil
+}
+
+// SetReader gives v the session's header parser and name decryption; the
+// session calls it once its engine and tree exist, before Start.
+func (v *Vault) SetReader(r Reader) { v.r = r }
+
+// Device returns this client's DeviceID in its backing-name form.
+func (v *Vault) Device() string { return fc.EncodeID(v.self[:]) }
+
+// StateDir returns the local state directory in use.
+func (v *Vault) StateDir() string { return v.stateDir }
+
+// Start begins writing: after an unclean end (the state is dirty) it
+// logs what differs and records the vault as it is (Recover); a vault
+// no device has recorded yet is recorded whole. Then it batches every
+// Interval until Close.
+func (v *Vault) Start() error {
+	if v.lock == nil {
+		return ErrLocked
+	}
+	v.loadOwn()
+	epochs, err := v.readEpochs()
+	if err != nil {
+		return err
+	}
+	// The check comes first: what the recordings below would adopt is
+	// logged before it is.
+	rep, err := v.check(true)
+	if err != nil {
+		return err
+	}
+	first := len(epochs) == 0 && v.state.seen(v.Device()).Epoch == 0
+	switch {
+	case v.state.Dirty:
+		// Changes of the last mount may be unrecorded, and this device
+		// cannot tell its own from others': it records the vault as it
+		// is (the crash window, format.md §15).
+		if rep.Status != OK {
+			v.log("freshness: the last mount on this machine did not end cleanly; recording the vault as it is now. Before that it was:\n" + rep.String())
+		}
+		err = v.batch(true)
+	case first:
+		// The first device of a vault records all of it.
+		err = v.batch(true)
+	case rep.Status != OK:
+		v.log(rep.String())
+	}
+	if err != nil {
+		return err
+	}
+	v.mu.Lock()
+	v.state.Dirty = true
+	err = v.state.save(v.stateDir)
+	v.started = true
+	v.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if v.o.Interval > 0 {
+		v.stop, v.done = make(chan struct{}), make(chan struct{})
+		go v.loop()
+	}
+	return nil
+}
+
+func (v *Vault) loop() {
+	defer close(v.done)
+	t := time.NewTicker(v.o.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-v.stop:
+			return
+		case <-t.C:
+			if err := v.Flush(); err != nil {
+				v.log("freshness: writing manifests: " + err.Error())
+			}
+		}
+	}
+}
+
+func (v *Vault) log(s string) {
+	if v.o.Log != nil {
+		v.o.Log(s)
+	}
+}
+
+// Flush records every change noted since the last batch: the manifests
+// of the directories changed, then the epoch (fsync, syncfs and unmount
+// call it; so does a timer).
+func (v *Vault) Flush() error { return v.batch(false) }
+
+// Close ends a writer: the last batch, then a clean state (not dirty).
+// It is idempotent.
+func (v *Vault) Close() error {
+	if v == nil {
+		return nil
+	}
+	var err error
+	v.mu.Lock()
+	started := v.started
+	v.started = false
+	v.mu.Unlock()
+	if started {
+		if v.stop != nil {
+			close(v.stop)
+			<-v.done
+		}
+		err = v.batch(false)
+		if err == nil {
+			v.mu.Lock()
+			v.state.Dirty = false
+			err = v.state.save(v.stateDir)
+			v.mu.Unlock()
+		}
+	}
+	if v.lock != nil {
+		v.lock.Close()
+		v.lock = nil
+	}
+	v.keyed.Wipe()
+	return err
+}
+
+// crash ends a writer as a crash would (tests): the timer stops and the
+// lock goes, without the last batch and with the state left dirty.
+func (v *Vault) crash() {
+	v.mu.Lock()
+	started := v.started
+	v.started = false
+	v.mu.Unlock()
+	if started && v.stop != nil {
+		close(v.stop)
+		<-v.done
+	}
+	if v.lock != nil {
+		v.lock.Close()
+		v.lock = nil
+	}
+}

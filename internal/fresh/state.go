@@ -1,0 +1,177 @@
+package fresh
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
+	"golang.org/x/sys/unix"
+)
+
+// Local state: what this client has seen of a vault, kept outside
+// CIPHERDIR (an attacker who writes CIPHERDIR cannot roll it back). One
+// directory per vault, named by the hex VaultID; one JSON file in it.
+
+// stateFile is the name of the state file in a vault's state directory.
+const stateFile = "state.json"
+
+// lockFile is held (flock, exclusive) by the one writer of a state
+// directory: a mount. An offline command that cannot take it only reads.
+const lockFile = "lock"
+
+// DefaultStateRoot is where state directories live when Options.StateDir
+// is empty: $XDG_STATE_HOME/encryptfs, else $HOME/.local/state/encryptfs,
+// else (no HOME: a system service) /var/lib/encryptfs. env is os.Getenv
+// (passed in for tests).
+func DefaultStateRoot(env func(string) string) string {
+	if d := env("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "encryptfs")
+	}
+	if h := env("HOME"); filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "state", "encryptfs")
+	}
+	return "/var/lib/encryptfs"
+}
+
+// StateDir is the state directory of the vault with ID vaultID under
+// root.
+func StateDir(root string, vaultID []byte) string {
+	return filepath.Join(root, hex.EncodeToString(vaultID))
+}
+
+// Seen is what this client has seen of one device.
+type Seen struct {
+	// Epoch is the highest epoch counter seen (authentic). A lower one
+	// later is a rollback.
+	Epoch uint64
+	// Confirmed is the highest epoch whose records this client has seen
+	// in place (a whole check without issues, or accept). A record with a
+	// stamp at most Confirmed that no longer holds went back; a newer one
+	// may still be arriving.
+	Confirmed uint64
+	// Manifests is the highest counter seen of each of the device's
+	// manifests (by EncodeID(dirID)).
+	Manifests map[string]uint64
+}
+
+// State is the local state of one vault.
+type State struct {
+	// Device is this client's DeviceID (random, made on first use).
+	Device []byte
+	// Counter is the last counter this device used: saved before a batch
+	// writes with it, so a crash never reuses one.
+	Counter uint64
+	// Dirty is set while a mount writes the vault and cleared by a clean
+	// unmount: a mount that finds it set recovers (Recover).
+	Dirty bool
+	// Seen maps EncodeID(DeviceID) to what was seen of that device (this
+	// one included).
+	Seen map[string]*Seen
+	// Pending maps each "behind" issue of the last check to when it was
+	// first seen (Unix seconds): it is a rollback once older than
+	// Options.Grace.
+	Pending map[string]int64 `json:",omitempty"`
+}
+
+func (s *State) seen(dev string) *Seen {
+	if s.Seen == nil {
+		s.Seen = map[string]*Seen{}
+	}
+	if s.Seen[dev] == nil {
+		s.Seen[dev] = &Seen{Manifests: map[string]uint64{}}
+	}
+	if s.Seen[dev].Manifests == nil {
+		s.Seen[dev].Manifests = map[string]uint64{}
+	}
+	return s.Seen[dev]
+}
+
+// loadState reads dir's state; a missing file gives a new state with a
+// random DeviceID from rand when create is set (ErrNoState otherwise).
+func loadState(dir string, rand io.Reader, create bool) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		if !create {
+			return nil, ErrNoState
+		}
+		s := &State{Device: make([]byte, fc.IDSize)}
+		if _, err := io.ReadFull(rand, s.Device); err != nil {
+			return nil, fmt.Errorf("fresh: device ID: %w", err)
+		}
+		return s, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil || len(s.Device) != fc.IDSize {
+		return nil, fmt.Errorf("%w: %s", ErrBadState, filepath.Join(dir, stateFile))
+	}
+	return &s, nil
+}
+
+// save writes s atomically and durably (temporary file, fsync, rename,
+// fsync of the directory).
+func (s *State) save(dir string) error {
+	b, err := json.MarshalIndent(s, "", "\t")
+	if err != nil {
+		return err
+	}
+	return writeDurable(dir, stateFile, b, 0o600)
+}
+
+// writeDurable replaces dir/name with data: temporary file, fsync,
+// rename, fsync of dir.
+func writeDurable(dir, name string, data []byte, mode os.FileMode) error {
+	tmp := filepath.Join(dir, name+fc.TempSuffix)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Fsync(fd)
+}
+
+// lockState takes dir's writer lock without waiting; ok is false if
+// another process (a mount) holds it.
+func lockState(dir string) (f *os.File, ok bool, err error) {
+	f, err = os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return f, true, nil
+}
