@@ -196,7 +196,7 @@ func NewEngine(suite *content.Suite, opts Options) *Engine {
 	if (e.binder != nil) != suite.Bound() {
 		panic("core: a binder needs a bound suite and a bound suite a binder")
 	}
-	e.lay = layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize(), header: int64(suite.HeaderSize())}
+	e.lay = layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize(), header: int64(suite.HeaderSize()), tagged: suite.Roots()}
 	if e.rand == nil {
 		e.rand = rand.Reader
 	}
@@ -280,6 +280,10 @@ func (e *Engine) open(b Backing, p Place, at bool) (*File, error) {
 		return nil, fmt.Errorf("core: file key: %w", err)
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
+	f.newRootState(false)
+	if err := f.checkHeaderSize(); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 

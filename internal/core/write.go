@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
 // WriteAt writes plaintext like os.File.WriteAt, growing the file as needed;
@@ -58,6 +60,13 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	}
 	hadHeader, oldHdr := f.hasHeader, f.hdr
 	if err := f.prepareHeader(pl.setSparse); err != nil {
+		return err
+	}
+	if err := f.markDirty(); err != nil {
+		return err
+	}
+	if err := f.zeroHoleEntries(&pl, newSize); err != nil {
+		f.afterFailedWrite()
 		return err
 	}
 	if err := f.store(&pl, p, off, newSize); err != nil {
@@ -220,10 +229,11 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 		inflight = nil
 		return err
 	}
-	for w, done := 0, 0; done < count; w, done = w+1, done+e.windowChunks {
-		n := min(e.windowChunks, count-done)
+	for w, done, n := 0, 0, 0; done < count; w, done = w+1, done+n {
 		wFirst := first + uint64(done)
-		wLast := wFirst + uint64(n-1)
+		// A window is stored back to back: with tag blocks, inside one group.
+		wLast := e.lay.runEnd(wFirst, wFirst+uint64(min(e.windowChunks, count-done)-1))
+		n = int(wLast-wFirst) + 1
 		size := (n-1)*e.cipherChunk + e.plainLen(wLast, j.newSize) + e.overhead
 		buf := bufs[0]
 		if pipelined {
@@ -239,6 +249,15 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 			return err
 		}
 		stored, at := j.stored, e.cipherOffset(wFirst)
+		if j.f.rt != nil {
+			// The window's tag entries, in one write to its group's tag
+			// block. Any order against the chunks is fine: the header is
+			// DIRTY (markDirty) until finalize has made both durable.
+			if err := j.f.writeEntries(wFirst, wLast); err != nil {
+				wait()
+				return err
+			}
+		}
 		if !pipelined {
 			if err := writeFullAt(j.f.b, stored, at); err != nil {
 				return err
@@ -265,6 +284,9 @@ func (j *sealJob) work(lo, hi int) error {
 		if len(out) != n {
 			panic(fmt.Sprintf("core: sealed chunk is %d bytes, want %d", len(out), n))
 		}
+		if j.f.rt != nil {
+			j.f.setEntry(i, out) // distinct i per worker: disjoint entries
+		}
 	}
 	return nil
 }
@@ -280,4 +302,23 @@ func (j *sealJob) release() {
 	}
 	*j = sealJob{}
 	e.sealJobs.Put(j)
+}
+
+// zeroHoleEntries prepares the tag entries of a file with roots for a
+// write planned by pl: room for the chunks of newSize bytes, and zero
+// entries, written to their tag blocks, for the chunks the write leaves
+// as holes (an entry there may be left from a longer version of the
+// file only if the tag block was kept; writing zeros costs one small
+// write per group and only when a write skips chunks).
+func (f *File) zeroHoleEntries(pl *writePlan, newSize int64) error {
+	rs := f.rt
+	if rs == nil {
+		return nil
+	}
+	rs.resize(f.e.chunksOf(newSize))
+	if pl.holesTo <= pl.holesFrom {
+		return nil
+	}
+	clear(rs.entries[pl.holesFrom*content.TagSize : pl.holesTo*content.TagSize])
+	return f.writeEntryRange(pl.holesFrom, pl.holesTo)
 }

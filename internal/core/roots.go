@@ -1,0 +1,391 @@
+package core
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+)
+
+// File roots (format v2, docs/design/format-v2.md §5, docs/format.md §15):
+// with a roots suite (content.NewRootsSuite), every chunk's AEAD tag is
+// also stored in the tag block of its group, and the header holds the
+// file's size, a generation and the root, an HMAC over size, gen and the
+// tag blocks' hashes. So a file is authenticated as one version: a chunk
+// from another version of the file (same index, same final flag: v1's AEAD
+// accepts it) has another tag than its entry; a chunk replaced by a hole
+// has a non-zero entry; a file cut short has another size than its header;
+// a tag block from another version changes the root.
+//
+// The root is brought up to date at fsync and at the last close (Close),
+// not per write. In between, the header carries DIRTY, set by the first
+// write after a clean state with one header write and one fsync: the
+// fsync orders DIRTY before any chunk of the new version, so that a crash
+// never leaves a clean header over chunks it does not authenticate. A
+// DIRTY file read by a File that did not write it (after a crash) reads
+// with v1's guarantees: every chunk authenticated by file ID, index and
+// final flag, and an all-zero non-final chunk read as a hole, as v1's
+// SPARSE rule allows; fsck reports it, and fsck --repair or the next
+// close after a write recomputes the tag blocks from the chunks and the
+// root. A clean close first fsyncs the data and only then writes the
+// clean header, so a crash after it finds a clean header only over the
+// chunks it authenticates (a lost header write leaves the file DIRTY).
+//
+// A File keeps the whole tag table in memory (16 bytes per chunk: 1/1024
+// of the file at 16 KiB chunks) with one SHA-256 per tag block, loaded and
+// checked against the root on the first read or write of a clean file (one
+// 4 KiB read per 256 chunks), so a read costs one 16-byte comparison per
+// chunk and no I/O beyond v1's.
+
+// rootState is the roots bookkeeping of one File (nil without roots).
+// Guarded by File.mu: changed only under the write lock.
+type rootState struct {
+	// loaded: the header's state was taken in (verified tag blocks for a
+	// clean file; nothing to load for a DIRTY one).
+	loaded bool
+	// trusted: entries are the tags of the stored chunks (checked against
+	// the root at load, or kept by this File's writes since). A File that
+	// found its file DIRTY, or whose write failed part way, does not trust
+	// them: it reads with v1's rules and rebuilds them from the chunks
+	// before the next clean header.
+	trusted bool
+	// wrote: this File changed the file since its header was last clean;
+	// fsync and Close then write a clean header.
+	wrote bool
+
+	entries []byte              // tag blocks back to back, content.TagBlockSize each
+	hashes  [][sha256.Size]byte // content.TagBlockHash of each block
+	stale   []bool              // the block changed since its hash was taken
+}
+
+// rootsOn reports whether the engine keeps file roots.
+func (e *Engine) rootsOn() bool { return e.lay.tagged }
+
+// chunksOf is the number of chunks of a file of size bytes.
+func (e *Engine) chunksOf(size int64) uint64 {
+	return uint64((size + int64(e.chunkSize) - 1) / int64(e.chunkSize))
+}
+
+// entry returns chunk i's tag entry.
+func (rs *rootState) entry(i uint64) []byte {
+	return rs.entries[i*content.TagSize : (i+1)*content.TagSize]
+}
+
+// resize makes room for the tag blocks of n chunks; entries of chunks
+// n and above are zero afterwards (holes past the end do not exist).
+func (rs *rootState) resize(n uint64) {
+	blocks := int((n + content.TagEntries - 1) / content.TagEntries)
+	want := blocks * content.TagBlockSize
+	if want > len(rs.entries) {
+		rs.entries = append(rs.entries, make([]byte, want-len(rs.entries))...)
+	}
+	rs.entries = rs.entries[:want]
+	for len(rs.hashes) < blocks {
+		rs.hashes = append(rs.hashes, [sha256.Size]byte{})
+		rs.stale = append(rs.stale, true)
+	}
+	rs.hashes, rs.stale = rs.hashes[:blocks], rs.stale[:blocks]
+	if rest := rs.entries[int(n)*content.TagSize:]; !isZero(rest) {
+		clear(rest)
+		rs.stale[blocks-1] = true
+	}
+}
+
+// markStale records that the entries of chunks [first, last] changed.
+func (rs *rootState) markStale(first, last uint64) {
+	for g := first / content.TagEntries; g <= last/content.TagEntries; g++ {
+		rs.stale[g] = true
+	}
+}
+
+// root computes the root of the entries for a file of size bytes at gen,
+// rehashing the stale blocks.
+func (f *File) root(size int64, gen uint64) ([content.RootSize]byte, error) {
+	rs := f.rt
+	for g := range rs.hashes {
+		if rs.stale[g] {
+			rs.hashes[g] = content.TagBlockHash(rs.entries[g*content.TagBlockSize : (g+1)*content.TagBlockSize])
+			rs.stale[g] = false
+		}
+	}
+	return f.e.suite.Root(f.hdr.FileID, uint64(size), gen, rs.hashes)
+}
+
+// newRootState is the state of a File just opened on header h (or of a
+// new file when fresh).
+func (f *File) newRootState(fresh bool) {
+	if !f.e.rootsOn() {
+		return
+	}
+	f.rt = &rootState{}
+	if fresh {
+		f.rt.loaded, f.rt.trusted, f.rt.wrote = true, true, true
+		return
+	}
+	if f.hdr.Flags&content.FlagDirty != 0 {
+		f.rt.loaded = true // v1 rules: nothing to check against
+	}
+}
+
+// checkHeaderSize is part of opening a clean file with roots: its header
+// says how long it is, so a backing file cut (or grown) to a whole number
+// of chunks, or to the header alone, which v1 reads as a shorter file, is
+// caught here.
+func (f *File) checkHeaderSize() error {
+	if f.rt == nil || f.hdr.Flags&content.FlagDirty != 0 {
+		return nil
+	}
+	if f.hdr.Size != uint64(f.size) {
+		return fmt.Errorf("core: header says %d bytes, backing file holds %d: %w", f.hdr.Size, f.size, content.ErrBadRoot)
+	}
+	return nil
+}
+
+// needRoots reports whether the tag blocks must be loaded before a read.
+func (f *File) needRoots() bool { return f.rt != nil && !f.rt.loaded }
+
+// loadRoots reads and checks the tag blocks of a clean file against its
+// root, once per File. Called with mu held for writing.
+func (f *File) loadRoots() error {
+	rs := f.rt
+	if rs == nil || rs.loaded {
+		return nil
+	}
+	e := f.e
+	n := e.chunksOf(f.size)
+	rs.resize(n)
+	for g := range rs.hashes {
+		block := rs.entries[g*content.TagBlockSize : (g+1)*content.TagBlockSize]
+		if err := readFullAt(f.b, block, e.lay.tagBlockOffset(uint64(g))); err != nil {
+			return fmt.Errorf("core: tag block %d: %w", g, err)
+		}
+	}
+	root, err := f.root(f.size, f.hdr.Gen)
+	if err != nil {
+		return err
+	}
+	if err := content.CheckRoot(f.hdr.Root, root); err != nil {
+		return fmt.Errorf("core: tag blocks: %w", err)
+	}
+	rs.loaded, rs.trusted = true, true
+	return nil
+}
+
+// ensureRoots loads the tag blocks before a read if needed, taking the
+// write lock for it (ReadAt runs under the read lock).
+func (f *File) ensureRoots() error {
+	f.mu.RLock()
+	need := f.needRoots() && !f.closed
+	f.mu.RUnlock()
+	if !need {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	return f.loadRoots()
+}
+
+// markDirty is called before a change to a file with roots: it loads and
+// checks the tag blocks of a clean file (a file whose root fails is not
+// written to), and sets DIRTY in the header with one header write and an
+// fsync, unless the header is DIRTY already. Called with mu held for
+// writing, after prepareHeader.
+func (f *File) markDirty() error {
+	rs := f.rt
+	if rs == nil {
+		return nil
+	}
+	if err := f.loadRoots(); err != nil {
+		return err
+	}
+	rs.wrote = true
+	if f.hdr.Flags&content.FlagDirty != 0 {
+		return nil
+	}
+	h := f.hdr
+	h.Flags |= content.FlagDirty
+	h.Gen++
+	if _, err := f.writeHeader(h); err != nil {
+		return err
+	}
+	// DIRTY must be durable before any chunk of the new version: a power
+	// loss could otherwise keep a chunk write and lose this header write,
+	// and the clean header would fail the file.
+	if err := f.b.Sync(); err != nil {
+		return fmt.Errorf("core: sync header: %w", err)
+	}
+	return nil
+}
+
+// checkEntry applies the root to stored chunk i of a file whose entries
+// are trusted: it reports hole if the entry is zero (the chunk is a hole:
+// its stored bytes are not looked at) and an error if the chunk's tag is
+// not its entry, or the last chunk is a hole.
+func (f *File) checkEntry(stored []byte, i uint64, final bool) (hole bool, err error) {
+	entry := f.rt.entry(i)
+	if isZero(entry) {
+		if final {
+			return false, fmt.Errorf("%w: last chunk %d is a hole", content.ErrBadRoot, i)
+		}
+		return true, nil
+	}
+	if len(stored) <= f.e.overhead || subtle.ConstantTimeCompare(f.fc.ChunkTag(stored), entry) != 1 {
+		return false, fmt.Errorf("%w: chunk %d is not the one its tag block names", content.ErrBadRoot, i)
+	}
+	return false, nil
+}
+
+func isZero(b []byte) bool {
+	var acc byte
+	for _, c := range b {
+		acc |= c
+	}
+	return acc == 0
+}
+
+// setEntry records the tag of stored chunk i (sealed by this File).
+func (f *File) setEntry(i uint64, stored []byte) {
+	copy(f.rt.entry(i), f.fc.ChunkTag(stored))
+}
+
+// writeEntries writes the entries of chunks [first, last] (one group) to
+// their tag block and marks the block stale.
+func (f *File) writeEntries(first, last uint64) error {
+	rs := f.rt
+	rs.markStale(first, last)
+	off := f.e.lay.tagBlockOffset(first/content.TagEntries) + int64(first%content.TagEntries)*content.TagSize
+	return writeFullAt(f.b, rs.entries[first*content.TagSize:(last+1)*content.TagSize], off)
+}
+
+// writeEntryRange writes the entries of chunks [first, end) group by group.
+func (f *File) writeEntryRange(first, end uint64) error {
+	for first < end {
+		last := f.e.lay.runEnd(first, end-1)
+		if err := f.writeEntries(first, last); err != nil {
+			return err
+		}
+		first = last + 1
+	}
+	return nil
+}
+
+// finalize writes a clean header for a file this File changed: the
+// entries are rebuilt from the chunks if not trusted, the data (chunks
+// and tag blocks) is made durable, then the header gets the new size,
+// gen and root without DIRTY; with syncHeader (fsync) the header is made
+// durable too. Called with mu held for writing.
+func (f *File) finalize(syncHeader bool) error {
+	rs := f.rt
+	if rs == nil || !rs.wrote || !f.hasHeader {
+		return nil
+	}
+	if !rs.trusted {
+		if err := f.rebuildEntries(); err != nil {
+			return err
+		}
+	}
+	if err := f.b.Sync(); err != nil {
+		return fmt.Errorf("core: sync: %w", err)
+	}
+	h := f.hdr
+	h.Flags &^= content.FlagDirty
+	h.Gen++
+	h.Size = uint64(f.size)
+	root, err := f.root(f.size, h.Gen)
+	if err != nil {
+		return err
+	}
+	h.Root = root
+	if _, err := f.writeHeader(h); err != nil {
+		return err
+	}
+	rs.wrote = false
+	if syncHeader {
+		if err := f.b.Sync(); err != nil {
+			return fmt.Errorf("core: sync header: %w", err)
+		}
+	}
+	return nil
+}
+
+// rebuildEntries recomputes every tag entry from the stored chunks, read
+// with v1's rules (each authenticated by file ID, index and final flag; an
+// all-zero non-final chunk is a hole), and writes the tag blocks. A chunk
+// that fails stops it: the file stays DIRTY, its damage is fsck's to
+// report. Called with mu held for writing.
+func (f *File) rebuildEntries() error {
+	e := f.e
+	rs := f.rt
+	n := e.chunksOf(f.size)
+	rs.resize(0)
+	rs.resize(n)
+	if n == 0 {
+		rs.trusted, rs.loaded = true, true
+		return nil
+	}
+	last := n - 1
+	buf := e.bufs.get(content.TagEntries * e.cipherChunk)
+	defer e.bufs.put(buf)
+	plain := e.bufs.get(e.chunkSize)
+	defer e.bufs.put(plain)
+	for first := uint64(0); first <= last; first += content.TagEntries {
+		gLast := e.lay.runEnd(first, last)
+		end := e.cipherOffset(gLast) + int64(e.plainLen(gLast, f.size)+e.overhead)
+		stored := (*buf)[:end-e.cipherOffset(first)]
+		if err := readFullAt(f.b, stored, e.cipherOffset(first)); err != nil {
+			return &ChunkError{Index: first, Offset: int64(first) * int64(e.chunkSize), Err: err}
+		}
+		for i := first; i <= gLast; i++ {
+			pos := int(i-first) * e.cipherChunk
+			c := stored[pos : pos+e.plainLen(i, f.size)+e.overhead]
+			if i != last && len(c) == e.cipherChunk && content.IsHole(c) {
+				continue // a hole: zero entry
+			}
+			if _, err := f.fc.Open((*plain)[:0], c, i, i == last); err != nil {
+				return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+			}
+			f.setEntry(i, c)
+		}
+		if err := f.writeEntries(first, gLast); err != nil {
+			return err
+		}
+		// The rest of the block: entries past the last chunk are zero.
+		if gLast == last && (last+1)%content.TagEntries != 0 {
+			if err := f.writeEntries(last+1, last|(content.TagEntries-1)); err != nil {
+				return err
+			}
+		}
+	}
+	rs.trusted, rs.loaded = true, true
+	return nil
+}
+
+// RootDirty reports whether the file keeps a root and its header is
+// DIRTY: written since its last clean close or fsync, or left so by a
+// crash. fsck reports such a file (its chunks read with v1's guarantees).
+func (f *File) RootDirty() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.rt != nil && f.hasHeader && f.hdr.Flags&content.FlagDirty != 0
+}
+
+// RepairRoot recomputes the tag blocks of a DIRTY file from its chunks and
+// writes a clean header (fsck --repair), durably. A chunk that fails
+// authentication stops it (ChunkError) and the file stays DIRTY. A no-op
+// without roots or for a clean file.
+func (f *File) RepairRoot() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	if f.rt == nil || !f.hasHeader || f.hdr.Flags&content.FlagDirty == 0 {
+		return nil
+	}
+	f.rt.trusted, f.rt.wrote = false, true
+	return f.finalize(true)
+}
