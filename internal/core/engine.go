@@ -281,7 +281,7 @@ func (e *Engine) open(b Backing, p Place, at bool) (*File, error) {
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
 	f.newRootState(false)
-	if err := f.checkHeaderSize(); err != nil {
+	if err := f.checkHeaderSize(cipherSize); err != nil {
 		return nil, err
 	}
 	return f, nil

@@ -132,12 +132,13 @@ func (f *File) newRootState(fresh bool) {
 // says how long it is, so a backing file cut (or grown) to a whole number
 // of chunks, or to the header alone, which v1 reads as a shorter file, is
 // caught here.
-func (f *File) checkHeaderSize() error {
+func (f *File) checkHeaderSize(cipherSize int64) error {
 	if f.rt == nil || f.hdr.Flags&content.FlagDirty != 0 {
 		return nil
 	}
-	if f.hdr.Size != uint64(f.size) {
-		return fmt.Errorf("core: header says %d bytes, backing file holds %d: %w", f.hdr.Size, f.size, content.ErrBadRoot)
+	want := max(f.e.lay.cipherSize(int64(f.hdr.Size)), f.e.lay.header)
+	if f.hdr.Size != uint64(f.size) || cipherSize != want {
+		return fmt.Errorf("core: header says %d bytes (%d stored), backing file holds %d bytes: %w", f.hdr.Size, want, cipherSize, content.ErrBadRoot)
 	}
 	return nil
 }
@@ -259,6 +260,21 @@ func (f *File) writeEntries(first, last uint64) error {
 	rs.markStale(first, last)
 	off := f.e.lay.tagBlockOffset(first/content.TagEntries) + int64(first%content.TagEntries)*content.TagSize
 	return writeFullAt(f.b, rs.entries[first*content.TagSize:(last+1)*content.TagSize], off)
+}
+
+// entryWrite returns the write of the entries of chunks [first, last] (one
+// group) for sealAndWrite, which may run it on another goroutine: the
+// block is marked stale now, and the entries written are not touched by
+// the sealing of other windows. A no-op without roots.
+func (f *File) entryWrite(first, last uint64) func() error {
+	rs := f.rt
+	if rs == nil {
+		return func() error { return nil }
+	}
+	rs.markStale(first, last)
+	off := f.e.lay.tagBlockOffset(first/content.TagEntries) + int64(first%content.TagEntries)*content.TagSize
+	b := rs.entries[first*content.TagSize : (last+1)*content.TagSize]
+	return func() error { return writeFullAt(f.b, b, off) }
 }
 
 // writeEntryRange writes the entries of chunks [first, end) group by group.

@@ -249,23 +249,30 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 			return err
 		}
 		stored, at := j.stored, e.cipherOffset(wFirst)
-		if j.f.rt != nil {
-			// The window's tag entries, in one write to its group's tag
-			// block. Any order against the chunks is fine: the header is
-			// DIRTY (markDirty) until finalize has made both durable.
-			if err := j.f.writeEntries(wFirst, wLast); err != nil {
-				wait()
-				return err
-			}
-		}
+		// With roots, the window's tag entries follow in one write to its
+		// group's tag block: after the chunks, so that the entries never
+		// make the backing file longer than its chunks (a crash between
+		// the two would leave an impossible size). Either order is safe
+		// for the content: the header is DIRTY (markDirty) until
+		// finalize has made both durable.
+		entries := j.f.entryWrite(wFirst, wLast)
 		if !pipelined {
 			if err := writeFullAt(j.f.b, stored, at); err != nil {
+				return err
+			}
+			if err := entries(); err != nil {
 				return err
 			}
 			continue
 		}
 		inflight = make(chan error, 1)
-		go func(done chan<- error) { done <- writeFullAt(j.f.b, stored, at) }(inflight)
+		go func(done chan<- error) {
+			err := writeFullAt(j.f.b, stored, at)
+			if err == nil {
+				err = entries()
+			}
+			done <- err
+		}(inflight)
 	}
 	return wait()
 }
@@ -306,10 +313,10 @@ func (j *sealJob) release() {
 
 // zeroHoleEntries prepares the tag entries of a file with roots for a
 // write planned by pl: room for the chunks of newSize bytes, and zero
-// entries, written to their tag blocks, for the chunks the write leaves
-// as holes (an entry there may be left from a longer version of the
-// file only if the tag block was kept; writing zeros costs one small
-// write per group and only when a write skips chunks).
+// entries for the chunks the write leaves as holes. Only in memory: holes
+// are made past the old end, where the stored entries are zero already
+// (entries past the last chunk are kept zero: cutTo, rebuildEntries), or
+// in new tag blocks past the end of the backing file.
 func (f *File) zeroHoleEntries(pl *writePlan, newSize int64) error {
 	rs := f.rt
 	if rs == nil {
@@ -320,5 +327,6 @@ func (f *File) zeroHoleEntries(pl *writePlan, newSize int64) error {
 		return nil
 	}
 	clear(rs.entries[pl.holesFrom*content.TagSize : pl.holesTo*content.TagSize])
-	return f.writeEntryRange(pl.holesFrom, pl.holesTo)
+	rs.markStale(pl.holesFrom, pl.holesTo-1)
+	return nil
 }

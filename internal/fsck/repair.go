@@ -141,6 +141,8 @@ func (f Fix) apply(rootfd int, t *tree.Tree, eng *core.Engine) error {
 		err = rebindDir(t, dirfd, f.name, f.place)
 	case fixRebindFile:
 		err = rebindFile(eng, dirfd, f.name, f.place)
+	case fixRecomputeRoot:
+		err = recomputeRoot(eng, dirfd, f.name, f.place)
 	}
 	if err != nil {
 		return err

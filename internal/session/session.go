@@ -58,6 +58,11 @@ type Options struct {
 	// "BoundLocations" and Params.VaultID: New should then take both
 	// from p (see newBound).
 	BoundVaultID []byte
+	// FileRoots, with BoundVaultID, turns on file roots (format v2,
+	// docs/design/format-v2.md §5, feature flag "FileRoots"): tag blocks
+	// between the chunks and a root in every file header. A test hook
+	// until the config's flag is mapped onto it.
+	FileRoots bool
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
@@ -113,6 +118,10 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	eo := o.engineOptions()
 	if o.BoundVaultID != nil {
 		return newBound(dir, p, masterKey, k, eo, o)
+	}
+	if o.FileRoots {
+		k.Wipe()
+		return nil, errors.New("session: file roots need location binding (BoundVaultID)")
 	}
 	t, err := tree.New(k, eo.Rand, o.Backing)
 	if err != nil {

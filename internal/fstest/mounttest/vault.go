@@ -26,6 +26,9 @@ type Vault struct {
 	// VaultID, if set, turns location binding (format v2) on in every
 	// session of the vault (session.Options.BoundVaultID): NewBoundVault.
 	VaultID []byte
+	// FileRoots turns file roots (format v2, design §5) on in every
+	// session of a bound vault (session.Options.FileRoots): RootsEnv.
+	FileRoots bool
 }
 
 // testParams and testMasterKey are the parameters and key of every test
@@ -39,7 +42,7 @@ var (
 // t.Cleanup.
 func (v *Vault) Session(t testing.TB) *session.Session {
 	t.Helper()
-	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{BoundVaultID: v.VaultID})
+	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{BoundVaultID: v.VaultID, FileRoots: v.FileRoots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,14 +81,21 @@ func NewBoundVault(t testing.TB, mod func(*mount.Options)) *Vault {
 // binding on: ENCRYPTFS_TEST_BOUND=1 go test ./internal/forwardfs/.
 const BoundEnv = "ENCRYPTFS_TEST_BOUND"
 
+// RootsEnv, set to 1, makes every vault of NewVault, NewVaultIn and
+// NewBoundVault a bound one with file roots (design §5), to run a
+// package's whole suite with roots on:
+// ENCRYPTFS_TEST_ROOTS=1 go test ./internal/forwardfs/.
+const RootsEnv = "ENCRYPTFS_TEST_ROOTS"
+
 // newVault is NewVaultIn, with location binding if vaultID is set.
 func newVault(t testing.TB, cipher string, vaultID []byte, mod func(*mount.Options)) *Vault {
 	t.Helper()
 	fstest.RequireFUSE(t)
-	if vaultID == nil && os.Getenv(BoundEnv) == "1" {
+	roots := os.Getenv(RootsEnv) == "1"
+	if vaultID == nil && (os.Getenv(BoundEnv) == "1" || roots) {
 		vaultID = boundVaultID
 	}
-	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}, VaultID: vaultID}
+	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}, VaultID: vaultID, FileRoots: roots}
 	v.Logger = log.New(v.Log, "", 0)
 	s := v.Session(t)
 	v.Tree = s.Tree()
