@@ -46,6 +46,9 @@ type File struct {
 
 	// rt is the file-roots state (roots.go); nil without roots.
 	rt *rootState
+	// forData: prepareHeader is called by a write (prepareDataHeader): a
+	// new header with roots is then born DIRTY rather than clean.
+	forData bool
 }
 
 // Size returns the plaintext size.
@@ -173,10 +176,22 @@ func (f *File) prepareHeader(withHoles bool) error {
 		h.Flags = content.FlagSparse
 	}
 	if f.e.rootsOn() {
-		// Born DIRTY, without an fsync: nothing of the file is durable
-		// before this header, and the first clean header comes only after
-		// an fsync of the data (finalize).
-		h.Flags, h.Gen = content.FlagDirty, 1
+		// Before a write, born DIRTY without an fsync: nothing of the
+		// file is durable before this header, and the first clean header
+		// comes only after an fsync of the data (finalize). Otherwise (a
+		// header for xattrs or a binding) born clean, as the empty file
+		// it is, so that the close makes no header write (no mtime
+		// change after a rename or a setxattr).
+		h.Gen = 1
+		if f.forData {
+			h.Flags = content.FlagDirty
+		} else {
+			root, err := f.e.suite.Root(h.FileID, 0, h.Gen, nil)
+			if err != nil {
+				return fmt.Errorf("core: file root: %w", err)
+			}
+			h.Root = root
+		}
 	}
 	if f.e.binder != nil {
 		h.Bindings[0] = f.e.binder.Sum(bind.KindFile, h.FileID[:], f.place)
@@ -195,6 +210,13 @@ func (f *File) prepareHeader(withHoles bool) error {
 	f.hdr, f.fc, f.hasHeader = h, fc, true
 	f.newRootState(true)
 	return nil
+}
+
+// prepareDataHeader is prepareHeader before a change of the contents.
+func (f *File) prepareDataHeader(withHoles bool) error {
+	f.forData = true
+	defer func() { f.forData = false }()
+	return f.prepareHeader(withHoles)
 }
 
 // writeHeader replaces the stored header of a file that has one with h.

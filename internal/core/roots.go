@@ -120,7 +120,9 @@ func (f *File) newRootState(fresh bool) {
 	}
 	f.rt = &rootState{}
 	if fresh {
-		f.rt.loaded, f.rt.trusted, f.rt.wrote = true, true, true
+		// A new header: DIRTY before a write (to be made clean by this
+		// File), clean and empty otherwise.
+		f.rt.loaded, f.rt.trusted, f.rt.wrote = true, true, f.hdr.Flags&content.FlagDirty != 0
 		return
 	}
 	if f.hdr.Flags&content.FlagDirty != 0 {

@@ -152,7 +152,7 @@ func (f *File) PunchHole(off, length int64) error {
 	if pp.holeEnd <= pp.holeFirst {
 		return nil
 	}
-	if err := f.prepareHeader(true); err != nil {
+	if err := f.prepareDataHeader(true); err != nil {
 		return err
 	}
 	if err := f.markDirty(); err != nil {

@@ -59,7 +59,7 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		return err
 	}
 	hadHeader, oldHdr := f.hasHeader, f.hdr
-	if err := f.prepareHeader(pl.setSparse); err != nil {
+	if err := f.prepareDataHeader(pl.setSparse); err != nil {
 		return err
 	}
 	if err := f.markDirty(); err != nil {
