@@ -184,7 +184,7 @@ func rootNode(hashes [][sha256.Size]byte) [sha256.Size]byte {
 // where count is the number of tag blocks and L are the tag block hashes
 // themselves when there are at most TagEntries of them, else the
 // second-level nodes over runs of TagEntries hashes (rootNode), so that
-// the HMAC input stays below 8 KiB + 56 bytes up to 2^16 tag blocks
+// the HMAC input stays at most 8 KiB + 62 bytes up to 2^16 tag blocks
 // (2^24 chunks: 64 GiB at 4 KiB chunks, 256 GiB at 16 KiB) and a change
 // of one tag block rehashes one node. Why the header MAC key: the root
 // lives in the header, which that key already authenticates, and the

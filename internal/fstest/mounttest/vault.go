@@ -62,7 +62,7 @@ func NewVault(t testing.TB, mod func(*mount.Options)) *Vault {
 // (such as a FaultyDir view).
 func NewVaultIn(t testing.TB, cipher string, mod func(*mount.Options)) *Vault {
 	t.Helper()
-	return newVault(t, cipher, nil, mod)
+	return newVault(t, cipher, nil, false, mod)
 }
 
 // boundVaultID is the VaultID of NewBoundVault's vaults.
@@ -73,7 +73,14 @@ var boundVaultID = bytes.Repeat([]byte{0x5b}, 16)
 // place, and the mount checks it.
 func NewBoundVault(t testing.TB, mod func(*mount.Options)) *Vault {
 	t.Helper()
-	return newVault(t, t.TempDir(), boundVaultID, mod)
+	return newVault(t, t.TempDir(), boundVaultID, false, mod)
+}
+
+// NewRootsVault is NewBoundVault with file roots (format v2,
+// docs/design/format-v2.md §5): tag blocks and a root in every file.
+func NewRootsVault(t testing.TB, mod func(*mount.Options)) *Vault {
+	t.Helper()
+	return newVault(t, t.TempDir(), boundVaultID, true, mod)
 }
 
 // BoundEnv, set to 1, makes every vault of NewVault and NewVaultIn a
@@ -87,11 +94,12 @@ const BoundEnv = "ENCRYPTFS_TEST_BOUND"
 // ENCRYPTFS_TEST_ROOTS=1 go test ./internal/forwardfs/.
 const RootsEnv = "ENCRYPTFS_TEST_ROOTS"
 
-// newVault is NewVaultIn, with location binding if vaultID is set.
-func newVault(t testing.TB, cipher string, vaultID []byte, mod func(*mount.Options)) *Vault {
+// newVault is NewVaultIn, with location binding if vaultID is set, and
+// file roots too if roots.
+func newVault(t testing.TB, cipher string, vaultID []byte, roots bool, mod func(*mount.Options)) *Vault {
 	t.Helper()
 	fstest.RequireFUSE(t)
-	roots := os.Getenv(RootsEnv) == "1"
+	roots = roots || os.Getenv(RootsEnv) == "1"
 	if vaultID == nil && (os.Getenv(BoundEnv) == "1" || roots) {
 		vaultID = boundVaultID
 	}

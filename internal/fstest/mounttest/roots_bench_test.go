@@ -1,0 +1,121 @@
+package mounttest_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
+)
+
+// BenchmarkRootsStream is the A/B of file roots through a real mount: a
+// bound vault (A) against a bound vault with file roots (B), in
+// interleaved rounds (order swapped every round, as bench/stream.sh), on
+// CIPHERDIRs in TMPDIR. Rows, per round and side:
+//
+//	write-fsync  MiB/s: ENCRYPTFS_BENCH_MIB (default 256) MiB in 128 KiB
+//	             writes, fsync, close (dd conv=fsync)
+//	write-close  MiB/s: the same without fsync; the time includes close
+//	             and the release that follows (roots: one data fsync)
+//	read         MiB/s: the write-fsync file read in 128 KiB after a
+//	             remount
+//	smallfiles   files/s: 500 files of 1..16 KiB written and closed
+//	             without fsync (the untar case: roots adds an fsync per
+//	             file at its last close)
+//
+// It logs the medians, the min..max and the B/A ratio of each row. Run:
+// go test -run XXX -bench RootsStream -benchtime 1x ./internal/fstest/mounttest/
+// with ENCRYPTFS_BENCH_ROUNDS (default 5).
+func BenchmarkRootsStream(b *testing.B) {
+	mib := envInt("ENCRYPTFS_BENCH_MIB", 256)
+	rounds := envInt("ENCRYPTFS_BENCH_ROUNDS", 5)
+	vs := [2]*mounttest.Vault{mounttest.NewBoundVault(b, nil), mounttest.NewRootsVault(b, nil)}
+	rows := []string{"write-fsync", "write-close", "read", "smallfiles"}
+	res := map[string]*[2][]float64{}
+	for _, r := range rows {
+		res[r] = &[2][]float64{}
+	}
+	chunk := make([]byte, 128<<10)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	writeBig := func(p string, sync bool) float64 {
+		t0 := time.Now()
+		f, err := os.Create(p)
+		mounttest.Must(b, err)
+		for range mib * 8 {
+			_, err := f.Write(chunk)
+			mounttest.Must(b, err)
+		}
+		if sync {
+			mounttest.Must(b, f.Sync())
+		}
+		mounttest.Must(b, f.Close())
+		return float64(mib) / time.Since(t0).Seconds()
+	}
+	for b.Loop() {
+		for round := range rounds {
+			order := []int{0, 1}
+			if round%2 == 1 {
+				order = []int{1, 0}
+			}
+			for _, ab := range order {
+				v := vs[ab]
+				res["write-fsync"][ab] = append(res["write-fsync"][ab], writeBig(filepath.Join(v.Mnt, "f"), true))
+				res["write-close"][ab] = append(res["write-close"][ab], writeBig(filepath.Join(v.Mnt, "g"), false))
+				v.Remount(b)
+				t0 := time.Now()
+				f, err := os.Open(filepath.Join(v.Mnt, "f"))
+				mounttest.Must(b, err)
+				buf := make([]byte, 128<<10)
+				for {
+					n, err := f.Read(buf)
+					if n == 0 || err != nil {
+						break
+					}
+				}
+				f.Close()
+				res["read"][ab] = append(res["read"][ab], float64(mib)/time.Since(t0).Seconds())
+				dir := filepath.Join(v.Mnt, fmt.Sprintf("d%d", round))
+				mounttest.Must(b, os.Mkdir(dir, 0o755))
+				t0 = time.Now()
+				for k := range 500 {
+					mounttest.Must(b, os.WriteFile(filepath.Join(dir, strconv.Itoa(k)), chunk[:1024+(k*1237)%(15<<10)], 0o644))
+				}
+				res["smallfiles"][ab] = append(res["smallfiles"][ab], 500/time.Since(t0).Seconds())
+				mounttest.Must(b, os.RemoveAll(dir))
+				mounttest.Must(b, os.Remove(filepath.Join(v.Mnt, "f")))
+				mounttest.Must(b, os.Remove(filepath.Join(v.Mnt, "g")))
+			}
+		}
+	}
+	for _, r := range rows {
+		a, bb := median(res[r][0]), median(res[r][1])
+		b.Logf("%-12s bound %8.1f (%.1f..%.1f)  roots %8.1f (%.1f..%.1f)  roots/bound %.3f",
+			r, a, slices.Min(res[r][0]), slices.Max(res[r][0]), bb, slices.Min(res[r][1]), slices.Max(res[r][1]), bb/a)
+		b.ReportMetric(bb/a, r+"-ratio")
+	}
+}
+
+func median(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
