@@ -367,3 +367,38 @@ func TestRootsHeaderFields(t *testing.T) {
 		t.Fatalf("after close: flags %#x gen %d root changed %v", c.Flags, c.Gen, c.Root != h.Root)
 	}
 }
+
+// TestRootsLargeRequests: requests larger than the bulk path's window
+// (pipelined reads and writes), crossing tag-block groups, at aligned and
+// unaligned offsets, read back whole and in pieces after a clean close.
+func TestRootsLargeRequests(t *testing.T) {
+	for _, alg := range testAlgorithms {
+		t.Run(string(alg), func(t *testing.T) {
+			e := newRootsEngine(t, alg, 4<<10, Options{Rand: seededRand(2), Parallel: ParallelOptions{Enabled: true, MaxWorkers: 3, MinChunks: 2}})
+			r := rand.New(rand.NewPCG(2, 2))
+			m := NewMemBacking()
+			f := openRoots(t, e, m)
+			model := randomBytes(r, 6<<20+100)
+			mustWrite(t, f, model, 0)
+			patch := randomBytes(r, 5<<20)
+			mustWrite(t, f, patch, 5000)
+			copy(model[5000:], patch)
+			mustClose(t, f)
+			readBack(t, e, m, model)
+			f = openRoots(t, e, m)
+			defer mustClose(t, f)
+			for _, piece := range []int{4096, 1 << 20, 5<<20 + 3} {
+				buf := make([]byte, piece)
+				for off := 0; off < len(model); off += piece {
+					n, err := f.ReadAt(buf, int64(off))
+					if err != nil && !errors.Is(err, io.EOF) {
+						t.Fatalf("ReadAt(%d, %d): %v", piece, off, err)
+					}
+					if !bytes.Equal(buf[:n], model[off:off+n]) {
+						t.Fatalf("ReadAt(%d, %d): wrong bytes", piece, off)
+					}
+				}
+			}
+		})
+	}
+}
