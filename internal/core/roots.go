@@ -363,18 +363,21 @@ func (f *File) rebuildEntries() error {
 		return nil
 	}
 	last := n - 1
-	buf := e.bufs.get(content.TagEntries * e.cipherChunk)
+	win := uint64(e.windowChunks)
+	buf := e.bufs.get(int(min(win, n)) * e.cipherChunk)
 	defer e.bufs.put(buf)
 	plain := e.bufs.get(e.chunkSize)
 	defer e.bufs.put(plain)
-	for first := uint64(0); first <= last; first += content.TagEntries {
-		gLast := e.lay.runEnd(first, last)
-		end := e.cipherOffset(gLast) + int64(e.plainLen(gLast, f.size)+e.overhead)
+	// Window by window (at most windowChunks, inside one group), so the
+	// buffer stays small with 1 MiB chunks too.
+	for first := uint64(0); first <= last; {
+		wLast := e.lay.runEnd(first, min(first+win-1, last))
+		end := e.cipherOffset(wLast) + int64(e.plainLen(wLast, f.size)+e.overhead)
 		stored := (*buf)[:end-e.cipherOffset(first)]
 		if err := readFullAt(f.b, stored, e.cipherOffset(first)); err != nil {
 			return &ChunkError{Index: first, Offset: int64(first) * int64(e.chunkSize), Err: err}
 		}
-		for i := first; i <= gLast; i++ {
+		for i := first; i <= wLast; i++ {
 			pos := int(i-first) * e.cipherChunk
 			c := stored[pos : pos+e.plainLen(i, f.size)+e.overhead]
 			if i != last && len(c) == e.cipherChunk && content.IsHole(c) {
@@ -385,15 +388,16 @@ func (f *File) rebuildEntries() error {
 			}
 			f.setEntry(i, c)
 		}
-		if err := f.writeEntries(first, gLast); err != nil {
+		// The entries of the window and, after the file's last chunk, the
+		// zeros to the end of its block.
+		to := wLast
+		if wLast == last {
+			to = last | (content.TagEntries - 1)
+		}
+		if err := f.writeEntries(first, to); err != nil {
 			return err
 		}
-		// The rest of the block: entries past the last chunk are zero.
-		if gLast == last && (last+1)%content.TagEntries != 0 {
-			if err := f.writeEntries(last+1, last|(content.TagEntries-1)); err != nil {
-				return err
-			}
-		}
+		first = wLast + 1
 	}
 	rs.trusted, rs.loaded = true, true
 	return nil

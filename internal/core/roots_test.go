@@ -296,6 +296,13 @@ func TestRootsDirtyReplay(t *testing.T) {
 	bad := bytes.Clone(stored)
 	copy(bad[e.cipherOffset(0):e.cipherOffset(1)], stored[e.cipherOffset(1):])
 	readTamperedAt(t, e, bad, plain)
+	// A DIRTY file with a bad chunk is not made clean: the rebuild stops.
+	m3 := NewMemBackingFrom(bytes.Clone(bad))
+	g := openRoots(t, e, m3)
+	if err := g.RepairRoot(); !errors.Is(err, content.ErrCorruptChunk) || !g.RootDirty() {
+		t.Fatalf("RepairRoot of a damaged file: %v, dirty %v", err, g.RootDirty())
+	}
+	g.Close()
 	if err := f.RepairRoot(); err != nil {
 		t.Fatalf("RepairRoot: %v", err)
 	}

@@ -71,6 +71,9 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	}
 	if err := f.store(&pl, p, off, newSize); err != nil {
 		f.forgetHoles(0)
+		if f.rt != nil {
+			f.rt.trusted = false // entries may be ahead of the chunks: rebuilt before the clean header
+		}
 		if !pl.growing {
 			f.afterFailedWrite()
 		} else if f.undoGrow(oldSize, hadHeader) && pl.setSparse && hadHeader {
