@@ -246,6 +246,12 @@ func (e *Engine) Open(b Backing) (*File, error) {
 
 // open is Open and, with at, OpenAt.
 func (e *Engine) open(b Backing, p Place, at bool) (*File, error) {
+	return e.openWith(b, p, at, false)
+}
+
+// openWith is open; unrooted skips the check of a clean header's size
+// (OpenUnrooted).
+func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) {
 	if e.binder != nil && !at {
 		return nil, errNoPlace
 	}
@@ -281,6 +287,9 @@ func (e *Engine) open(b Backing, p Place, at bool) (*File, error) {
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
 	f.newRootState(false)
+	if unrooted {
+		return f, nil
+	}
 	if err := f.checkHeaderSize(cipherSize); err != nil {
 		return nil, err
 	}

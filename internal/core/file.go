@@ -176,9 +176,8 @@ func (f *File) prepareHeader(withHoles bool) error {
 		h.Flags = content.FlagSparse
 	}
 	if f.e.rootsOn() {
-		// Before a write, born DIRTY without an fsync: nothing of the
-		// file is durable before this header, and the first clean header
-		// comes only after an fsync of the data (finalize). Otherwise (a
+		// Before a write, born DIRTY: the clean header comes at fsync
+		// or the last close (finalize), after the data. Otherwise (a
 		// header for xattrs or a binding) born clean, as the empty file
 		// it is, so that the close makes no header write (no mtime
 		// change after a rename or a setxattr).

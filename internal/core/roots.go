@@ -20,17 +20,23 @@ import (
 //
 // The root is brought up to date at fsync and at the last close (Close),
 // not per write. In between, the header carries DIRTY, set by the first
-// write after a clean state with one header write and one fsync: the
-// fsync orders DIRTY before any chunk of the new version, so that a crash
-// never leaves a clean header over chunks it does not authenticate. A
+// write after a clean state with one header write (a plain pwrite, no
+// fsync) before any chunk of the new version. Only an explicit fsync is a
+// barrier (docs/format.md §15, "Durability"): it makes the data durable,
+// then the clean header, so what was fsynced reads back verified as a
+// whole. The implicit path (the DIRTY header, the clean header at close)
+// pays no fsync: after a process crash the backing file system keeps
+// every completed write in order, so DIRTY precedes every chunk it covers
+// and the clean header follows them; after a power loss the order may be
+// lost, and a file changed since its last fsync may read EIO as a whole
+// (its root does not match) or DIRTY until fsck --repair re-roots it,
+// which it does only when every chunk authenticates under v1's rules. A
 // DIRTY file read by a File that did not write it (after a crash) reads
 // with v1's guarantees: every chunk authenticated by file ID, index and
 // final flag, and an all-zero non-final chunk read as a hole, as v1's
 // SPARSE rule allows; fsck reports it, and fsck --repair or the next
 // close after a write recomputes the tag blocks from the chunks and the
-// root. A clean close first fsyncs the data and only then writes the
-// clean header, so a crash after it finds a clean header only over the
-// chunks it authenticates (a lost header write leaves the file DIRTY).
+// root.
 //
 // A File keeps the whole tag table in memory (16 bytes per chunk: 1/1024
 // of the file at 16 KiB chunks) with one SHA-256 per tag block, loaded and
@@ -53,10 +59,10 @@ type rootState struct {
 	// wrote: this File changed the file since its header was last clean;
 	// fsync and Close then write a clean header.
 	wrote bool
-	// born: this File made the file's header (DIRTY, before a write) and
-	// nothing of the file was fsynced since: the clean header of its last
-	// close needs no fsync before it (finalize).
-	born bool
+	// unrooted: opened by OpenUnrooted (fsck): the header's root is not
+	// checked, the file reads with v1's rules, and RepairRoot re-roots it
+	// even if its header is clean.
+	unrooted bool
 
 	entries []byte              // tag blocks back to back, content.TagBlockSize each
 	hashes  [][sha256.Size]byte // content.TagBlockHash of each block
@@ -128,7 +134,6 @@ func (f *File) newRootState(fresh bool) {
 		// File), clean and empty otherwise.
 		f.rt.loaded, f.rt.trusted = true, true
 		f.rt.wrote = f.hdr.Flags&content.FlagDirty != 0
-		f.rt.born = f.rt.wrote
 		return
 	}
 	if f.hdr.Flags&content.FlagDirty != 0 {
@@ -200,9 +205,9 @@ func (f *File) ensureRoots() error {
 
 // markDirty is called before a change to a file with roots: it loads and
 // checks the tag blocks of a clean file (a file whose root fails is not
-// written to), and sets DIRTY in the header with one header write and an
-// fsync, unless the header is DIRTY already. Called with mu held for
-// writing, after prepareHeader.
+// written to), and sets DIRTY in the header with one header write, unless
+// the header is DIRTY already. Called with mu held for writing, after
+// prepareHeader.
 func (f *File) markDirty() error {
 	rs := f.rt
 	if rs == nil {
@@ -215,20 +220,18 @@ func (f *File) markDirty() error {
 	if f.hdr.Flags&content.FlagDirty != 0 {
 		return nil
 	}
-	rs.born = false // a clean version of the file may be durable
 	h := f.hdr
 	h.Flags |= content.FlagDirty
 	h.Gen++
-	if _, err := f.writeHeader(h); err != nil {
-		return err
-	}
-	// DIRTY must be durable before any chunk of the new version: a power
-	// loss could otherwise keep a chunk write and lose this header write,
-	// and the clean header would fail the file.
-	if err := f.b.Sync(); err != nil {
-		return fmt.Errorf("core: sync header: %w", err)
-	}
-	return nil
+	// No fsync: the write is issued before any chunk of the new version,
+	// which orders it for a process crash (the backing file system keeps
+	// completed writes). A power loss may keep a chunk and lose this
+	// header: the old clean header then fails the file as a whole
+	// (ErrBadRoot, EIO) until fsck --repair re-roots it, never wrong
+	// bytes; an fsync here cost every in-place edit of a clean file one
+	// synchronous disk flush (0.04-0.06x, docs/format.md §15 "Cost").
+	_, err := f.writeHeader(h)
+	return err
 }
 
 // checkEntry applies the root to stored chunk i of a file whose entries
@@ -299,11 +302,15 @@ func (f *File) writeEntryRange(first, end uint64) error {
 }
 
 // finalize writes a clean header for a file this File changed: the
-// entries are rebuilt from the chunks if not trusted, the data (chunks
-// and tag blocks) is made durable, then the header gets the new size,
-// gen and root without DIRTY; with syncHeader (fsync) the header is made
-// durable too. Called with mu held for writing.
-func (f *File) finalize(syncHeader bool) error {
+// entries are rebuilt from the chunks if not trusted, then the header gets
+// the new size, gen and root without DIRTY. With durable (fsync) the data
+// (chunks and tag blocks) is made durable before the header and the
+// header after it: what an fsync returned for reads back verified. Without
+// (the last close) nothing is fsynced: the header write follows the data
+// writes, which orders them for a process crash; after a power loss the
+// file may fail as a whole (ErrBadRoot) until fsck --repair re-roots it
+// (docs/format.md §15, "Durability"). Called with mu held for writing.
+func (f *File) finalize(durable bool) error {
 	rs := f.rt
 	if rs == nil || !rs.wrote || !f.hasHeader {
 		return nil
@@ -313,14 +320,7 @@ func (f *File) finalize(syncHeader bool) error {
 			return err
 		}
 	}
-	// The data must be durable before the clean header that vouches for
-	// it, except for a file this File made and nobody fsynced (born): no
-	// version of it was ever durable, so a power loss that keeps the
-	// header and loses data leaves a file never synced, which fails
-	// (EIO, never wrong bytes) as a v1 file never synced may. Why: an
-	// fsync per new file at close made the untar case about 5 times
-	// slower (BenchmarkRootsStream smallfiles).
-	if syncHeader || !rs.born {
+	if durable {
 		if err := f.b.Sync(); err != nil {
 			return fmt.Errorf("core: sync: %w", err)
 		}
@@ -337,9 +337,8 @@ func (f *File) finalize(syncHeader bool) error {
 	if _, err := f.writeHeader(h); err != nil {
 		return err
 	}
-	rs.wrote = false
-	if syncHeader {
-		rs.born = false
+	rs.wrote, rs.unrooted = false, false
+	if durable {
 		if err := f.b.Sync(); err != nil {
 			return fmt.Errorf("core: sync header: %w", err)
 		}
@@ -412,19 +411,70 @@ func (f *File) RootDirty() bool {
 	return f.rt != nil && f.hasHeader && f.hdr.Flags&content.FlagDirty != 0
 }
 
-// RepairRoot recomputes the tag blocks of a DIRTY file from its chunks and
-// writes a clean header (fsck --repair), durably. A chunk that fails
-// authentication stops it (ChunkError) and the file stays DIRTY. A no-op
-// without roots or for a clean file.
+// RepairRoot recomputes the tag blocks of a DIRTY file, or of a file
+// opened with OpenUnrooted, from its chunks and writes a clean header
+// (fsck --repair), durably. A chunk that fails authentication under v1's
+// rules stops it (ChunkError) and the file is left as it was. A no-op
+// without roots or for a clean file opened with OpenAt.
 func (f *File) RepairRoot() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return ErrClosed
 	}
-	if f.rt == nil || !f.hasHeader || f.hdr.Flags&content.FlagDirty == 0 {
+	if f.rt == nil || !f.hasHeader || f.hdr.Flags&content.FlagDirty == 0 && !f.rt.unrooted {
 		return nil
 	}
 	f.rt.trusted, f.rt.wrote = false, true
 	return f.finalize(true)
+}
+
+// OpenUnrooted is OpenAt for fsck: a clean header's root and size are not
+// checked, and the file reads with v1's rules (every chunk authenticated
+// by file ID, index and final flag; an all-zero non-final chunk is a
+// hole), as a DIRTY file does. Its size is the backing file's. For a file
+// whose root does not match (a power loss after a change not fsynced, or
+// tampering): fsck reads it so to tell whether every chunk authenticates,
+// and RepairRoot then re-roots it. Without roots it is OpenAt.
+func (e *Engine) OpenUnrooted(b Backing, p Place) (*File, error) {
+	f, err := e.openWith(b, p, true, true)
+	if err != nil || f.rt == nil || !f.hasHeader {
+		return f, err
+	}
+	f.rt.loaded, f.rt.trusted, f.rt.unrooted = true, false, true
+	return f, nil
+}
+
+// VerifyRoot checks a clean file with roots as a whole: its tag blocks
+// against the root, and every stored chunk's tag against its entry (the
+// chunks are read, not decrypted). An error wrapping content.ErrBadRoot
+// says the root does not match; nil for a DIRTY file, without roots, or
+// for a file opened with OpenUnrooted.
+func (f *File) VerifyRoot() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	rs := f.rt
+	if rs == nil || !f.hasHeader || f.hdr.Flags&content.FlagDirty != 0 || rs.unrooted {
+		return nil
+	}
+	if err := f.loadRoots(); err != nil {
+		return err
+	}
+	e := f.e
+	n := e.chunksOf(f.size)
+	buf := e.bufs.get(e.cipherChunk)
+	defer e.bufs.put(buf)
+	for i := range n {
+		stored := (*buf)[:e.plainLen(i, f.size)+e.overhead]
+		if err := readFullAt(f.b, stored, e.cipherOffset(i)); err != nil {
+			return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+		}
+		if _, err := f.checkEntry(stored, i, i == n-1); err != nil {
+			return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+		}
+	}
+	return nil
 }
