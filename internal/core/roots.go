@@ -425,6 +425,18 @@ func (f *File) RepairRoot() error {
 	if f.rt == nil || !f.hasHeader || f.hdr.Flags&content.FlagDirty == 0 && !f.rt.unrooted {
 		return nil
 	}
+	// A backing file that ends inside a tag block past its last whole
+	// group (a power loss kept a new group's entry write, not its chunks)
+	// reads with v1's rules as the groups before it: cut to them, so the
+	// clean header's size is the stored one.
+	want := max(f.e.lay.cipherSize(f.size), f.e.lay.header)
+	if fi, err := f.b.Stat(); err != nil {
+		return fmt.Errorf("core: stat backing file: %w", err)
+	} else if fi.Size() > want {
+		if err := f.b.Truncate(want); err != nil {
+			return fmt.Errorf("core: cut a torn tag block: %w", err)
+		}
+	}
 	f.rt.trusted, f.rt.wrote = false, true
 	return f.finalize(true)
 }

@@ -506,6 +506,21 @@ func (h *harness) checkState(k int, keep func(int) bool, scratch string) (*crash
 	if err := h.allowedProblems(rep.Problems, k, files, true); err != nil {
 		return res, err
 	}
+	// Every pending change kept is a process crash (the daemon killed,
+	// the backing file system keeps each completed write, in order):
+	// file roots flag nothing there that v1 would not (no bad-root: the
+	// DIRTY header is written before the data, the clean one after).
+	process := true
+	for _, i := range h.rec.Pending(k) {
+		process = process && keep(i)
+	}
+	if process {
+		for _, p := range rep.Problems {
+			if p.Kind == fsck.KindBadRoot {
+				return res, fmt.Errorf("process crash: fsck: %s", fsck.ProblemLine(p))
+			}
+		}
+	}
 	if rep.Clean {
 		return res, h.checkClaims(v, k, files, true)
 	}
@@ -608,7 +623,7 @@ func (h *harness) allowedProblems(ps []fsck.Problem, k int, files map[string]fil
 		case beforeRepair && leftoverKinds[p.Kind]:
 		case beforeRepair && p.Kind == fsck.KindDirID:
 		case beforeRepair && p.Kind == fsck.KindStaleBinding:
-		case p.Kind == fsck.KindDirtyRoot && h.dirtyRootOK(p, files):
+		case (p.Kind == fsck.KindDirtyRoot || p.Kind == fsck.KindBadRoot) && h.rootProblemOK(p, ps, files, beforeRepair):
 		default:
 			return fmt.Errorf("fsck: %s", fsck.ProblemLine(p))
 		}

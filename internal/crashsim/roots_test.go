@@ -3,6 +3,7 @@ package crashsim_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,19 +16,23 @@ import (
 // TestCrashReplayRoots is TestCrashReplay for file contents in a vault
 // with file roots (format v2, docs/design/format-v2.md §5): every crash
 // state must read every fsynced file back (its clean header and root
-// verify it as a whole), show a file written and not fsynced at worst as
-// DIRTY (fsck's dirty-root, its chunks read with v1's guarantees) or with
-// the damage v1 allows there, and fsck --repair must recompute the root
-// of every DIRTY file whose chunks read.
+// verify it as a whole); a file written and not fsynced may be DIRTY
+// (fsck's dirty-root, its chunks read with v1's guarantees) or, after a
+// power loss (a pending change lost), fail as a whole (bad-root), besides
+// the damage v1 allows there; a process crash (every pending change kept)
+// leaves no bad-root; and fsck --repair must re-root every such file
+// whose chunks authenticate, so that it reads with each chunk old or new.
 func TestCrashReplayRoots(t *testing.T) {
 	for _, w := range rootsWorkloads {
 		t.Run(w.name, func(t *testing.T) {
 			h := newHarnessWith(t, bytes.Repeat([]byte{0x3d}, 16), true, w.setup)
 			w.run(h)
 			found, fixed := h.replay()
-			if found[fsck.KindDirtyRoot] == 0 || fixed[fsck.KindDirtyRoot] == 0 {
-				t.Errorf("no crash state had a DIRTY file repaired (found %d, fixed %d): the workload does not test the crash rule",
-					found[fsck.KindDirtyRoot], fixed[fsck.KindDirtyRoot])
+			for _, k := range []fsck.Kind{fsck.KindDirtyRoot, fsck.KindBadRoot} {
+				if found[k] == 0 || fixed[k] == 0 {
+					t.Errorf("no crash state had a %s file repaired (found %d, fixed %d): the workload does not test the crash rule",
+						k, found[k], fixed[k])
+				}
 			}
 		})
 	}
@@ -63,12 +68,21 @@ var rootsWorkloads = []workload{
 	}},
 }
 
-// dirtyRootOK reports whether fsck's dirty-root p may be left by a crash:
-// only in a file whose fsync claim does not hold (written since, or never
-// synced); a file fsynced and not touched since has a clean header.
-func (h *harness) dirtyRootOK(p fsck.Problem, files map[string]fileClaim) bool {
-	_, claimed := files[strings.TrimPrefix(p.PlainPath, "/")]
-	return !claimed
+// rootProblemOK reports whether fsck's dirty-root or bad-root p may be
+// left by a crash: only in a file whose fsync claim does not hold
+// (written since, or never synced): a file fsynced and not touched since
+// has a clean header that matches it. After fsck --repair, only in a file
+// with damage v1's rules find too (repair re-roots every file whose
+// chunks all authenticate; dataDamageOK judged the damage): so a file
+// changed since its fsync reads after repair with each chunk old or new,
+// as in v1 (§13).
+func (h *harness) rootProblemOK(p fsck.Problem, all []fsck.Problem, files map[string]fileClaim, beforeRepair bool) bool {
+	if _, claimed := files[strings.TrimPrefix(p.PlainPath, "/")]; claimed {
+		return false
+	}
+	return beforeRepair || slices.ContainsFunc(all, func(q fsck.Problem) bool {
+		return q.PlainPath == p.PlainPath && q.Kind != fsck.KindDirtyRoot && q.Kind != fsck.KindBadRoot
+	})
 }
 
 // punchRoots is punch for a bound vault: the file is opened through the

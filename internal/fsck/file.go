@@ -132,6 +132,13 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 		ro.size = clipped
 	}
 	cf, err := w.openFile(ro, ent)
+	var rootErr error
+	if suite.Roots() && (err == nil || errors.Is(err, content.ErrBadRoot)) {
+		if err != nil {
+			rootErr, cf = err, nil
+		}
+		cf, rootErr, err = w.verifyRoot(cf, ro, ent, rootErr)
+	}
 	if errors.Is(err, errNoPlace) {
 		return // the name is reported
 	}
@@ -142,9 +149,6 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 	}
 	if err != nil {
 		kind := KindIO
-		if errors.Is(err, content.ErrBadRoot) {
-			kind = KindSize // file roots: the header's size is not the backing file's
-		}
 		if errors.Is(err, content.ErrBadHeader) {
 			if ent.foreign {
 				return
@@ -168,7 +172,7 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 	}
 	before := len(w.rep.Problems)
 	bad := w.contents(cf, ro, size, pl, out)
-	w.checkRoot(cf, ent, pl, bad > 0 || len(w.rep.Problems) > before)
+	w.checkRoot(cf, ent, pl, bad > 0 || len(w.rep.Problems) > before, rootErr)
 	if size > 0 {
 		w.filesWithData++
 		if bad > 0 {
