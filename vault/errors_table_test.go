@@ -109,6 +109,7 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/crypto/content.ErrBadHeader":    {content.ErrBadHeader, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/content.ErrCorruptChunk": {content.ErrCorruptChunk, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/content.ErrTruncated":    {content.ErrTruncated, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/content.ErrBadRoot":      {content.ErrBadRoot, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/content.ErrUnsupported":  {content.ErrUnsupported, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 
 	"internal/crypto/kdf.ErrParams":     {kdf.ErrParams, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},

@@ -202,7 +202,7 @@ func NewEngine(suite *content.Suite, opts Options) *Engine {
 	if (e.binder != nil) != suite.Bound() {
 		panic("core: a binder needs a bound suite and a bound suite a binder")
 	}
-	e.lay = layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize(), header: int64(suite.HeaderSize())}
+	e.lay = layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize(), header: int64(suite.HeaderSize()), tagged: suite.Roots()}
 	if e.rand == nil {
 		e.rand = rand.Reader
 	}
@@ -252,6 +252,12 @@ func (e *Engine) Open(b Backing) (*File, error) {
 
 // open is Open and, with at, OpenAt.
 func (e *Engine) open(b Backing, p Place, at bool) (*File, error) {
+	return e.openWith(b, p, at, false)
+}
+
+// openWith is open; unrooted skips the check of a clean header's size
+// (OpenUnrooted).
+func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) {
 	if e.binder != nil && !at {
 		return nil, errNoPlace
 	}
@@ -289,6 +295,13 @@ func (e *Engine) open(b Backing, p Place, at bool) (*File, error) {
 		return nil, fmt.Errorf("core: file key: %w", err)
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
+	f.newRootState(false)
+	if unrooted {
+		return f, nil
+	}
+	if err := f.checkHeaderSize(cipherSize); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 

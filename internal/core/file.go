@@ -46,6 +46,12 @@ type File struct {
 	hole      uint64
 	holeKnown bool
 	dense     uint64
+
+	// rt is the file-roots state (roots.go); nil without roots.
+	rt *rootState
+	// forData: prepareHeader is called by a write (prepareDataHeader): a
+	// new header with roots is then born DIRTY rather than clean.
+	forData bool
 }
 
 // Size returns the plaintext size.
@@ -80,8 +86,23 @@ func (f *File) EnsureID() (content.FileID, error) {
 	return f.hdr.FileID, nil
 }
 
-// Sync flushes the backing file.
+// Sync flushes the backing file. With file roots, a file this File
+// changed gets its clean header first (roots.go: finalize).
 func (f *File) Sync() error {
+	if f.e.rootsOn() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.closed {
+			return ErrClosed
+		}
+		if f.rt != nil && f.rt.wrote {
+			return f.finalize(true)
+		}
+		if err := f.b.Sync(); err != nil {
+			return fmt.Errorf("core: sync: %w", err)
+		}
+		return nil
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
@@ -94,27 +115,41 @@ func (f *File) Sync() error {
 }
 
 // Close releases cached plaintext and pooled buffers. It does not close the backing.
+// With file roots, a file this File changed gets its clean header first
+// (roots.go: finalize); if that fails the file stays DIRTY, is closed all
+// the same, and the error is returned.
 func (f *File) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
 		return ErrClosed
 	}
+	f.trimReserved()
+	err := f.finalize(false)
 	f.closed = true
 	f.dropTail()
-	f.trimReserved()
-	return nil
+	return err
 }
 
 // sparse reports whether the header allows holes.
 func (f *File) sparse() bool {
-	return f.hasHeader && f.hdr.Flags&content.FlagSparse != 0
+	return f.rt == nil && f.hasHeader && f.hdr.Flags&content.FlagSparse != 0
+}
+
+// v1Holes reports whether an all-zero non-final stored chunk reads as a
+// hole: in a SPARSE file, and in a file with roots whose tag entries are
+// not trusted (a DIRTY file, read with v1's rules).
+func (f *File) v1Holes() bool {
+	return f.sparse() || f.rt != nil && !f.rt.trusted
 }
 
 // prepareHeader makes sure the file has a header, with SPARSE set if
 // withHoles. A new header gets a fresh random file ID. Called with mu held
 // for writing, before any chunk that needs it is written.
 func (f *File) prepareHeader(withHoles bool) error {
+	if f.e.rootsOn() {
+		withHoles = false // a hole is a zero tag entry, no flag
+	}
 	if f.hasHeader {
 		if !withHoles || f.sparse() {
 			return nil
@@ -144,6 +179,23 @@ func (f *File) prepareHeader(withHoles bool) error {
 		h.Flags = content.FlagSparse
 	}
 	h.Epoch = f.e.suite.Epoch() // a new file: the current master-key epoch
+	if f.e.rootsOn() {
+		// Before a write, born DIRTY: the clean header comes at fsync
+		// or the last close (finalize), after the data. Otherwise (a
+		// header for xattrs or a binding) born clean, as the empty file
+		// it is, so that the close makes no header write (no mtime
+		// change after a rename or a setxattr).
+		h.Gen = 1
+		if f.forData {
+			h.Flags = content.FlagDirty
+		} else {
+			root, err := f.e.suite.Root(h.FileID, 0, h.Gen, nil)
+			if err != nil {
+				return fmt.Errorf("core: file root: %w", err)
+			}
+			h.Root = root
+		}
+	}
 	if f.e.binder != nil {
 		h.Bindings[0] = f.e.binder.Sum(bind.KindFile, h.FileID[:], f.place)
 	}
@@ -159,7 +211,15 @@ func (f *File) prepareHeader(withHoles bool) error {
 		return err
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
+	f.newRootState(true)
 	return nil
+}
+
+// prepareDataHeader is prepareHeader before a change of the contents.
+func (f *File) prepareDataHeader(withHoles bool) error {
+	f.forData = true
+	defer func() { f.forData = false }()
+	return f.prepareHeader(withHoles)
 }
 
 // writeHeader replaces the stored header of a file that has one with h.
@@ -227,6 +287,16 @@ func (f *File) lastIndex() uint64 {
 // Open and fails there (ErrCorruptChunk).
 func (f *File) openChunk(dst, stored []byte, i uint64, final, sparse bool) ([]byte, error) {
 	e := f.e
+	if f.rt != nil && f.rt.trusted {
+		hole, err := f.checkEntry(stored, i, final)
+		if err != nil {
+			return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+		}
+		if hole {
+			return append(dst, e.zeroPlain...), nil
+		}
+		sparse = false
+	}
 	if sparse && !final && len(stored) == e.cipherChunk && content.IsHole(stored) {
 		return append(dst, e.zeroPlain...), nil
 	}
@@ -252,7 +322,7 @@ func (f *File) chunkPlain(dst []byte, i uint64) ([]byte, error) {
 	if err := readFullAt(f.b, *buf, e.cipherOffset(i)); err != nil {
 		return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
 	}
-	return f.openChunk(dst, *buf, i, i == last, f.sparse())
+	return f.openChunk(dst, *buf, i, i == last, f.v1Holes())
 }
 
 // undoGrow puts a file back to its old size after a write that grew it
@@ -300,6 +370,9 @@ func (f *File) restoreHeader(h content.Header) {
 // cache may be stale and the size is re-derived from the backing file.
 func (f *File) afterFailedWrite() {
 	f.dropTail()
+	if f.rt != nil {
+		f.rt.trusted = false // the tag entries may not match the chunks now
+	}
 	if fi, err := f.b.Stat(); err == nil {
 		if size, err := f.e.suite.PlainSize(fi.Size()); err == nil {
 			f.size = size

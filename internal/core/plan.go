@@ -1,5 +1,7 @@
 package core
 
+import "github.com/encryptfs/encryptfs/internal/crypto/content"
+
 // layout is the chunk geometry of a vault: where plaintext chunks sit in the
 // backing file. Pure arithmetic, shared by the write plan and the engine.
 type layout struct {
@@ -8,12 +10,33 @@ type layout struct {
 	overhead    int64 // cipherChunk - chunk
 	maxSize     int64 // largest plaintext size whose backing offsets fit in an int64
 	header      int64 // header size: content.HeaderSize (v1) or HeaderSizeV2 (bound)
+	// tagged: a tag block (content.TagBlockSize) precedes every group of
+	// content.TagEntries chunks (file roots, roots.go).
+	tagged bool
+}
+
+// tagBlockOffset is where tag block g starts (tagged layouts only).
+func (l layout) tagBlockOffset(g uint64) int64 {
+	return l.header + int64(g)*(content.TagBlockSize+content.TagEntries*l.cipherChunk)
 }
 
 // cipherOffset is where chunk i starts in the backing file. Only called for
 // chunks of files of at most maxSize bytes, so it cannot overflow.
 func (l layout) cipherOffset(i uint64) int64 {
-	return l.header + int64(i)*l.cipherChunk
+	off := l.header + int64(i)*l.cipherChunk
+	if l.tagged {
+		off += int64(i/content.TagEntries+1) * content.TagBlockSize
+	}
+	return off
+}
+
+// runEnd bounds a run of chunks starting at i that is stored back to back:
+// with tag blocks, a run ends at its group's last chunk.
+func (l layout) runEnd(i, last uint64) uint64 {
+	if l.tagged {
+		return min(last, i|(content.TagEntries-1))
+	}
+	return last
 }
 
 // cipherSize is the backing size of a file of size plaintext bytes.
@@ -22,7 +45,11 @@ func (l layout) cipherSize(size int64) int64 {
 		return 0
 	}
 	chunks := (size + l.chunk - 1) / l.chunk
-	return l.header + size + chunks*l.overhead
+	n := l.header + size + chunks*l.overhead
+	if l.tagged {
+		n += (chunks + content.TagEntries - 1) / content.TagEntries * content.TagBlockSize
+	}
+	return n
 }
 
 // plainLen is the plaintext length of chunk i in a file of the given size.
@@ -103,7 +130,7 @@ func planWrite(l layout, oldSize int64, hasHeader, sparse bool, off, n, newSize 
 	} else {
 		p.holesFrom, p.holesTo = 0, 0
 	}
-	p.setSparse = p.holesTo > p.holesFrom && !sparse
+	p.setSparse = p.holesTo > p.holesFrom && !sparse && !l.tagged // roots: a hole is a zero tag entry
 
 	direct := func(i uint64) bool {
 		start := int64(i) * l.chunk
@@ -117,7 +144,11 @@ func planWrite(l layout, oldSize int64, hasHeader, sparse bool, off, n, newSize 
 		if !hasHeader {
 			from = 0
 		}
-		p.reserveFrom = max(from, l.cipherOffset(p.runStart))
+		at := l.cipherOffset(p.runStart)
+		if l.tagged && p.runStart%content.TagEntries == 0 {
+			at = l.tagBlockOffset(p.runStart / content.TagEntries) // a new group's tag block too
+		}
+		p.reserveFrom = max(from, at)
 		p.reserveTo = l.cipherSize(newSize)
 	}
 	return p, nil

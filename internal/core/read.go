@@ -12,6 +12,9 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, ErrInvalid
 	}
+	if err := f.ensureRoots(); err != nil {
+		return 0, err
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.closed {
@@ -77,7 +80,7 @@ func (f *File) readLocked(p []byte, off int64) error {
 	// does not cap the parallel speed-up.
 	win := uint64(e.windowChunks)
 	window := func(wFirst uint64) (wLast uint64, start, end int64) {
-		wLast = min(wFirst+win-1, readLast)
+		wLast = e.lay.runEnd(wFirst, min(wFirst+win-1, readLast))
 		start = e.cipherOffset(wFirst)
 		end = e.cipherOffset(wLast) + int64(e.plainLen(wLast, f.size)+e.overhead)
 		return wLast, start, end
@@ -98,7 +101,7 @@ func (f *File) readLocked(p []byte, off int64) error {
 	}()
 	job := e.openJobs.Get().(*openJob)
 	defer e.openJobs.Put(job)
-	for w, wFirst := 0, first; wFirst <= readLast; w, wFirst = w+1, wFirst+win {
+	for w, wFirst := 0, first; wFirst <= readLast; w++ {
 		wLast, start, end := window(wFirst)
 		slot := 0
 		if pipelined {
@@ -116,18 +119,19 @@ func (f *File) readLocked(p []byte, off int64) error {
 			*job = openJob{}
 			return &ChunkError{Index: wFirst, Offset: int64(wFirst) * cs, Err: err}
 		}
-		if next := wFirst + win; pipelined && next <= readLast {
+		if next := wLast + 1; pipelined && next <= readLast {
 			_, nStart, nEnd := window(next)
 			nbuf := (*bufs[1-slot])[:nEnd-nStart]
 			prefetch = make(chan error, 1)
 			go func(done chan<- error) { done <- readFullAt(f.b, nbuf, nStart) }(prefetch)
 		}
-		*job = openJob{f: f, first: wFirst, fileLast: fileLast, sparse: f.sparse(), stored: buf, p: p, off: off}
+		*job = openJob{f: f, first: wFirst, fileLast: fileLast, sparse: f.v1Holes(), stored: buf, p: p, off: off}
 		err = e.forChunks(int(wLast-wFirst+1), job)
 		*job = openJob{}
 		if err != nil {
 			return err
 		}
+		wFirst = wLast + 1
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
 // Optional methods of a Backing. The engine asks for them with a type
@@ -128,8 +129,36 @@ func (f *File) trimReserved() {
 // punchStored turns stored chunks [first, end) into holes: deallocated when
 // the backing can punch holes, else overwritten with zeros.
 func (f *File) punchStored(first, end uint64) error {
+	if f.rt != nil {
+		return f.punchTagged(first, end)
+	}
+	return f.punchRun(first, end)
+}
+
+// punchTagged is punchStored for a file with roots: the holes' tag
+// entries become zero first (a hole is a zero entry under the root), then
+// the chunks are punched group by group, never a tag block between them.
+func (f *File) punchTagged(first, end uint64) error {
+	clear(f.rt.entries[first*content.TagSize : end*content.TagSize])
+	if err := f.writeEntryRange(first, end); err != nil {
+		f.afterFailedWrite()
+		return err
+	}
+	for first < end {
+		last := f.e.lay.runEnd(first, end-1)
+		if err := f.punchRun(first, last+1); err != nil {
+			return err
+		}
+		first = last + 1
+	}
+	return nil
+}
+
+// punchRun turns stored chunks [first, end), stored back to back, into
+// holes.
+func (f *File) punchRun(first, end uint64) error {
 	e := f.e
-	start, stop := e.cipherOffset(first), e.cipherOffset(end)
+	start, stop := e.cipherOffset(first), e.cipherOffset(end-1)+int64(e.cipherChunk)
 	if p, ok := f.b.(holePuncher); ok && p.PunchHole(start, stop-start) == nil {
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
 // Truncate shrinks or grows the file; growing keeps the backing file sparse.
@@ -40,12 +42,18 @@ func (f *File) truncateToEmpty() error {
 		f.size = 0
 		return nil
 	}
+	if err := f.markDirty(); err != nil {
+		return err
+	}
 	f.reservedTo = 0
 	if err := f.b.Truncate(f.e.lay.header); err != nil {
 		f.afterFailedWrite()
 		return fmt.Errorf("core: truncate backing: %w", err)
 	}
 	f.size = 0
+	if f.rt != nil {
+		f.rt.resize(0)
+	}
 	f.dropTail()
 	f.forgetHoles(0)
 	if err := f.clearSparse(); err != nil {
@@ -95,6 +103,9 @@ func (f *File) cutTo(size int64, last []byte) error {
 	stored := e.bufs.get(len(plain) + e.overhead)
 	defer e.bufs.put(stored)
 	f.fc.Seal((*stored)[:0], plain, newLast, true, *nonce)
+	if err := f.markDirty(); err != nil {
+		return err
+	}
 
 	// Cut first, then write the new final chunk: a crash in between leaves a
 	// last stored chunk that is cut short or has final=0, and fails to open.
@@ -106,6 +117,16 @@ func (f *File) cutTo(size int64, last []byte) error {
 	if err := writeFullAt(f.b, *stored, e.cipherOffset(newLast)); err != nil {
 		f.afterFailedWrite()
 		return err
+	}
+	if rs := f.rt; rs != nil {
+		// The new last entry and zeros after it, to the end of its block:
+		// entries past the end are zero (a later grow leaves holes there).
+		rs.resize(newLast + 1)
+		f.setEntry(newLast, *stored)
+		if err := f.writeEntries(newLast, newLast|(content.TagEntries-1)); err != nil {
+			f.afterFailedWrite()
+			return err
+		}
 	}
 	f.size = size
 	f.setTail(plain)
@@ -134,7 +155,10 @@ func (f *File) PunchHole(off, length int64) error {
 	if pp.holeEnd <= pp.holeFirst {
 		return nil
 	}
-	if err := f.prepareHeader(true); err != nil {
+	if err := f.prepareDataHeader(true); err != nil {
+		return err
+	}
+	if err := f.markDirty(); err != nil {
 		return err
 	}
 	f.forgetHoles(pp.holeFirst)

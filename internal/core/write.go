@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
 // WriteAt writes plaintext like os.File.WriteAt, growing the file as needed;
@@ -57,11 +59,21 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		return err
 	}
 	hadHeader, oldHdr := f.hasHeader, f.hdr
-	if err := f.prepareHeader(pl.setSparse); err != nil {
+	if err := f.prepareDataHeader(pl.setSparse); err != nil {
+		return err
+	}
+	if err := f.markDirty(); err != nil {
+		return err
+	}
+	if err := f.zeroHoleEntries(&pl, newSize); err != nil {
+		f.afterFailedWrite()
 		return err
 	}
 	if err := f.store(&pl, p, off, newSize); err != nil {
 		f.forgetHoles(0)
+		if f.rt != nil {
+			f.rt.trusted = false // entries may be ahead of the chunks: rebuilt before the clean header
+		}
 		if !pl.growing {
 			f.afterFailedWrite()
 		} else if f.undoGrow(oldSize, hadHeader) && pl.setSparse && hadHeader {
@@ -220,10 +232,11 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 		inflight = nil
 		return err
 	}
-	for w, done := 0, 0; done < count; w, done = w+1, done+e.windowChunks {
-		n := min(e.windowChunks, count-done)
+	for w, done, n := 0, 0, 0; done < count; w, done = w+1, done+n {
 		wFirst := first + uint64(done)
-		wLast := wFirst + uint64(n-1)
+		// A window is stored back to back: with tag blocks, inside one group.
+		wLast := e.lay.runEnd(wFirst, wFirst+uint64(min(e.windowChunks, count-done)-1))
+		n = int(wLast-wFirst) + 1
 		size := (n-1)*e.cipherChunk + e.plainLen(wLast, j.newSize) + e.overhead
 		buf := bufs[0]
 		if pipelined {
@@ -239,14 +252,30 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 			return err
 		}
 		stored, at := j.stored, e.cipherOffset(wFirst)
+		// With roots, the window's tag entries follow in one write to its
+		// group's tag block: after the chunks, so that the entries never
+		// make the backing file longer than its chunks (a crash between
+		// the two would leave an impossible size). Either order is safe
+		// for the content: the header is DIRTY (markDirty) until
+		// finalize has made both durable.
+		entries := j.f.entryWrite(wFirst, wLast)
 		if !pipelined {
 			if err := writeFullAt(j.f.b, stored, at); err != nil {
+				return err
+			}
+			if err := entries(); err != nil {
 				return err
 			}
 			continue
 		}
 		inflight = make(chan error, 1)
-		go func(done chan<- error) { done <- writeFullAt(j.f.b, stored, at) }(inflight)
+		go func(done chan<- error) {
+			err := writeFullAt(j.f.b, stored, at)
+			if err == nil {
+				err = entries()
+			}
+			done <- err
+		}(inflight)
 	}
 	return wait()
 }
@@ -265,6 +294,9 @@ func (j *sealJob) work(lo, hi int) error {
 		if len(out) != n {
 			panic(fmt.Sprintf("core: sealed chunk is %d bytes, want %d", len(out), n))
 		}
+		if j.f.rt != nil {
+			j.f.setEntry(i, out) // distinct i per worker: disjoint entries
+		}
 	}
 	return nil
 }
@@ -280,4 +312,24 @@ func (j *sealJob) release() {
 	}
 	*j = sealJob{}
 	e.sealJobs.Put(j)
+}
+
+// zeroHoleEntries prepares the tag entries of a file with roots for a
+// write planned by pl: room for the chunks of newSize bytes, and zero
+// entries for the chunks the write leaves as holes. Only in memory: holes
+// are made past the old end, where the stored entries are zero already
+// (entries past the last chunk are kept zero: cutTo, rebuildEntries), or
+// in new tag blocks past the end of the backing file.
+func (f *File) zeroHoleEntries(pl *writePlan, newSize int64) error {
+	rs := f.rt
+	if rs == nil {
+		return nil
+	}
+	rs.resize(f.e.chunksOf(newSize))
+	if pl.holesTo <= pl.holesFrom {
+		return nil
+	}
+	clear(rs.entries[pl.holesFrom*content.TagSize : pl.holesTo*content.TagSize])
+	rs.markStale(pl.holesFrom, pl.holesTo-1)
+	return nil
 }

@@ -117,7 +117,7 @@ func (h *harness) linkedTo(p string, names ...string) {
 // bindVault turns vault v (just created, v1 root ID) into one with
 // location binding: the root gets a v2 ID file bound to (vaultID, ""),
 // and the vault is reopened through a bound session.
-func bindVault(t *testing.T, v *vault.Vault, dir string, pw, vaultID []byte) *vault.Vault {
+func bindVault(t *testing.T, v *vault.Vault, dir string, pw, vaultID []byte, roots bool) *vault.Vault {
 	t.Helper()
 	if err := v.Close(); err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func bindVault(t *testing.T, v *vault.Vault, dir string, pw, vaultID []byte) *va
 	if err := os.Remove(path.Join(dir, cnames.DirIDFile)); err != nil {
 		t.Fatal(err)
 	}
-	s, err := session.Open(dir, pw, session.Options{BoundVaultID: vaultID})
+	s, err := session.Open(dir, pw, session.Options{BoundVaultID: vaultID, FileRoots: roots})
 	if err != nil {
 		t.Fatal(err)
 	}

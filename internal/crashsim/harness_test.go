@@ -93,7 +93,9 @@ type harness struct {
 	// vaultID turns location binding on in every session (bound_test.go);
 	// nil: v1.
 	vaultID []byte
-	sess    *session.Session // the recorded session (h.v's)
+	// roots turns file roots on too (roots_test.go).
+	roots bool
+	sess  *session.Session // the recorded session (h.v's)
 	// linked: hard links of one file with its contents (bound_test.go):
 	// each that exists in a crash state must read them.
 	linked map[string][]byte
@@ -108,6 +110,12 @@ func newHarness(t *testing.T, setup func(v *vault.Vault)) *harness {
 // newHarnessAt is newHarness, with location binding if vaultID is set.
 func newHarnessAt(t *testing.T, vaultID []byte, setup func(v *vault.Vault)) *harness {
 	t.Helper()
+	return newHarnessWith(t, vaultID, false, setup)
+}
+
+// newHarnessWith is newHarnessAt, with file roots if roots.
+func newHarnessWith(t *testing.T, vaultID []byte, roots bool, setup func(v *vault.Vault)) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	pw := []byte("old password")
 	opts := cheap
@@ -117,7 +125,7 @@ func newHarnessAt(t *testing.T, vaultID []byte, setup func(v *vault.Vault)) *har
 		t.Fatal(err)
 	}
 	if vaultID != nil {
-		v = bindVault(t, v, dir, pw, vaultID)
+		v = bindVault(t, v, dir, pw, vaultID, roots)
 	}
 	if setup != nil {
 		setup(v)
@@ -129,8 +137,8 @@ func newHarnessAt(t *testing.T, vaultID []byte, setup func(v *vault.Vault)) *har
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, dir: dir, pw: pw, rec: rec, fs: backing.NewFS(rec), labels: map[int]string{}, unlocked: map[string][]byte{}, vaultID: vaultID}
-	s, err := session.Open(dir, pw, session.Options{Backing: h.fs, BoundVaultID: vaultID})
+	h := &harness{t: t, dir: dir, pw: pw, rec: rec, fs: backing.NewFS(rec), labels: map[int]string{}, unlocked: map[string][]byte{}, vaultID: vaultID, roots: roots}
+	s, err := session.Open(dir, pw, session.Options{Backing: h.fs, BoundVaultID: vaultID, FileRoots: roots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,6 +509,21 @@ func (h *harness) checkState(k int, keep func(int) bool, scratch string) (*crash
 	if err := h.allowedProblems(rep.Problems, k, files, true); err != nil {
 		return res, err
 	}
+	// Every pending change kept is a process crash (the daemon killed,
+	// the backing file system keeps each completed write, in order):
+	// file roots flag nothing there that v1 would not (no bad-root: the
+	// DIRTY header is written before the data, the clean one after).
+	process := true
+	for _, i := range h.rec.Pending(k) {
+		process = process && keep(i)
+	}
+	if process {
+		for _, p := range rep.Problems {
+			if p.Kind == fsck.KindBadRoot {
+				return res, fmt.Errorf("process crash: fsck: %s", fsck.ProblemLine(p))
+			}
+		}
+	}
 	if rep.Clean {
 		return res, h.checkClaims(v, k, files, true)
 	}
@@ -530,7 +553,7 @@ func (h *harness) openState(dir string, k int) (*session.Session, error) {
 			}
 			h.unlocked[key] = master
 		}
-		return session.New(dir, c.Params, master, session.Options{BoundVaultID: h.vaultID})
+		return session.New(dir, c.Params, master, session.Options{BoundVaultID: h.vaultID, FileRoots: h.roots})
 	}
 	return nil, fmt.Errorf("vault does not open: %w", errors.Join(errs...))
 }
@@ -611,6 +634,7 @@ func (h *harness) allowedProblems(ps []fsck.Problem, k int, files map[string]fil
 		case beforeRepair && leftoverKinds[p.Kind]:
 		case beforeRepair && p.Kind == fsck.KindDirID:
 		case beforeRepair && p.Kind == fsck.KindStaleBinding:
+		case (p.Kind == fsck.KindDirtyRoot || p.Kind == fsck.KindBadRoot) && h.rootProblemOK(p, ps, files, beforeRepair):
 		default:
 			return fmt.Errorf("fsck: %s", fsck.ProblemLine(p))
 		}

@@ -170,7 +170,7 @@ func (h *harness) where(k int) string {
 }
 
 // replay checks every crash point of the recording.
-func (h *harness) replay() {
+func (h *harness) replay() (found, fixed map[fsck.Kind]int) {
 	t := h.t
 	if err := h.rec.Err(); err != nil {
 		t.Fatal(err)
@@ -191,8 +191,8 @@ func (h *harness) replay() {
 	n := h.rec.Len()
 	states, failures := 0, 0
 	seen := map[string]bool{} // one report per step and kind of failure
-	found := map[fsck.Kind]int{}
-	fixed := map[fsck.Kind]int{}
+	found = map[fsck.Kind]int{}
+	fixed = map[fsck.Kind]int{}
 	for k := 0; k <= n; k++ {
 		pending := h.rec.Pending(k)
 		sets := []func(int) bool{
@@ -254,6 +254,7 @@ func (h *harness) replay() {
 		}
 	}
 	t.Logf("%d ops, %d crash states checked, %d failed; fsck found %v, repair fixed %v", n, states, failures, found, fixed)
+	return found, fixed
 }
 
 // dumpOps logs the recording (ENCRYPTFS_CRASH_DUMP=1), step by step.

@@ -4,8 +4,15 @@ import (
 	"errors"
 	"syscall"
 
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/fault"
 )
+
+// badRootHint follows a logged file-root mismatch: it is what a power
+// loss leaves in a file changed since its last fsync as well as what
+// tampering leaves (docs/format.md §16, "Durability"), and fsck is where
+// the user tells them apart and repairs the first.
+const badRootHint = " (file roots: changed since its last fsync before a power loss or kernel crash, or tampered; run encryptfs fsck: --repair re-roots the file if every chunk authenticates)"
 
 // errno is fault.Errno with logging: failed authentication of any kind is EIO,
 // logged once per path; an error of no known kind is logged every time
@@ -18,7 +25,11 @@ func (r *Root) errno(err error, op, what string) syscall.Errno {
 	}
 	if fault.Of(err) == fault.Corrupt {
 		if r.logged.first(what) {
-			r.logf("%s %q: %v", op, what, err)
+			hint := ""
+			if errors.Is(err, content.ErrBadRoot) {
+				hint = badRootHint
+			}
+			r.logf("%s %q: %v%s", op, what, err, hint)
 		}
 		return e
 	}

@@ -24,6 +24,7 @@ type boundFixture struct {
 	dir    string
 	params config.Params
 	master []byte
+	roots  bool // file roots on in every session (roots_test.go)
 }
 
 var testVaultID = bytes.Repeat([]byte{0x6b}, 16)
@@ -31,6 +32,12 @@ var testVaultID = bytes.Repeat([]byte{0x6b}, 16)
 // newBoundFixture creates the vault and returns it open through a bound
 // session observed by obs (nil: none).
 func newBoundFixture(t *testing.T, obs backing.Observer) (*boundFixture, *vault.Vault) {
+	t.Helper()
+	return newBoundFixtureWith(t, obs, false)
+}
+
+// newBoundFixtureWith is newBoundFixture, with file roots if roots.
+func newBoundFixtureWith(t *testing.T, obs backing.Observer, roots bool) (*boundFixture, *vault.Vault) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "cipher")
 	must := func(err error) {
@@ -42,7 +49,7 @@ func newBoundFixture(t *testing.T, obs backing.Observer) (*boundFixture, *vault.
 	must(os.Mkdir(dir, 0o700))
 	v, err := vault.Create(dir, []byte("pw"), vault.Options{ChunkSize: chunk, KDFTime: 1, KDFMemoryKiB: 8192, KDFThreads: 1})
 	must(err)
-	fx := &boundFixture{dir: dir, master: v.MasterKey()}
+	fx := &boundFixture{dir: dir, master: v.MasterKey(), roots: roots}
 	must(v.Close())
 	c, err := config.Load(dir)
 	must(err)
@@ -64,7 +71,7 @@ func newBoundFixture(t *testing.T, obs backing.Observer) (*boundFixture, *vault.
 // session opens a bound session (closed in t.Cleanup).
 func (fx *boundFixture) session(t *testing.T, obs backing.Observer) *session.Session {
 	t.Helper()
-	o := session.Options{BoundVaultID: testVaultID}
+	o := session.Options{BoundVaultID: testVaultID, FileRoots: fx.roots}
 	if obs != nil {
 		o.Backing = backing.NewFS(obs)
 	}

@@ -108,6 +108,15 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 		// the cut (the last of them will not be marked final).
 		ccs := int64(suite.CipherChunkSize())
 		clipped := hs + (st.Size-hs)/ccs*ccs
+		if suite.Roots() && st.Size > hs {
+			// Whole chunks before the cut, with their tag blocks.
+			cs := int64(suite.ChunkSize())
+			n := (st.Size - hs) / ccs
+			for n > 0 && suite.CipherSize(n*cs) > st.Size {
+				n--
+			}
+			clipped = max(suite.CipherSize(n*cs), hs)
+		}
 		p := Problem{Kind: KindSize, CipherPath: pl.cipher, PlainPath: pl.plain}
 		if ent.foreign {
 			return // not ours: the foreign name is reported, the content is not EncryptFS's
@@ -117,8 +126,9 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 			w.add(p)
 			return
 		}
+		kept, _ := suite.PlainSize(clipped)
 		p.Detail = fmt.Sprintf("backing file of %d bytes ends inside a chunk's nonce or tag: the file was cut, data after plaintext byte %d is lost",
-			st.Size, (clipped-hs)/ccs*int64(suite.ChunkSize()))
+			st.Size, kept)
 		w.add(p)
 		ro.size = clipped
 	}
@@ -127,6 +137,13 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 	if isBadLinks(err) {
 		w.badLinks(err, pl)
 		return
+	}
+	var rootErr error
+	if suite.Roots() && (err == nil || errors.Is(err, content.ErrBadRoot)) {
+		if err != nil {
+			rootErr, cf = err, nil
+		}
+		cf, rootErr, err = w.verifyRoot(cf, ro, ent, rootErr)
 	}
 	if errors.Is(err, errNoPlace) {
 		return // the name is reported
@@ -159,7 +176,9 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 	if dest != nil {
 		out = w.salv.createFile(w.rep, dest, salvName, pl)
 	}
+	before := len(w.rep.Problems)
 	bad := w.contents(cf, ro, size, pl, out)
+	w.checkRoot(cf, ent, pl, bad > 0 || len(w.rep.Problems) > before, rootErr)
 	if size > 0 {
 		w.filesWithData++
 		if bad > 0 {
@@ -273,7 +292,7 @@ func (w *walker) diagnose(cf *core.File, ro *readOnly, size, off, clen int64) (p
 	}
 	idx := uint64(off / int64(suite.ChunkSize()))
 	stored := make([]byte, clen+int64(suite.Overhead()))
-	if n, err := ro.ReadAt(stored, int64(suite.HeaderSize())+int64(idx)*int64(suite.CipherChunkSize())); n != len(stored) {
+	if n, err := ro.ReadAt(stored, suite.ChunkOffset(idx)); n != len(stored) {
 		return nil, fmt.Sprintf("chunk %d unreadable: %v", idx, err), false
 	}
 	last := off+clen == size

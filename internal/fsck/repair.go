@@ -142,6 +142,8 @@ func (f Fix) apply(rootfd int, t *tree.Tree, eng *core.Engine) error {
 		err = rebindDir(t, dirfd, f.name, f.place)
 	case fixRebindFile:
 		err = rebindFile(eng, dirfd, f.name, f.place, f.also)
+	case fixRecomputeRoot:
+		err = recomputeRoot(eng, dirfd, f.name, f.place)
 	}
 	if err != nil {
 		return err

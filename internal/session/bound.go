@@ -29,7 +29,11 @@ func newBound(dir string, p config.Params, masterKey []byte, k *keys.Keys, eo co
 		k.Wipe()
 		return nil, err
 	}
-	suite, err := content.NewBoundSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
+	newSuite := content.NewBoundSuite
+	if o.FileRoots {
+		newSuite = content.NewRootsSuite // tag blocks and file roots (design §5)
+	}
+	suite, err := newSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
 	if err != nil {
 		binder.Wipe()
 		k.Wipe()

@@ -67,6 +67,11 @@ type Options struct {
 	// Freshness, if set, turns on rollback detection (format v2,
 	// docs/design/format-v2.md §6, format.md §15): see newFresh.
 	Freshness *fresh.Options
+	// FileRoots, with BoundVaultID, turns on file roots (format v2,
+	// docs/design/format-v2.md §5, feature flag "FileRoots"): tag blocks
+	// between the chunks and a root in every file header. A test hook
+	// until the config's flag is mapped onto it.
+	FileRoots bool
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
@@ -109,7 +114,7 @@ type Session struct {
 	binder *bind.Binder
 	// epochBinders are the binders of epochs 1.. (epochs.go).
 	epochBinders []*bind.Binder
-	fresh  *fresh.Vault // Options.Freshness; nil without
+	fresh        *fresh.Vault // Options.Freshness; nil without
 }
 
 // New builds the session of the vault in dir with parameters p from its
@@ -142,6 +147,10 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	eo := o.engineOptions()
 	if o.BoundVaultID != nil {
 		return newBound(dir, p, masterKey, k, eo, o)
+	}
+	if o.FileRoots {
+		k.Wipe()
+		return nil, errors.New("session: file roots need location binding (BoundVaultID)")
 	}
 	t, err := tree.New(k, eo.Rand, o.Backing)
 	if err != nil {

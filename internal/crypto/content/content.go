@@ -69,6 +69,11 @@ type FileID [FileIDSize]byte
 type Header struct {
 	Flags  uint16
 	FileID FileID
+	// Size, Gen and Root are a roots suite's (roots.go): the plaintext
+	// size, the generation (incremented by every header write of the
+	// roots engine) and the root of the file's tag blocks. Zero otherwise.
+	Size, Gen uint64
+	Root      [RootSize]byte
 	// Bindings are the location bindings of a v2 header (header_v2.go);
 	// always empty in v1. Empty slots are zero.
 	Bindings [BindingSlots]bind.Binding
@@ -90,6 +95,7 @@ type Suite struct {
 	keyMu        sync.RWMutex
 	wiped        bool
 	bound        bool   // v2 headers with location bindings (NewBoundSuite)
+	roots        bool   // tag blocks and file roots (NewRootsSuite, roots.go)
 	contentsKey  []byte // the key every per-file key is derived from
 	headerMACKey []byte
 	epochs       epochKeys // the keys of epochs 1.., v2 only (epoch.go)
@@ -164,6 +170,9 @@ func (s *Suite) Wipe() {
 // refused (by the engine, with an error the FUSE layer reports as EFBIG)
 // instead of letting a backing offset overflow.
 func (s *Suite) MaxPlainSize() int64 {
+	if s.roots {
+		return s.maxPlainSizeRoots()
+	}
 	chunks := (math.MaxInt64 - int64(s.HeaderSize())) / int64(s.CipherChunkSize())
 	return chunks * int64(s.chunkSize)
 }
@@ -193,6 +202,9 @@ func (s *Suite) CipherSize(plain int64) int64 {
 	if plain == 0 {
 		return 0
 	}
+	if s.roots {
+		return s.cipherSizeRoots(plain)
+	}
 	cs := int64(s.chunkSize)
 	chunks := (plain + cs - 1) / cs
 	return int64(s.HeaderSize()) + plain + chunks*int64(s.Overhead())
@@ -209,6 +221,9 @@ func (s *Suite) PlainSize(cipher int64) (int64, error) {
 		return 0, fmt.Errorf("%w: %d bytes is shorter than the header", ErrTruncated, cipher)
 	}
 	body := cipher - hs
+	if s.roots {
+		return s.plainSizeRoots(body)
+	}
 	ccs := int64(s.CipherChunkSize())
 	full, rest := body/ccs, body%ccs
 	plain := full * int64(s.chunkSize)

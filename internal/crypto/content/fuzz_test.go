@@ -60,3 +60,56 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHeaderRoots is FuzzParseHeader for a roots suite (size, gen,
+// root and DIRTY in the header).
+func FuzzParseHeaderRoots(f *testing.F) {
+	s, err := NewRootsSuite(AES256GCM, MinChunk, testKey(32, 1), testKey(32, 2))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(s.MarshalHeader(Header{}))
+	f.Add(s.MarshalHeader(Header{Flags: FlagDirty, FileID: FileID{1}, Size: 5, Gen: 7, Root: [RootSize]byte{9}}))
+	f.Add(make([]byte, HeaderSizeV2))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := s.ParseHeader(b)
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(s.MarshalHeader(h), b) {
+			t.Fatalf("header %x parsed as %+v but re-marshals differently", b, h)
+		}
+	})
+}
+
+// FuzzRootsPlainSize: PlainSize of any backing size never panics, and a
+// size it accepts maps back to that backing size, or (a group cut inside
+// its tag block) to at most a tag block less.
+func FuzzRootsPlainSize(f *testing.F) {
+	s, err := NewRootsSuite(AES256GCM, MinChunk, testKey(32, 1), testKey(32, 2))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, n := range []int64{0, 1, 127, 128, 129, 128 + 4096, 128 + 4096 + 33, s.CipherSize(256 * MinChunk), s.CipherSize(256*MinChunk) + 48} {
+		f.Add(n)
+	}
+	f.Fuzz(func(t *testing.T, cipher int64) {
+		if cipher < 0 {
+			return
+		}
+		plain, err := s.PlainSize(cipher)
+		if err != nil {
+			return
+		}
+		if plain < 0 || plain > s.MaxPlainSize() {
+			t.Fatalf("PlainSize(%d) = %d", cipher, plain)
+		}
+		back := s.CipherSize(plain)
+		if plain == 0 && cipher > 0 {
+			back = HeaderSizeV2 // a header-only file
+		}
+		if back > cipher || cipher-back > TagBlockSize {
+			t.Fatalf("PlainSize(%d) = %d, CipherSize of that = %d", cipher, plain, back)
+		}
+	})
+}

@@ -15,15 +15,15 @@ import (
 //
 //	off  size
 //	  0     2  version u16 = 2
-//	  2     2  flags u16: SPARSE 0x0001 as in v1; LINKS 0x0004 (the
-//	           bindings are in the links file, the slots are zero);
-//	           DIRTY 0x0002 reserved (refused until implemented)
+//	  2     2  flags u16: SPARSE 0x0001 as in v1 (not in roots suites);
+//	           DIRTY 0x0002 (roots suites only, roots.go); LINKS 0x0004
+//	           (the bindings are in the links file, the slots are zero)
 //	  4     4  epoch u32: the master-key epoch of the header MAC key and
 //	           the file key (epoch.go)
 //	  8    16  fileID
-//	 24     8  size u64, reserved (0)
-//	 32     8  gen u64, reserved (0)
-//	 40    16  root, reserved (0)
+//	 24     8  size u64 (roots suites; else reserved, 0)
+//	 32     8  gen u64 (roots suites; else reserved, 0)
+//	 40    16  root (roots suites, roots.go; else reserved, 0)
 //	 56    48  bindings: 3 slots of 16 bytes, empty slots zero
 //	104     8  reserved (0)
 //	112    16  mac = HMAC-SHA256(header MAC key, bytes 0..111)[0:16]
@@ -47,6 +47,10 @@ const (
 
 	// KnownFlagsV2 are the flags a v2 header may carry today.
 	KnownFlagsV2 = FlagSparse | FlagLinks
+	// KnownFlagsRoots are the flags of a roots suite's v2 header: DIRTY
+	// and LINKS; no SPARSE, since a hole is a zero tag entry under the
+	// root.
+	KnownFlagsRoots = FlagDirty | FlagLinks
 
 	v2MACOff      = 112
 	v2BindingsOff = 56
@@ -85,6 +89,11 @@ func (s *Suite) marshalHeaderV2(h Header) []byte {
 	binary.BigEndian.PutUint16(b[2:4], h.Flags)
 	binary.BigEndian.PutUint32(b[4:8], h.Epoch)
 	copy(b[v2FileIDOff:v2FileIDOff+FileIDSize], h.FileID[:])
+	if s.roots {
+		binary.BigEndian.PutUint64(b[24:32], h.Size)
+		binary.BigEndian.PutUint64(b[32:40], h.Gen)
+		copy(b[40:56], h.Root[:])
+	}
 	for i, slot := range h.Bindings {
 		copy(b[v2BindingsOff+i*bind.Size:], slot[:])
 	}
@@ -117,11 +126,20 @@ func (s *Suite) parseHeaderV2(b []byte) (Header, error) {
 		return Header{}, fmt.Errorf("%w: version %d", ErrBadHeader, v)
 	}
 	h := Header{Flags: binary.BigEndian.Uint16(b[2:4]), Epoch: epoch}
-	if h.Flags&^KnownFlagsV2 != 0 {
+	known := uint16(KnownFlagsV2)
+	if s.roots {
+		known = KnownFlagsRoots
+	}
+	if h.Flags&^known != 0 {
 		return Header{}, fmt.Errorf("%w: unknown flags %#04x", ErrBadHeader, h.Flags)
 	}
-	if !allZero(b[24:56]) || !allZero(b[104:112]) {
+	if !allZero(b[104:112]) || !s.roots && !allZero(b[24:56]) {
 		return Header{}, fmt.Errorf("%w: reserved fields set", ErrBadHeader)
+	}
+	if s.roots {
+		h.Size = binary.BigEndian.Uint64(b[24:32])
+		h.Gen = binary.BigEndian.Uint64(b[32:40])
+		copy(h.Root[:], b[40:56])
 	}
 	copy(h.FileID[:], b[v2FileIDOff:])
 	for i := range h.Bindings {

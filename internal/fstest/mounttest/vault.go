@@ -26,6 +26,9 @@ type Vault struct {
 	// VaultID, if set, turns location binding (format v2) on in every
 	// session of the vault (session.Options.BoundVaultID): NewBoundVault.
 	VaultID []byte
+	// FileRoots turns file roots (format v2, design §5) on in every
+	// session of a bound vault (session.Options.FileRoots): RootsEnv.
+	FileRoots bool
 }
 
 // testParams and testMasterKey are the parameters and key of every test
@@ -39,7 +42,7 @@ var (
 // t.Cleanup.
 func (v *Vault) Session(t testing.TB) *session.Session {
 	t.Helper()
-	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{BoundVaultID: v.VaultID})
+	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{BoundVaultID: v.VaultID, FileRoots: v.FileRoots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +62,7 @@ func NewVault(t testing.TB, mod func(*mount.Options)) *Vault {
 // (such as a FaultyDir view).
 func NewVaultIn(t testing.TB, cipher string, mod func(*mount.Options)) *Vault {
 	t.Helper()
-	return newVault(t, cipher, nil, mod)
+	return newVault(t, cipher, nil, false, mod)
 }
 
 // boundVaultID is the VaultID of NewBoundVault's vaults.
@@ -70,7 +73,14 @@ var boundVaultID = bytes.Repeat([]byte{0x5b}, 16)
 // place, and the mount checks it.
 func NewBoundVault(t testing.TB, mod func(*mount.Options)) *Vault {
 	t.Helper()
-	return newVault(t, t.TempDir(), boundVaultID, mod)
+	return newVault(t, t.TempDir(), boundVaultID, false, mod)
+}
+
+// NewRootsVault is NewBoundVault with file roots (format v2,
+// docs/design/format-v2.md §5): tag blocks and a root in every file.
+func NewRootsVault(t testing.TB, mod func(*mount.Options)) *Vault {
+	t.Helper()
+	return newVault(t, t.TempDir(), boundVaultID, true, mod)
 }
 
 // BoundEnv, set to 1, makes every vault of NewVault and NewVaultIn a
@@ -78,14 +88,22 @@ func NewBoundVault(t testing.TB, mod func(*mount.Options)) *Vault {
 // binding on: ENCRYPTFS_TEST_BOUND=1 go test ./internal/forwardfs/.
 const BoundEnv = "ENCRYPTFS_TEST_BOUND"
 
-// newVault is NewVaultIn, with location binding if vaultID is set.
-func newVault(t testing.TB, cipher string, vaultID []byte, mod func(*mount.Options)) *Vault {
+// RootsEnv, set to 1, makes every vault of NewVault, NewVaultIn and
+// NewBoundVault a bound one with file roots (design §5), to run a
+// package's whole suite with roots on:
+// ENCRYPTFS_TEST_ROOTS=1 go test ./internal/forwardfs/.
+const RootsEnv = "ENCRYPTFS_TEST_ROOTS"
+
+// newVault is NewVaultIn, with location binding if vaultID is set, and
+// file roots too if roots.
+func newVault(t testing.TB, cipher string, vaultID []byte, roots bool, mod func(*mount.Options)) *Vault {
 	t.Helper()
 	fstest.RequireFUSE(t)
-	if vaultID == nil && os.Getenv(BoundEnv) == "1" {
+	roots = roots || os.Getenv(RootsEnv) == "1"
+	if vaultID == nil && (os.Getenv(BoundEnv) == "1" || roots) {
 		vaultID = boundVaultID
 	}
-	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}, VaultID: vaultID}
+	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}, VaultID: vaultID, FileRoots: roots}
 	v.Logger = log.New(v.Log, "", 0)
 	s := v.Session(t)
 	v.Tree = s.Tree()
