@@ -28,13 +28,17 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 	if err != nil {
 		return err
 	}
-	// Location binding (docs/format.md §14) is on for every new format-2
+	// Location binding (docs/format.md §14) and file roots (§16) are on for every new format-2
 	// vault: its VaultID is drawn here, with the rest of the randomness.
 	vaultID := make([]byte, config.VaultIDSize)
 	if _, err := io.ReadFull(a.Rand, vaultID); err != nil {
 		return fmt.Errorf("init: random VaultID: %w", err)
 	}
 	p, err := config.NewParamsV2(string(alg), chunkSize).WithBoundLocations(vaultID)
+	if err == nil {
+		// File roots (§16): each file authenticated as one version.
+		p, err = p.WithFeature(config.FlagFileRoots)
+	}
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("init: %w", err))
 	}

@@ -18,6 +18,11 @@ import (
 // bindings (docs/format.md §14). Needs Params.VaultID.
 const FlagBoundLocations = "BoundLocations"
 
+// FlagFileRoots: every file header carries a root over the file's chunk
+// tags, kept in tag blocks between the chunks (docs/format.md §16). Needs
+// BoundLocations (the roots live in the v2 header).
+const FlagFileRoots = "FileRoots"
+
 // VaultIDSize is the size of Params.VaultID.
 const VaultIDSize = 16
 
@@ -32,6 +37,7 @@ type featureV2 struct {
 func featuresV2() []featureV2 {
 	return []featureV2{
 		{FlagBoundLocations, nil},
+		{FlagFileRoots, []string{FlagBoundLocations}},
 		// KeyEpochs (epochs.go): only bound objects carry an epoch, so a
 		// session refuses it without BoundLocations (session.ErrRevokeUnbound);
 		// not required here, so that the epoch vectors stay config-only.
@@ -82,6 +88,25 @@ func (p Params) validateFeatures() error {
 		return fmt.Errorf("%w: VaultID without feature flag %s", ErrCorrupt, FlagBoundLocations)
 	}
 	return nil
+}
+
+// WithFeature returns p (format 2) with the feature flag name added, or p
+// unchanged if it has it already; the result is validated (a flag's
+// prerequisites must be there). Not for BoundLocations, which brings a
+// VaultID (WithBoundLocations).
+func (p Params) WithFeature(name string) (Params, error) {
+	if p.FormatVersion != FormatVersion2 {
+		return Params{}, fmt.Errorf("config: %s: %w", name, ErrNotV2)
+	}
+	if p.Has(name) {
+		return p, nil
+	}
+	q := p
+	q.FeatureFlags = append(slices.Clone(p.FeatureFlags), name)
+	if err := q.Validate(); err != nil {
+		return Params{}, err
+	}
+	return q, nil
 }
 
 // WithBoundLocations returns p (format 2) with FlagBoundLocations and

@@ -212,6 +212,9 @@ func (o Options) withParams(p config.Params) (Options, error) {
 		}
 		o.BoundVaultID = p.VaultID
 	}
+	if p.Has(config.FlagFileRoots) {
+		o.FileRoots = true
+	}
 	return o, nil
 }
 
