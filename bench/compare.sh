@@ -11,6 +11,10 @@
 #   gocryptfs securefs the peers (Debian packages; encfs and cryfs on --only)
 #   encryptfs-classic  encryptfs mount --transport classic (/dev/fuse)
 #   encryptfs-uring    encryptfs mount --transport uring (FUSE over io_uring)
+#   encryptfs-v1-classic, encryptfs-v1-uring
+#                      the same on a format-1 vault (init --format 1): the
+#                      cost of format 2 (binding, file roots, freshness)
+#                      is the ratio of each encryptfs column to its v1 twin
 #
 # Rows:
 #   WRITE        dd 1000 MiB of zeros, bs=128k conv=fsync          MiB/s
@@ -43,6 +47,7 @@
 #                run of well under a minute
 #   --only LIST  columns, comma-separated, from: tmpfs loopback gocryptfs
 #                securefs encfs cryfs encryptfs-classic encryptfs-uring
+#                encryptfs-v1-classic encryptfs-v1-uring
 #   --no-fio     leave the fio rows out
 # Environment: ENCRYPTFS=/path/bin (default: go build ./cmd/encryptfs here),
 #   TARBALL=/usr/src/linux-source-6.1.tar.xz, TMPFS_SIZE=12g,
@@ -58,8 +63,8 @@ set -euo pipefail
 export LC_ALL=C
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-ALL_COLUMNS=(tmpfs loopback gocryptfs securefs encfs cryfs encryptfs-classic encryptfs-uring)
-DEFAULT_COLUMNS=(tmpfs loopback gocryptfs securefs encryptfs-classic encryptfs-uring)
+ALL_COLUMNS=(tmpfs loopback gocryptfs securefs encfs cryfs encryptfs-classic encryptfs-uring encryptfs-v1-classic encryptfs-v1-uring)
+DEFAULT_COLUMNS=(tmpfs loopback gocryptfs securefs encryptfs-classic encryptfs-uring encryptfs-v1-classic encryptfs-v1-uring)
 URING_PARAM=${URING_PARAM:-/sys/module/fuse/parameters/enable_uring} # overridable to test the skip
 PASSWORD="benchmark password"
 
@@ -229,6 +234,9 @@ trap 'exit 143' TERM
 
 WORK=$(mktemp -d /tmp/encryptfs-bench.XXXXXX)
 mount -t tmpfs -o "size=$TMPFS_SIZE,mode=0755" tmpfs "$WORK"
+# encryptfs keeps each vault's freshness state (format.md §15) outside
+# CIPHERDIR: here, not in root's home.
+export XDG_STATE_HOME=$WORK/state
 MOUNTS+=("$WORK")
 mkdir -p "$WORK/ref" "$WORK/home" "$WORK/logs" "$RESULTS_DIR"
 printf '%s\n' "$PASSWORD" >"$WORK/passfile"
@@ -243,7 +251,7 @@ skip() { SKIPPED+=("$1: $2"); note "skipping $1: $2"; }
 ENCRYPTFS_BIN=""
 COMMIT=$(git -C "$REPO" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 git -C "$REPO" diff --quiet HEAD -- . ':!bench' 2>/dev/null || COMMIT="$COMMIT+local changes"
-if contains encryptfs-classic "${COLUMNS[@]}" || contains encryptfs-uring "${COLUMNS[@]}"; then
+if [[ " ${COLUMNS[*]} " == *" encryptfs-"* ]]; then
 	if [ -n "${ENCRYPTFS:-}" ]; then
 		[ -x "$ENCRYPTFS" ] || die "ENCRYPTFS=$ENCRYPTFS is not executable"
 		ENCRYPTFS_BIN=$ENCRYPTFS
@@ -341,8 +349,8 @@ EOF
 for col in "${COLUMNS[@]}"; do
 	case $col in
 	tmpfs) RUN+=("$col") ;;
-	encryptfs-classic) RUN+=("$col") ;;
-	encryptfs-uring)
+	encryptfs-classic | encryptfs-v1-classic) RUN+=("$col") ;;
+	encryptfs-uring | encryptfs-v1-uring)
 		if uring_ready; then RUN+=("$col"); else skip "$col" "$URING_NOTE"; fi
 		;;
 	loopback)
@@ -415,6 +423,7 @@ fs_init() {
 	local col=$1 cipher=$2
 	mkdir -p "$cipher" || return 1
 	case $col in
+	encryptfs-v1-*) "$ENCRYPTFS_BIN" init --format 1 --passfile "$WORK/passfile" --kdf-memory 8 --kdf-time 1 "$cipher" ;;
 	encryptfs-*) "$ENCRYPTFS_BIN" init --passfile "$WORK/passfile" --kdf-memory 8 --kdf-time 1 "$cipher" ;;
 	gocryptfs) gocryptfs -init -q -scryptn 10 -passfile "$WORK/passfile" "$cipher" ;;
 	securefs) securefs create --pass "$PASSWORD" --rounds 1 "$cipher" ;;
@@ -433,8 +442,8 @@ fs_mount() {
 	mkdir -p "$mnt" || return 1
 	contains "$mnt" "${MOUNTS[@]}" || MOUNTS+=("$mnt")
 	case $col in
-	encryptfs-classic | encryptfs-uring)
-		"$ENCRYPTFS_BIN" mount -f --transport "${col#encryptfs-}" --passfile "$WORK/passfile" "$cipher" "$mnt" >>"$log" 2>&1 &
+	encryptfs-*)
+		"$ENCRYPTFS_BIN" mount -f --transport "${col##*-}" --passfile "$WORK/passfile" "$cipher" "$mnt" >>"$log" 2>&1 &
 		;;
 	loopback) "$LOOPBACK_BIN" "$mnt" "$cipher" >>"$log" 2>&1 & ;;
 	gocryptfs) gocryptfs -f -q -passfile "$WORK/passfile" "$cipher" "$mnt" >>"$log" 2>&1 & ;;
@@ -459,8 +468,8 @@ fs_mount() {
 	# encryptfs says which transport serves; a silent fallback would
 	# measure the wrong thing.
 	case $col in
-	encryptfs-classic) want="transport: classic" ;;
-	encryptfs-uring) want="transport: io_uring" ;;
+	encryptfs-*classic) want="transport: classic" ;;
+	encryptfs-*uring) want="transport: io_uring" ;;
 	*) return 0 ;;
 	esac
 	for i in $(seq 50); do

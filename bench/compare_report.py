@@ -88,6 +88,9 @@ def main():
     skipped = [x.split(":", 1)[0] for x in meta.get("skipped", [])]
     shown = columns + [c for c in skipped if c not in columns]
     ours = [c for c in shown if c in OURS]
+    # The format-1 twin of each of ours, when it ran: the cost of format 2.
+    twins = [(c, c.replace("encryptfs-", "encryptfs-v1-")) for c in ours
+             if c.replace("encryptfs-", "encryptfs-v1-") in columns]
 
     def med(col, metric):
         vs = values.get((col, metric))
@@ -132,10 +135,12 @@ def main():
     for s in meta.get("failed", []):
         out.append("- **FAILED** %s" % s)
     out.append("- Ratio columns: encryptfs / the best peer (%s) of the medians, the peer named; for MiB/s rows > 1 is better, for seconds and sizes < 1 is better; \"slower\" marks a row where encryptfs loses. tmpfs and the no-crypto loopback are references, not peers." % (", ".join(peers) or "none ran"))
+    if twins:
+        out.append("- v2 cost columns: the default vault (format 2: location binding, file roots, freshness) / a format-1 vault (init --format 1) on the same transport, medians of the same run.")
     out.append("")
 
     def table(rows, fio=False):
-        head = ["row"] + shown + ["%s / best peer" % c for c in ours]
+        head = ["row"] + shown + ["%s / best peer" % c for c in ours] + ["%s / %s (v2 cost)" % tw for tw in twins]
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---|" * len(head))
         chart = []
@@ -155,11 +160,22 @@ def main():
                 text, speed = ratio(c, metric, kind)
                 cells.append("skipped" if c in skipped else text)
                 speeds.append(speed)
+            for c, v1 in twins:
+                cells.append(twin_ratio(c, v1, metric, kind))
             out.append("| " + " | ".join(cells) + " |")
             if kind in ("thr", "time") and any(s is not None for s in speeds):
                 chart.append((SHORT.get(metric) or label.replace("fio ", "fio "), speeds))
         out.append("")
         return chart
+
+    def twin_ratio(col, v1, metric, kind):
+        """format 2 / format 1 of the medians; "slower" where v2 loses."""
+        a, b = med(col, metric), med(v1, metric)
+        if a is None or not b or kind == "check":
+            return "-"
+        r = a / b
+        worse = r < 1 if kind == "thr" else r > 1
+        return "%.2f%s" % (r, (" slower" if kind != "size" else " larger") if worse and abs(r - 1) > 0.005 else "")
 
     def fio_cell(col, metric):
         """% of tmpfs, per round, median (min..max), then MiB/s."""
