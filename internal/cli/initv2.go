@@ -34,7 +34,12 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 	if _, err := io.ReadFull(a.Rand, vaultID); err != nil {
 		return fmt.Errorf("init: random VaultID: %w", err)
 	}
+	// So is freshness (§15), which needs the binding: a new vault's
+	// first mount records it.
 	p, err := config.NewParamsV2(string(alg), chunkSize).WithBoundLocations(vaultID)
+	if err == nil {
+		p, err = p.WithFeature(config.FlagFreshness)
+	}
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("init: %w", err))
 	}
@@ -65,7 +70,7 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 	}
 	clear(masterKey)
 	s.Close()
-	fmt.Fprintf(a.Stdout, "Created vault %s (format 2 with location binding, %s, %d-byte chunks; key slot 1: password, Argon2id t=%d m=%d MiB p=%d).\n",
+	fmt.Fprintf(a.Stdout, "Created vault %s (format 2 with location binding and freshness, %s, %d-byte chunks; key slot 1: password, Argon2id t=%d m=%d MiB p=%d).\n",
 		dir, p.Cipher, p.ChunkSize, k.Time, k.MemoryKiB/1024, k.Threads)
 	if recovery {
 		a.printRecoveryKey(a.Stdout, recoveryKey, 2)

@@ -18,6 +18,12 @@ import (
 // bindings (docs/format.md §14). Needs Params.VaultID.
 const FlagBoundLocations = "BoundLocations"
 
+// FlagFreshness: each device records what it changed in MAC'd manifests
+// and epoch files, and a client detects rollback and deletion
+// (docs/format.md §15). Names objects by their bound IDs, so it requires
+// BoundLocations.
+const FlagFreshness = "Freshness"
+
 // VaultIDSize is the size of Params.VaultID.
 const VaultIDSize = 16
 
@@ -36,6 +42,7 @@ func featuresV2() []featureV2 {
 		// session refuses it without BoundLocations (session.ErrRevokeUnbound);
 		// not required here, so that the epoch vectors stay config-only.
 		{FlagKeyEpochs, nil},
+		{FlagFreshness, []string{FlagBoundLocations}},
 	}
 }
 
@@ -96,6 +103,24 @@ func (p Params) WithBoundLocations(vaultID []byte) (Params, error) {
 	q := p
 	q.FeatureFlags = append(slices.Clone(p.FeatureFlags), FlagBoundLocations)
 	q.VaultID = slices.Clone(vaultID)
+	if err := q.Validate(); err != nil {
+		return Params{}, err
+	}
+	return q, nil
+}
+
+// WithFeature returns p (format 2) with feature flag name added, or p
+// unchanged if it has it already. Only for flags that need nothing beyond
+// the flags they require (not BoundLocations: WithBoundLocations).
+func (p Params) WithFeature(name string) (Params, error) {
+	if p.FormatVersion != FormatVersion2 {
+		return Params{}, fmt.Errorf("config: %s: %w", name, ErrNotV2)
+	}
+	if p.Has(name) {
+		return p, nil
+	}
+	q := p
+	q.FeatureFlags = append(slices.Clone(p.FeatureFlags), name)
 	if err := q.Validate(); err != nil {
 		return Params{}, err
 	}

@@ -67,6 +67,17 @@ type Options struct {
 	// Freshness, if set, turns on rollback detection (format v2,
 	// docs/design/format-v2.md §6, format.md §15): see newFresh.
 	Freshness *fresh.Options
+	// FreshnessUse says what a session of a vault with the feature flag
+	// "Freshness" does (freshopts.go): record (the zero value: every
+	// door that may write), only check, or nothing. Ignored when
+	// Freshness is set.
+	FreshnessUse FreshnessUse
+	// FreshnessStateDir is this machine's freshness state directory of
+	// the vault; "": fresh.StateDir(fresh.DefaultStateRoot(os.Getenv),
+	// VaultID). FreshnessLog receives the start-up report and batch
+	// errors (the mount's log); nil: none.
+	FreshnessStateDir string
+	FreshnessLog      func(string)
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
@@ -109,7 +120,7 @@ type Session struct {
 	binder *bind.Binder
 	// epochBinders are the binders of epochs 1.. (epochs.go).
 	epochBinders []*bind.Binder
-	fresh  *fresh.Vault // Options.Freshness; nil without
+	fresh        *fresh.Vault // Options.Freshness; nil without
 }
 
 // New builds the session of the vault in dir with parameters p from its
@@ -203,6 +214,7 @@ func (o Options) withParams(p config.Params) (Options, error) {
 		}
 		o.BoundVaultID = p.VaultID
 	}
+	o.Freshness = o.freshnessFor(p)
 	return o, nil
 }
 
