@@ -122,4 +122,3 @@ func (a *App) runFreshness(name, dir string, fv *fresh.Vault) error {
 	}
 	return nil
 }
-
