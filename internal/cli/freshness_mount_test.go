@@ -64,6 +64,9 @@ func TestFreshnessMount(t *testing.T) {
 	if os.Getenv("XDG_STATE_HOME") == "" {
 		t.Fatal("TestMain did not set XDG_STATE_HOME")
 	}
+	if r := run(t, "", "info", dir); !strings.Contains(r.stdout, "Freshness:      on; this machine's state in "+defState) {
+		t.Fatalf("info does not show the state directory %s:\n%s", defState, r.stdout)
+	}
 	mnt := t.TempDir()
 	cleanupMount(t, mnt)
 	status := func(args ...string) result {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -38,6 +39,14 @@ func (a *App) freshOptions(dir string, c *config.Config, use session.FreshnessUs
 		if abs, err := filepath.Abs(stateDir); err == nil {
 			stateDir = abs
 		}
+	}
+	if use != session.FreshnessOff && hasFreshness(c) && mountedAt(dir) == "" {
+		// Right after an unmount the daemon may still write its last
+		// batch, holding the state: a writer would be refused
+		// (fresh.ErrLocked), a check would see it half done. Wait for
+		// it, briefly. (The VaultID read here is not authenticated yet:
+		// it only chooses what to wait for.)
+		fresh.WaitUnlocked(session.FreshnessStateDir(stateDir, c.Params), stateLockWait)
 	}
 	o := session.Options{Config: c, Rand: a.Rand, FreshnessUse: use, FreshnessStateDir: stateDir}
 	if logger != nil {

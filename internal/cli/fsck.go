@@ -63,9 +63,14 @@ func (a *App) newFsckCommand() *cobra.Command {
 		}
 		// fsck checks freshness (its findings are problems); --repair
 		// writes, so it records (freshopts.go).
+		// A mounted vault is not checked: its mount records in batches,
+		// so what it has not written yet would show as behind.
 		use := session.FreshnessCheck
-		if *repair {
+		switch {
+		case *repair:
 			use = session.FreshnessRecord
+		case mountedAt(dir) != "":
+			use = session.FreshnessOff
 		}
 		s, err := a.unlockVaultWith(dir, c, u, "Password", a.freshOptions(dir, c, use, stateDir, log.New(a.Stderr, "encryptfs: ", 0)))
 		if errors.Is(err, config.ErrWrongPassword) {
