@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/sys/unix"
 )
 
@@ -142,11 +141,12 @@ func (a *App) runDaemonChild(c *config.Config, cipherDir, mountPoint string, m m
 	// password is served too.
 	// The daemon records freshness; its start-up report goes to the
 	// mount's log (stderr until ready: the user's terminal).
-	s, err := openSession(cipherDir, c, secret, m.secretIsKey || m.unlock.masterKey, a.freshOptions(cipherDir, c, session.FreshnessRecord, m.stateDir, logger))
+	s, err := openSession(cipherDir, c, secret, m.secretIsKey || m.unlock.masterKey, a.freshOptions(cipherDir, c, mountFreshness(m), m.stateDir, logger))
 	if err != nil {
-		return err
+		return mountFreshError(err)
 	}
 	defer s.Close()
+	mountChecked(s, cipherDir, m, logger)
 	return a.serve(s, cipherDir, mountPoint, m, logger, ready)
 }
 

@@ -145,14 +145,26 @@ func TestFreshnessMount(t *testing.T) {
 		t.Fatal("the state is still locked after the commands ended")
 	}
 
-	// fsck reports what freshness finds as problems.
+	// fsck: what is behind is a note, what went back a problem.
+	snap := filepath.Join(t.TempDir(), "snap")
+	cpA(t, dir, snap)
 	r = run(t, "", "encrypt-path", "--passfile", pf, dir, "top.txt")
 	r.want(t, 0)
 	must(t, os.Remove(filepath.Join(dir, strings.TrimSpace(r.stdout))))
 	r = run(t, "", "fsck", "--passfile", pf, dir)
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "note: freshness: behind: /top.txt: deleted") {
+		t.Fatalf("fsck does not note the deleted file:\n%s", r.stdout)
+	}
+	run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, 0)
+	must(t, os.WriteFile(filepath.Join(mnt, "later.txt"), nil, 0o644))
+	run(t, "", "unmount", mnt).want(t, 0)
+	must(t, os.RemoveAll(dir))
+	cpA(t, snap, dir) // the whole vault put back to before that mount
+	r = run(t, "", "fsck", "--passfile", pf, dir)
 	r.want(t, ExitFsckProblems)
-	if !strings.Contains(r.stdout, "/top.txt") || !strings.Contains(r.stdout, "behind") {
-		t.Fatalf("fsck does not report the deleted file:\n%s", r.stdout)
+	if !strings.Contains(r.stdout, "rolled-back") || !strings.Contains(r.stdout, "epoch went back") {
+		t.Fatalf("fsck does not report the rollback:\n%s", r.stdout)
 	}
 }
 

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"log"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -85,3 +87,81 @@ func freshLog(dir string, logf func(string)) func(string) {
 
 // hasFreshness reports whether the vault of config c records freshness.
 func hasFreshness(c *config.Config) bool { return c.Params.Has(config.FlagFreshness) }
+
+// mountFreshness is what a forward mount does with freshness: it records;
+// a read-only mount cannot (nothing reaches CIPHERDIR), so it checks once
+// at start (mountChecked) and holds the state until unmounted.
+func mountFreshness(m mountFlags) session.FreshnessUse {
+	if m.readOnly {
+		return session.FreshnessCheck
+	}
+	return session.FreshnessRecord
+}
+
+// mountChecked logs what a read-only mount's check at start finds, as a
+// recording mount's start does (one line, freshLog).
+func mountChecked(s *session.Session, dir string, m mountFlags, logger *log.Logger) {
+	fv := s.Freshness()
+	if fv == nil || !m.readOnly {
+		return
+	}
+	rep, err := fv.Check()
+	if err != nil {
+		logger.Printf("freshness: check: %v", err)
+		return
+	}
+	if rep.Status != fresh.OK && !rep.NothingRecorded() {
+		freshLog(dir, func(s string) { logger.Print(s) })(rep.String())
+	}
+}
+
+// mountFreshError explains a refusal of the state lock: another mount on
+// this machine records the vault (or a synced copy of it: the same
+// VaultID) in the same state directory.
+func mountFreshError(err error) error {
+	if errors.Is(err, fresh.ErrLocked) {
+		return fmt.Errorf("%w: is this vault (or a synced copy of it) mounted already? A second mount on this machine needs its own --state-dir (another device)", err)
+	}
+	return err
+}
+
+// mountSource returns the source of the encryptfs mount on mnt
+// (CIPHERDIR, unless --fsname changed it), "" if there is none.
+func mountSource(mnt string) string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	src := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 5 || unescapeMountinfo(fields[4]) != mnt {
+			continue
+		}
+		for i := 5; i+2 < len(fields); i++ {
+			if fields[i] == "-" {
+				if fields[i+1] == "fuse.encryptfs" {
+					src = unescapeMountinfo(fields[i+2])
+				}
+				break
+			}
+		}
+	}
+	return src
+}
+
+// waitMountEnded waits, after an unmount of the vault in cipherDir, for
+// its daemon to write its last freshness batch and let go of the state
+// (the default state directory; one a mount chose with --state-dir is
+// not known here), so that what runs next (a backup, status, another
+// mount) sees the vault as recorded. Bounded by stateLockWait.
+func waitMountEnded(cipherDir string) {
+	if cipherDir == "" {
+		return
+	}
+	c, err := config.Load(cipherDir)
+	if err != nil || !hasFreshness(c) {
+		return
+	}
+	fresh.WaitUnlocked(session.FreshnessStateDir("", c.Params), stateLockWait)
+}

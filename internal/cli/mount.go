@@ -73,11 +73,11 @@ func (a *App) newMountCommand() *cobra.Command {
 		logger := log.New(a.Stderr, "encryptfs: ", log.LstdFlags)
 		use := session.FreshnessOff
 		if m.foreground {
-			use = session.FreshnessRecord
+			use = mountFreshness(m)
 		}
 		s, err := a.unlockVaultWith(cipherDir, c, m.unlock, "Password", a.freshOptions(cipherDir, c, use, m.stateDir, logger))
 		if err != nil {
-			return err
+			return mountFreshError(err)
 		}
 		if !m.foreground {
 			key := s.MasterKey()
@@ -88,6 +88,7 @@ func (a *App) newMountCommand() *cobra.Command {
 			return a.daemonize(a.cmdArgs, wire, true)
 		}
 		defer s.Close()
+		mountChecked(s, cipherDir, m, logger)
 		return a.serve(s, cipherDir, mountPoint, m, logger, nil)
 	}
 	return cmd

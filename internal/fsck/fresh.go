@@ -6,21 +6,23 @@ import (
 	"github.com/encryptfs/encryptfs/internal/fresh"
 )
 
-// The problems freshness finds (format 2 feature flag "Freshness",
+// The problem freshness finds (format 2 feature flag "Freshness",
 // docs/format.md §15), when the session has it (the CLI opens fsck's
 // session with session.FreshnessCheck).
 const (
 	// KindRolledBack: an entry, manifest or epoch file went back or was
-	// deleted in a way no sync explains.
+	// deleted in a way no sync explains (or was behind for longer than
+	// the grace period).
 	KindRolledBack Kind = "rolled-back"
-	// KindBehind: recorded state not (yet) there, in a way a sync in
-	// flight could explain.
-	KindBehind Kind = "behind"
 )
 
-// checkFreshness adds what the session's freshness check finds: each
-// issue is a problem, except on a vault no device has recorded yet
-// (a note: its first mount records it).
+// checkFreshness adds what the session's freshness check finds: what
+// went back is a problem; what is behind is a note, like a sync tool's
+// conflict copy (Report.Conflicts): a sync in flight, or a name a sync
+// tool made (a conflict copy no device recorded), explains it, so it is
+// no damage, and `encryptfs freshness status` tells when it has lasted
+// long enough to count as rolled back. A vault no device has recorded
+// yet gets one note.
 func (w *walker) checkFreshness(fv *fresh.Vault) {
 	if fv == nil {
 		return
@@ -35,14 +37,14 @@ func (w *walker) checkFreshness(fv *fresh.Vault) {
 		return
 	}
 	for _, i := range rep.Issues {
-		k := KindBehind
-		if i.Status == fresh.RolledBack {
-			k = KindRolledBack
+		if i.Status != fresh.RolledBack {
+			w.rep.Notes = append(w.rep.Notes, fmt.Sprintf("freshness: %s", i))
+			continue
 		}
 		path := i.Path
 		if path == "" {
 			path = "/"
 		}
-		w.rep.Problems = append(w.rep.Problems, Problem{Kind: k, CipherPath: ".", PlainPath: path, Detail: fmt.Sprintf("freshness: %s", i)})
+		w.rep.Problems = append(w.rep.Problems, Problem{Kind: KindRolledBack, CipherPath: ".", PlainPath: path, Detail: fmt.Sprintf("freshness: %s", i)})
 	}
 }
