@@ -32,8 +32,8 @@ func registerStateDir(fs *pflag.FlagSet, dir *string) {
 }
 
 // freshOptions are the session options of a command that uses freshness
-// of the vault in dir (config c) as use says, with the state directory stateDir ("": the default) and
-// the freshness log logger (nil: none).
+// of the vault in dir (config c) as use says, with the state directory
+// stateDir ("": the default) and the freshness log logger (nil: none).
 func (a *App) freshOptions(dir string, c *config.Config, use session.FreshnessUse, stateDir string, logger *log.Logger) session.Options {
 	if stateDir != "" {
 		// The daemon child may run elsewhere; an absolute path names
