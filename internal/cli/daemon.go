@@ -139,11 +139,14 @@ func (a *App) runDaemonChild(c *config.Config, cipherDir, mountPoint string, m m
 	// its master key; on a format-2 vault OpenWithMasterKey checks the
 	// config's MAC under it. A parent of another build that sent a
 	// password is served too.
-	s, err := openSession(cipherDir, c, secret, m.secretIsKey || m.unlock.masterKey)
+	// The daemon records freshness; its start-up report goes to the
+	// mount's log (stderr until ready: the user's terminal).
+	s, err := openSession(cipherDir, c, secret, m.secretIsKey || m.unlock.masterKey, a.freshOptions(cipherDir, c, mountFreshness(m), m.stateDir, logger))
 	if err != nil {
-		return err
+		return mountFreshError(err)
 	}
 	defer s.Close()
+	mountChecked(s, cipherDir, m, logger)
 	return a.serve(s, cipherDir, mountPoint, m, logger, ready)
 }
 

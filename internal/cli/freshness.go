@@ -3,6 +3,9 @@ package cli
 import (
 	"fmt"
 	"path/filepath"
+	"time"
+
+	"github.com/encryptfs/encryptfs/internal/config"
 
 	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/session"
@@ -16,6 +19,10 @@ const (
 	ExitFreshBehind     = 27
 	ExitFreshRolledBack = 28
 )
+
+// stateLockWait bounds how long status and accept wait for a mount that
+// is ending to let go of this machine's state.
+const stateLockWait = 10 * time.Second
 
 // newFreshnessCommand is encryptfs freshness status|accept: rollback and
 // deletion detection offline (format v2 "Freshness", docs/format.md §15).
@@ -31,8 +38,8 @@ func (a *App) newFreshnessSubcommand(name, short string) *cobra.Command {
 	fs := cmd.Flags()
 	var u unlockFlags
 	u.register(fs, "password")
-	stateDir := fs.String("state-dir", "", "this machine's freshness state of the vault (`DIR`); default $XDG_STATE_HOME/encryptfs/VAULTID, else ~/.local/state/encryptfs/VAULTID, else /var/lib/encryptfs/VAULTID")
-	mustMark(cobra.MarkFlagDirname(fs, "state-dir"))
+	stateDir := new(string)
+	registerStateDir(fs, stateDir)
 	grace := fs.Duration("grace", fresh.DefaultGrace, "how long a behind state may last before it counts as rolled back")
 	flagGroup(fs, "Freshness", "state-dir", "grace")
 	cmd.RunE = func(_ *cobra.Command, pos []string) error {
@@ -46,16 +53,12 @@ func (a *App) newFreshnessSubcommand(name, short string) *cobra.Command {
 		if u.masterKey {
 			return usageErrorf("freshness: --masterkey is not supported here yet; use a password or another key slot")
 		}
-		fo := fresh.Options{StateDir: *stateDir, Offline: true, Grace: *grace}
-		if fo.StateDir == "" {
-			// The default needs the vault's VaultID (Params.VaultID of a
-			// format-2 config with BoundLocations): an ID an attacker
-			// could change would choose the state that checks the vault.
-			return usageErrorf("freshness: this vault's config has no VaultID; give --state-dir")
-		}
 		c, err := a.loadConfig(dir)
 		if err != nil {
 			return err
+		}
+		if !hasFreshness(c) {
+			return errorfCode(ExitUnsupported, "freshness: %s has no freshness (format %d without the feature flag %s): nothing records or checks rollback; encryptfs upgrade adds it", dir, c.Params.FormatVersion, config.FlagFreshness)
 		}
 		s, err := a.unlockVault(dir, c, u, "Password")
 		if err != nil {
@@ -68,6 +71,19 @@ func (a *App) newFreshnessSubcommand(name, short string) *cobra.Command {
 			return fmt.Errorf("freshness: %s: the session kept no master key", dir)
 		}
 		defer clear(master)
+		// The default state directory comes from the VaultID of the
+		// config the unlock authenticated (its MAC under the master
+		// key): an attacker who writes CIPHERDIR cannot choose the state
+		// that checks the vault.
+		fo := fresh.Options{StateDir: session.FreshnessStateDir(*stateDir, params), VaultID: params.VaultID, Offline: true, Grace: *grace}
+		if fo.StateDir, err = filepath.Abs(fo.StateDir); err != nil {
+			return withCode(ExitUsage, err)
+		}
+		if mountedAt(dir) == "" {
+			// Right after an unmount the daemon may still write its
+			// last batch (and hold the state): wait for it, briefly.
+			fresh.WaitUnlocked(fo.StateDir, stateLockWait)
+		}
 		fs, err := session.New(dir, params, master, session.Options{Freshness: &fo})
 		if err != nil {
 			return err
@@ -92,6 +108,10 @@ func (a *App) runFreshness(name, dir string, fv *fresh.Vault) error {
 	rep, err := fv.Check()
 	if err != nil {
 		return err
+	}
+	if rep.NothingRecorded() {
+		fmt.Fprintf(a.Stdout, "freshness: nothing recorded yet: no device has mounted %s since freshness was turned on; its first mount (or import) records it\n", dir)
+		return nil
 	}
 	fmt.Fprintln(a.Stdout, rep.String())
 	switch rep.Status {

@@ -15,17 +15,23 @@ import (
 // through the vault package after accept is not a rollback (it is
 // recorded by nobody: behind).
 func TestFreshnessCommands(t *testing.T) {
-	dir, _ := newVault(t, "pw")
+	dir, _ := newVault(t, "pw", "--format", "2")
 	pf := writePassfile(t, "pw")
 	state := filepath.Join(t.TempDir(), "state")
-	run(t, "", "import", "--passfile", pf, dir, makePlainTree(t)).want(t, 0)
 	fr := func(args ...string) result {
 		return run(t, "", append([]string{"freshness", args[0], "--passfile", pf, "--state-dir", state}, append(args[1:], dir)...)...)
 	}
-	// No state dir: refused (the default needs a VaultID).
-	run(t, "", "freshness", "status", "--passfile", pf, dir).want(t, ExitUsage)
+	// Nothing recorded yet: not a rollback.
+	r := fr("status")
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "nothing recorded yet") {
+		t.Fatalf("status of a new vault:\n%s", r.stdout)
+	}
+	// import is another device (the default state directory): it records.
+	run(t, "", "import", "--passfile", pf, dir, makePlainTree(t)).want(t, 0)
+	fr("status").want(t, 0)
 
-	r := fr("accept")
+	r = fr("accept")
 	r.want(t, 0)
 	if !strings.Contains(r.stdout, "recorded") {
 		t.Fatalf("accept said:\n%s", r.stdout)

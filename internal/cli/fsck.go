@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/spf13/cobra"
+	"log"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -37,6 +38,8 @@ func (a *App) newFsckCommand() *cobra.Command {
 	mustMark(cobra.MarkFlagDirname(fs, "salvage"))
 	repair := fs.Bool("repair", false, "fix in place what an interrupted operation left (temporary files, orphaned sidecars, a lost directory ID of an empty directory, a torn header whose chunks authenticate), printing each change first; refused while the vault is mounted")
 	flagGroup(fs, "Salvage and repair", "salvage", "repair")
+	var stateDir string
+	registerStateDir(fs, &stateDir)
 	asJSON := fs.Bool("json", false, "print the report as JSON on stdout, and progress as JSON lines on stderr")
 	flagGroup(fs, groupOutput, "json")
 	cmd.RunE = func(_ *cobra.Command, pos []string) error {
@@ -58,7 +61,18 @@ func (a *App) newFsckCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		s, err := a.unlockVault(dir, c, u, "Password")
+		// fsck checks freshness (its findings are problems); --repair
+		// writes, so it records (freshopts.go).
+		// A mounted vault is not checked: its mount records in batches,
+		// so what it has not written yet would show as behind.
+		use := session.FreshnessCheck
+		switch {
+		case *repair:
+			use = session.FreshnessRecord
+		case mountedAt(dir) != "":
+			use = session.FreshnessOff
+		}
+		s, err := a.unlockVaultWith(dir, c, u, "Password", a.freshOptions(dir, c, use, stateDir, log.New(a.Stderr, "encryptfs: ", 0)))
 		if errors.Is(err, config.ErrWrongPassword) {
 			return errorfCode(ExitWrongPassword, "wrong password, or the parameters in encryptfs.conf were edited "+
 				"(either makes the key unwrap fail); with the master key, fsck --masterkey checks the data without it")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/vault"
 	"golang.org/x/sys/unix"
 )
@@ -19,6 +20,8 @@ func (a *App) newImportCommand() *cobra.Command {
 	fs := cmd.Flags()
 	var vf vaultFlags
 	vf.register(fs)
+	var stateDir string
+	registerStateDir(fs, &stateDir)
 	force := fs.Bool("force", false, "import even though the vault is mounted (the mount's caches may not see the new entries at once)")
 	asJSON := fs.Bool("json", false, "print progress as JSON lines on stderr")
 	flagGroup(fs, groupOutput, "json")
@@ -32,10 +35,20 @@ func (a *App) newImportCommand() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
-		if mnt := mountedAt(pos[0]); mnt != "" && !*force {
+		mnt := mountedAt(pos[0])
+		if mnt != "" && !*force {
 			return errorfCode(ExitCipherDir, "import: %s is mounted on %s; copy into the mount instead, or unmount it first", pos[0], mnt)
 		}
-		v, err := a.openVault(pos[0], vf)
+		// import writes: it records freshness (freshopts.go), unless a
+		// mount on this machine holds the state (--force): then the new
+		// entries are recorded by no one, which freshness reports as
+		// behind, never as rolled back.
+		use := session.FreshnessRecord
+		if mnt != "" {
+			use = session.FreshnessOff
+			fmt.Fprintf(a.Stderr, "encryptfs: note: import while mounted: freshness does not record these entries (encryptfs freshness accept %s records them)\n", pos[0])
+		}
+		v, err := a.openVaultFresh(pos[0], vf, use, stateDir)
 		if err != nil {
 			return err
 		}
@@ -58,6 +71,10 @@ func (a *App) newImportCommand() *cobra.Command {
 		}
 		im.finishDirs()
 		prog.finish()
+		if err := v.Close(); err != nil {
+			// The last freshness batch, or a file's close.
+			p.report("", err)
+		}
 		if p.failed == 0 {
 			fmt.Fprintf(a.Stderr, "encryptfs: imported %d files, %d directories, %d symlinks\n", im.files, im.dirs, im.links)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/encryptfs/encryptfs/internal/session"
 )
 
 // infoJSON is the --json output of info. It holds no secret (no salt, no
@@ -31,6 +32,10 @@ type infoJSON struct {
 	FeatureFlags []string
 	// VaultID is the hex VaultID of a vault with location binding.
 	VaultID string `json:",omitempty"`
+	// FreshnessStateDir is this machine's default freshness state
+	// directory of a vault with the feature flag Freshness (a mount's
+	// --state-dir may choose another).
+	FreshnessStateDir string `json:",omitempty"`
 	// Reverse is true for a PLAINDIR's reverse-mode config. (The stored
 	// Params.Reverse stays false there, see initReverse; this field says
 	// which kind of directory was read.)
@@ -60,6 +65,9 @@ func (a *App) newInfoCommand() *cobra.Command {
 			out.KDF.Algorithm, out.KDF.Time, out.KDF.MemoryKiB, out.KDF.Threads = p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB, p.KDF.Threads
 			out.FeatureFlags, out.Reverse = p.FeatureFlags, p.Reverse || isReverse
 			out.VaultID = hex.EncodeToString(p.VaultID)
+			if p.Has(config.FlagFreshness) {
+				out.FreshnessStateDir = session.FreshnessStateDir("", p)
+			}
 			if c.IsV2() {
 				out.Slots = slotsJSON(keyslot.List(c))
 			}
@@ -85,6 +93,11 @@ func (a *App) newInfoCommand() *cobra.Command {
 		fmt.Fprintf(a.Stdout, "Feature flags:  %s\n", strings.Join(p.FeatureFlags, " "))
 		if p.VaultID != nil {
 			fmt.Fprintf(a.Stdout, "Vault ID:       %s (location binding)\n", hex.EncodeToString(p.VaultID))
+		}
+		if p.Has(config.FlagFreshness) {
+			// Where this machine keeps what it saw of the vault (by
+			// default): encryptfs freshness status checks it.
+			fmt.Fprintf(a.Stdout, "Freshness:      on; this machine's state in %s (default)\n", session.FreshnessStateDir("", p))
 		}
 		fmt.Fprintf(a.Stdout, "Reverse mode:   %t\n", p.Reverse || isReverse)
 		if c.IsV2() {

@@ -28,16 +28,20 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 	if err != nil {
 		return err
 	}
-	// Location binding (docs/format.md §14) and file roots (§16) are on for every new format-2
+	// Location binding (docs/format.md §14) is on for every new format-2
 	// vault: its VaultID is drawn here, with the rest of the randomness.
 	vaultID := make([]byte, config.VaultIDSize)
 	if _, err := io.ReadFull(a.Rand, vaultID); err != nil {
 		return fmt.Errorf("init: random VaultID: %w", err)
 	}
+	// So are file roots (§16) and freshness (§15), which need the
+	// binding: a new vault's first mount records it.
 	p, err := config.NewParamsV2(string(alg), chunkSize).WithBoundLocations(vaultID)
 	if err == nil {
-		// File roots (§16): each file authenticated as one version.
 		p, err = p.WithFeature(config.FlagFileRoots)
+	}
+	if err == nil {
+		p, err = p.WithFeature(config.FlagFreshness)
 	}
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("init: %w", err))
@@ -69,7 +73,7 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 	}
 	clear(masterKey)
 	s.Close()
-	fmt.Fprintf(a.Stdout, "Created vault %s (format 2 with location binding, %s, %d-byte chunks; key slot 1: password, Argon2id t=%d m=%d MiB p=%d).\n",
+	fmt.Fprintf(a.Stdout, "Created vault %s (format 2 with location binding and freshness, %s, %d-byte chunks; key slot 1: password, Argon2id t=%d m=%d MiB p=%d).\n",
 		dir, p.Cipher, p.ChunkSize, k.Time, k.MemoryKiB/1024, k.Threads)
 	if recovery {
 		a.printRecoveryKey(a.Stdout, recoveryKey, 2)

@@ -26,6 +26,13 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// Freshness state (a default vault records it) goes under the test
+	// run's directory, never into ~/.local/state or /var/lib: the binary
+	// and its daemon children inherit this.
+	if err := os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	binary = filepath.Join(dir, "encryptfs")
 	// encryptfs_testkdf: init's default KDF cost and passwd's floor are
 	// kdf's floor in this binary, so that the tests stay fast

@@ -67,9 +67,17 @@ func (a *App) newMountCommand() *cobra.Command {
 		// identity's plugin may ask for a PIN or a touch, and every prompt
 		// and refusal belongs on the user's terminal. The daemon child gets
 		// the master key.
-		s, err := a.unlockVault(cipherDir, c, m.unlock, "Password")
+		// Only a foreground mount serves this session: it records
+		// freshness; a background one hands the key to the daemon child,
+		// which does.
+		logger := log.New(a.Stderr, "encryptfs: ", log.LstdFlags)
+		use := session.FreshnessOff
+		if m.foreground {
+			use = mountFreshness(m)
+		}
+		s, err := a.unlockVaultWith(cipherDir, c, m.unlock, "Password", a.freshOptions(cipherDir, c, use, m.stateDir, logger))
 		if err != nil {
-			return err
+			return mountFreshError(err)
 		}
 		if !m.foreground {
 			key := s.MasterKey()
@@ -80,7 +88,7 @@ func (a *App) newMountCommand() *cobra.Command {
 			return a.daemonize(a.cmdArgs, wire, true)
 		}
 		defer s.Close()
-		logger := log.New(a.Stderr, "encryptfs: ", log.LstdFlags)
+		mountChecked(s, cipherDir, m, logger)
 		return a.serve(s, cipherDir, mountPoint, m, logger, nil)
 	}
 	return cmd

@@ -26,6 +26,7 @@ type mountFlags struct {
 	extra         []string // -o options passed on to the FUSE mount
 	transport     string   // auto, uring or classic; "": $ENCRYPTFS_TRANSPORT, else auto
 	rev           reverseFlags
+	stateDir      string // freshness state directory (--state-dir, -o state_dir=); "": the default
 
 	notifyFD int // internal: set in the daemon child (pipe to the parent)
 	secretFD int // internal: set in the daemon child (password or master key)
@@ -46,6 +47,7 @@ func (m *mountFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&m.idle, "idle", 0, "unmount after this long without use (e.g. 30m; 0: never)")
 	fs.StringVar(&m.fsName, "fsname", "", "file system `NAME` shown in /proc/mounts (default: CIPHERDIR)")
 	flagGroup(fs, groupMountOpt, "foreground", "options", "ro", "allow-other", "shared-storage", "show-undecryptable", "force-owner", "idle", "fsname")
+	registerStateDir(fs, &m.stateDir)
 	m.rev.register(fs)
 	fs.StringVar(&m.transport, "transport", "", "how requests reach the daemon: auto (io_uring when the kernel offers it, else classic), uring or classic (default $"+transportEnv+", else auto)")
 	fs.BoolVar(&m.debug, "debug", false, "log every FUSE request (debugging only: the log shows plaintext names and data)")
@@ -115,6 +117,8 @@ func (m *mountFlags) parseOptions(s string) error {
 			m.unlock.credentials = append(m.unlock.credentials, val)
 		case key == "fsname" && hasVal:
 			m.fsName = val
+		case key == "state_dir" && hasVal:
+			m.stateDir = val
 		case key == "transport" && hasVal:
 			m.transport = val
 		case key == "idle" && hasVal:
@@ -124,7 +128,7 @@ func (m *mountFlags) parseOptions(s string) error {
 			}
 			m.idle = d
 		case fstabOnly[key], strings.HasPrefix(key, "x-"), key == "comment":
-		case key == "passfile", key == "extpass", key == "keyfile", key == "identity", key == "credential", key == "fsname", key == "idle", key == "force_owner", key == "transport":
+		case key == "passfile", key == "extpass", key == "keyfile", key == "identity", key == "credential", key == "fsname", key == "idle", key == "force_owner", key == "transport", key == "state_dir":
 			return fmt.Errorf("option %q needs a value", key)
 		default:
 			m.extra = append(m.extra, opt)

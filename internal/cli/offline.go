@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/vault"
 	"github.com/spf13/pflag"
 )
@@ -21,13 +23,23 @@ func (vf *vaultFlags) register(fs *pflag.FlagSet) {
 	vf.unlock.register(fs, "password")
 }
 
-// openVault unlocks CIPHERDIR for the offline commands.
+// openVault unlocks CIPHERDIR for the offline commands that only read
+// (no freshness: freshopts.go).
 func (a *App) openVault(dir string, vf vaultFlags) (*vault.Vault, error) {
+	return a.openVaultFresh(dir, vf, session.FreshnessOff, "")
+}
+
+// openVaultFresh is openVault with freshness used as use says (a command
+// that writes records: session.FreshnessRecord), with the state
+// directory stateDir ("": the default). The start-up report goes to
+// stderr.
+func (a *App) openVaultFresh(dir string, vf vaultFlags, use session.FreshnessUse, stateDir string) (*vault.Vault, error) {
 	c, err := a.loadConfig(dir)
 	if err != nil {
 		return nil, err
 	}
-	s, err := a.unlockVault(dir, c, vf.unlock, "Password")
+	o := a.freshOptions(dir, c, use, stateDir, log.New(a.Stderr, "encryptfs: ", 0))
+	s, err := a.unlockVaultWith(dir, c, vf.unlock, "Password", o)
 	if err != nil {
 		return nil, err
 	}

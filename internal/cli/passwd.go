@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/session"
 )
 
 func (a *App) newPasswdCommand() *cobra.Command {
@@ -130,7 +131,7 @@ func (a *App) newPasswdCommand() *cobra.Command {
 // checkVaultMasterKey opens the forward vault in dir (config c) with
 // masterKey only to check the key against the vault's root names.
 func (a *App) checkVaultMasterKey(dir string, c *config.Config, masterKey []byte) (checked bool, err error) {
-	s, err := openSession(dir, c, masterKey, true)
+	s, err := openSession(dir, c, masterKey, true, session.Options{FreshnessUse: session.FreshnessOff})
 	if err != nil {
 		return false, err
 	}

@@ -229,9 +229,11 @@ func TestSyncthing(t *testing.T) {
 	cipherB := filepath.Join(b.folder, "vault")
 
 	mntA, mntB := t.TempDir(), t.TempDir()
+	// Two devices on one machine: each its own freshness state.
+	stateOf := map[string]string{cipherA: filepath.Join(t.TempDir(), "state-a"), cipherB: filepath.Join(t.TempDir(), "state-b")}
 	for _, m := range [][2]string{{cipherA, mntA}, {cipherB, mntB}} {
 		cleanupMount(t, m[1])
-		run(t, "", "mount", "--shared-storage", "--passfile", pf, m[0], m[1]).want(t, 0)
+		run(t, "", "mount", "--shared-storage", "--state-dir", stateOf[m[0]], "--passfile", pf, m[0], m[1]).want(t, 0)
 	}
 	must(t, os.WriteFile(filepath.Join(mntA, "note.txt"), []byte("first version\n"), 0o644))
 	waitSynced(t, a, b)
@@ -302,7 +304,7 @@ func TestSyncthing(t *testing.T) {
 		run(t, "", "unmount", m).want(t, 0)
 	}
 	for _, c := range []string{cipherA, cipherB} {
-		r := run(t, "", "fsck", "--passfile", pf, c)
+		r := run(t, "", "fsck", "--state-dir", stateOf[c], "--passfile", pf, c)
 		if r.code != 0 || !strings.Contains(r.stdout, "note: conflict-copy") {
 			t.Errorf("fsck %s: exit %d, want 0 with the conflict copies as notes\n%s%s", c, r.code, r.stdout, r.stderr)
 		}

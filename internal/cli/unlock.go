@@ -19,8 +19,9 @@ import (
 // by loadConfig, with secret: the master key if isMasterKey, else the
 // password. The mount's daemon child uses it with the key its parent
 // unlocked; the commands unlock with unlockVault.
-func openSession(dir string, c *config.Config, secret []byte, isMasterKey bool) (*session.Session, error) {
-	o := session.Options{Config: c}
+// o are the session options beyond the config (freshness).
+func openSession(dir string, c *config.Config, secret []byte, isMasterKey bool, o session.Options) (*session.Session, error) {
+	o.Config = c
 	var s *session.Session
 	var err error
 	if isMasterKey {
@@ -33,7 +34,9 @@ func openSession(dir string, c *config.Config, secret []byte, isMasterKey bool) 
 
 // unlockVault opens the forward vault in dir (config c, from loadConfig)
 // with what u offers, through session.OpenWith: the one way every command
-// unlocks. prompt is the password prompt.
+// unlocks. prompt is the password prompt. The session has no freshness
+// (session.FreshnessOff): the commands that write the vault's tree, or
+// check it, ask for it with unlockVaultWith (freshOptions).
 //
 // --masterkey reads a key from stdin: on a format-1 vault the master key;
 // on a format-2 vault it is tried as a recovery key first, then as the
@@ -42,7 +45,7 @@ func openSession(dir string, c *config.Config, secret []byte, isMasterKey bool) 
 // A key from an age slot that could not be checked against the vault's
 // names gets a one-line warning.
 func (a *App) unlockVault(dir string, c *config.Config, u unlockFlags, prompt string) (*session.Session, error) {
-	return a.unlockVaultWith(dir, c, u, prompt, session.Options{Config: c, Rand: a.Rand})
+	return a.unlockVaultWith(dir, c, u, prompt, session.Options{Config: c, Rand: a.Rand, FreshnessUse: session.FreshnessOff})
 }
 
 // unlockVaultWith is unlockVault with session options o (upgrade opens a

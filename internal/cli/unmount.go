@@ -33,8 +33,12 @@ func (a *App) newUnmountCommand() *cobra.Command {
 		if !strings.HasPrefix(fstype, "fuse") {
 			return errorfCode(ExitUnmount, "%s is a %s mount, not an encryptfs (FUSE) mount", mnt, fstype)
 		}
+		src := mountSource(mnt)
 		if err := unmount(mnt, *lazy); err != nil {
 			return withCode(ExitUnmount, err)
+		}
+		if !*lazy {
+			waitMountEnded(src) // freshness's last batch (freshopts.go)
 		}
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 func (a *App) newUpgradeCommand() *cobra.Command {
-	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding (every directory ID and file header rewritten; resumable)", dirArg)
+	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding (every directory ID and file header rewritten; resumable), then freshness (the config only)", dirArg)
 	fs := cmd.Flags()
 	var u unlockFlags
 	u.register(fs, "password")
@@ -40,6 +40,9 @@ func (a *App) newUpgradeCommand() *cobra.Command {
 //     and BoundLocations is written to the config last. The vault must
 //     not be mounted; an interrupted run is finished by running upgrade
 //     again (every other command refuses the vault until then).
+//  3. A bound vault without freshness gets the feature flag "Freshness"
+//     (session.AddFreshness): the config only; the vault's first mount
+//     after it records the vault (docs/format.md §15).
 //
 // An up-to-date vault is not an error (exit 0), so that scripts can run
 // it twice.
@@ -60,8 +63,11 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 		return withCode(ExitUnsupported, fmt.Errorf("upgrade: %w", config.ErrReverseV2))
 	}
 	if c.Params.Bound() && !a.markerLeft(dir) {
-		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding); nothing to do.\n", dir)
-		return nil
+		if c.Params.Has(config.FlagFreshness) {
+			fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, freshness); nothing to do.\n", dir)
+			return nil
+		}
+		return a.upgradeFreshness(dir, c, u)
 	}
 	if at := mountedAt(dir); at != "" {
 		return fmt.Errorf("upgrade: %s is mounted at %s; unmount it first (the upgrade rewrites every file's header)", dir, at)
@@ -86,9 +92,16 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 	if err != nil {
 		return fmt.Errorf("upgrade: %w", err)
 	}
+	added, ferr := s.AddFreshness()
+	if ferr != nil {
+		return fmt.Errorf("upgrade: add freshness: %w", ferr)
+	}
 	switch {
 	case res.AlreadyBound:
 		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding); removed the marker of a finished upgrade.\n", dir)
+		if added {
+			fmt.Fprintln(a.Stdout, freshnessAdded)
+		}
 		return nil
 	case res.Resumed:
 		fmt.Fprintf(a.Stdout, "Finished the interrupted upgrade of %s.\n", dir)
@@ -102,6 +115,28 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 		fmt.Fprintf(a.Stdout, "%d entries whose names do not decrypt (or hidden sync-conflict copies) were left as they are; encryptfs fsck lists them.\n", res.Skipped)
 	}
 	fmt.Fprintf(a.Stdout, "Contents moved to another name or directory in CIPHERDIR now fail to read (EIO). Older encryptfs versions cannot open it.\n")
+	if added {
+		fmt.Fprintln(a.Stdout, freshnessAdded)
+	}
+	return nil
+}
+
+// freshnessAdded is what upgrade says when it turned freshness on.
+const freshnessAdded = "Turned on freshness (rollback and deletion detection): the next mount records the vault; encryptfs freshness status checks it."
+
+// upgradeFreshness is step 3 alone, on a bound vault without freshness: a
+// config change only, so a running mount is no obstacle (it goes on
+// without freshness; its next mount records).
+func (a *App) upgradeFreshness(dir string, c *config.Config, u unlockFlags) error {
+	s, err := a.unlockVault(dir, c, u, "Password")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := s.AddFreshness(); err != nil {
+		return fmt.Errorf("upgrade: add freshness: %w", err)
+	}
+	fmt.Fprintf(a.Stdout, "Upgraded %s: %s\n", dir, freshnessAdded)
 	return nil
 }
 
@@ -150,11 +185,11 @@ func (a *App) upgradeConfig(dir string, c *config.Config, u unlockFlags, kf kdfF
 		return nil, err
 	}
 	s, err := session.OpenWith(dir, keyslot.Credentials{Password: func() ([]byte, error) { return bytes.Clone(pw), nil }},
-		session.Options{Config: next, Rand: a.Rand, Upgrading: true})
+		session.Options{Config: next, Rand: a.Rand, Upgrading: true, FreshnessUse: session.FreshnessOff})
 	return a.opened(dir, s, err)
 }
 
 // unlockForUpgrade opens a format-2 vault for step 2, half-upgraded or not.
 func (a *App) unlockForUpgrade(dir string, c *config.Config, u unlockFlags) (*session.Session, error) {
-	return a.unlockVaultWith(dir, c, u, "Password", session.Options{Config: c, Rand: a.Rand, Upgrading: true})
+	return a.unlockVaultWith(dir, c, u, "Password", session.Options{Config: c, Rand: a.Rand, Upgrading: true, FreshnessUse: session.FreshnessOff})
 }

@@ -23,6 +23,12 @@ const FlagBoundLocations = "BoundLocations"
 // BoundLocations (the roots live in the v2 header).
 const FlagFileRoots = "FileRoots"
 
+// FlagFreshness: each device records what it changed in MAC'd manifests
+// and epoch files, and a client detects rollback and deletion
+// (docs/format.md §15). Names objects by their bound IDs, so it requires
+// BoundLocations.
+const FlagFreshness = "Freshness"
+
 // VaultIDSize is the size of Params.VaultID.
 const VaultIDSize = 16
 
@@ -42,6 +48,7 @@ func featuresV2() []featureV2 {
 		// session refuses it without BoundLocations (session.ErrRevokeUnbound);
 		// not required here, so that the epoch vectors stay config-only.
 		{FlagKeyEpochs, nil},
+		{FlagFreshness, []string{FlagBoundLocations}},
 	}
 }
 

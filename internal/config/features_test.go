@@ -115,6 +115,9 @@ func TestFeatureParamsStrict(t *testing.T) {
 	if c, err := Parse(fmtCfg(`,"BoundLocations"`, `,"VaultID":"p6enp6enp6enp6enp6enpw=="`)); err != nil || !c.Params.Bound() {
 		t.Fatalf("bound config: %v", err)
 	}
+	if c, err := Parse(fmtCfg(`,"BoundLocations","Freshness"`, `,"VaultID":"p6enp6enp6enp6enp6enpw=="`)); err != nil || !c.Params.Has(FlagFreshness) {
+		t.Fatalf("bound config with freshness: %v", err)
+	}
 	for name, tc := range map[string]struct {
 		flags, vid string
 		want       error
@@ -131,6 +134,7 @@ func TestFeatureParamsStrict(t *testing.T) {
 		"vaultid spelled wrong": {`,"BoundLocations"`, `,"vaultID":"p6enp6enp6enp6enp6enpw=="`, ErrCorrupt},
 		"flag twice":            {`,"BoundLocations","BoundLocations"`, `,"VaultID":"p6enp6enp6enp6enp6enpw=="`, ErrCorrupt},
 		"unknown flag":          {`,"NoSuchFeature"`, ``, ErrUnknownFeature},
+		"Freshness unbound":     {`,"Freshness"`, ``, ErrCorrupt},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := Parse(fmtCfg(tc.flags, tc.vid)); !errors.Is(err, tc.want) {
@@ -197,5 +201,38 @@ func TestUpgradeParamsRules(t *testing.T) {
 	}
 	if !bytes.Equal(again.rawSlotParams, c.rawParams) {
 		t.Error("a second UpgradeParams replaced SlotParams")
+	}
+}
+
+// TestWithFeatureFreshness: Freshness is added to a bound vault's Params
+// (once), and refused on an unbound one (it requires BoundLocations).
+func TestWithFeatureFreshness(t *testing.T) {
+	c, master := newV2Config(t, randomBytes)
+	if _, err := c.Params.WithFeature(FlagFreshness); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Freshness without BoundLocations: %v", err)
+	}
+	p, err := c.Params.WithBoundLocations(testVaultID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err = p.WithFeature(FlagFreshness); err != nil || !p.Has(FlagFreshness) {
+		t.Fatalf("WithFeature: %v %v", err, p.FeatureFlags)
+	}
+	again, err := p.WithFeature(FlagFreshness)
+	if err != nil || len(again.FeatureFlags) != len(p.FeatureFlags) {
+		t.Fatalf("WithFeature twice: %v %v", err, again.FeatureFlags)
+	}
+	up, err := c.UpgradeParams(master, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(mustMarshal(t, up))
+	if err != nil || !back.Params.Has(FlagFreshness) {
+		t.Fatalf("parsed: %v", err)
+	}
+	for i, err := range unlockAll(back) {
+		if err != nil {
+			t.Errorf("credential %d: %v", i, err)
+		}
 	}
 }

@@ -224,6 +224,7 @@ func check(ctx context.Context, s *session.Session, opts Options, plan bool) (*w
 	if ctx.Err() == nil {
 		w.staleLinks()
 		w.checkLinksFiles(rootfd)
+		w.checkFreshness(s.Freshness())
 	}
 	w.reportDupDirIDs()
 	w.report(true)

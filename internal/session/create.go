@@ -82,7 +82,12 @@ func create(dir string, co CreateOptions, makeConfig func() (*config.Config, []b
 	if co.Creator != "" {
 		c.Creator = co.Creator
 	}
-	s, err := New(dir, co.Params, master, co.Options)
+	// The feature flag "Freshness" does not record here: the root has
+	// no ID yet, and a vault no device recorded is recorded whole by its
+	// first writer (a mount). (Options.Freshness, the test hook, does.)
+	o := co.Options
+	o.FreshnessUse = FreshnessOff
+	s, err := New(dir, co.Params, master, o)
 	if err != nil {
 		clear(master)
 		return nil, nil, err

@@ -9,8 +9,8 @@ import (
 	"github.com/encryptfs/encryptfs/internal/fresh"
 )
 
-// newFresh is New with freshness (Options.Freshness; later the feature
-// flag "Freshness"): the tree writes through an FS that freshness
+// newFresh is New with freshness (Options.Freshness, which withParams
+// sets from the feature flag "Freshness", freshopts.go): the tree writes through an FS that freshness
 // observes, and freshness reads headers and names through the session.
 // A writer (not Offline) starts batching once the session is built; Close
 // ends it.
@@ -29,7 +29,7 @@ func newFresh(dir string, p config.Params, masterKey []byte, o Options) (*Sessio
 	if err != nil {
 		return nil, err
 	}
-	o.Freshness = nil
+	o.Freshness, o.FreshnessUse = nil, FreshnessOff // built once, here
 	o.Backing = fv.Observe(o.Backing)
 	s, err := New(dir, p, masterKey, o)
 	if err != nil {

@@ -72,6 +72,17 @@ type Options struct {
 	// between the chunks and a root in every file header. A test hook
 	// until the config's flag is mapped onto it.
 	FileRoots bool
+	// FreshnessUse says what a session of a vault with the feature flag
+	// "Freshness" does (freshopts.go): record (the zero value: every
+	// door that may write), only check, or nothing. Ignored when
+	// Freshness is set.
+	FreshnessUse FreshnessUse
+	// FreshnessStateDir is this machine's freshness state directory of
+	// the vault; "": fresh.StateDir(fresh.DefaultStateRoot(os.Getenv),
+	// VaultID). FreshnessLog receives the start-up report and batch
+	// errors (the mount's log); nil: none.
+	FreshnessStateDir string
+	FreshnessLog      func(string)
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
@@ -215,6 +226,7 @@ func (o Options) withParams(p config.Params) (Options, error) {
 	if p.Has(config.FlagFileRoots) {
 		o.FileRoots = true
 	}
+	o.Freshness = o.freshnessFor(p)
 	return o, nil
 }
 

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/fresh"
+	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Freshness (format 2 feature flag "Freshness", docs/format.md §15) in
+// the commands: who records, who checks. Every command that may write
+// the vault's tree records (a change no device recorded looks like a
+// rollback to the clients that saw the records): the forward mount,
+// import and fsck --repair. fsck checks; freshness status|accept checks
+// or accepts. The read-only commands (ls, cat, export, decrypt-path,
+// encrypt-path, info) and those that change only the config skip it:
+// a check walks the whole vault, which they need not pay for.
+
+// registerStateDir adds --state-dir, this machine's freshness state of
+// the vault, to fs.
+func registerStateDir(fs *pflag.FlagSet, dir *string) {
+	fs.StringVar(dir, "state-dir", "", "this machine's freshness state of the vault (`DIR`); default $XDG_STATE_HOME/encryptfs/VAULTID, else ~/.local/state/encryptfs/VAULTID, else /var/lib/encryptfs/VAULTID")
+	mustMark(cobra.MarkFlagDirname(fs, "state-dir"))
+}
+
+// freshOptions are the session options of a command that uses freshness
+// of the vault in dir (config c) as use says, with the state directory
+// stateDir ("": the default) and the freshness log logger (nil: none).
+func (a *App) freshOptions(dir string, c *config.Config, use session.FreshnessUse, stateDir string, logger *log.Logger) session.Options {
+	if stateDir != "" {
+		// The daemon child may run elsewhere; an absolute path names
+		// one directory for both.
+		if abs, err := filepath.Abs(stateDir); err == nil {
+			stateDir = abs
+		}
+	}
+	if use != session.FreshnessOff && hasFreshness(c) && mountedAt(dir) == "" {
+		// Right after an unmount the daemon may still write its last
+		// batch, holding the state: a writer would be refused
+		// (fresh.ErrLocked), a check would see it half done. Wait for
+		// it, briefly. (The VaultID read here is not authenticated yet:
+		// it only chooses what to wait for.)
+		fresh.WaitUnlocked(session.FreshnessStateDir(stateDir, c.Params), stateLockWait)
+	}
+	o := session.Options{Config: c, Rand: a.Rand, FreshnessUse: use, FreshnessStateDir: stateDir}
+	if logger != nil {
+		o.FreshnessLog = freshLog(dir, func(s string) { logger.Print(s) })
+	}
+	return o
+}
+
+// freshLog turns freshness's start-up report into one line (the mount
+// log, a writing command's stderr): what it found and where to look.
+// Other lines (batch errors, the note after an unclean end) pass as
+// they are.
+func freshLog(dir string, logf func(string)) func(string) {
+	if logf == nil {
+		return nil
+	}
+	return func(msg string) {
+		first, rest, _ := strings.Cut(msg, "\n")
+		var status string
+		switch first {
+		case "freshness: behind":
+			status = "is behind (a sync in flight could explain it)"
+		case "freshness: rolled back":
+			status = "was rolled back (something went back or was deleted)"
+		default:
+			logf(msg)
+			return
+		}
+		n := strings.Count(rest, "\n") + 1
+		if rest == "" {
+			n = 0
+		}
+		logf(fmt.Sprintf("freshness: %s %s: %d issue(s); see encryptfs freshness status %s", dir, status, n, dir))
+	}
+}
+
+// hasFreshness reports whether the vault of config c records freshness.
+func hasFreshness(c *config.Config) bool { return c.Params.Has(config.FlagFreshness) }
+
+// mountFreshness is what a forward mount does with freshness: it records;
+// a read-only mount cannot (nothing reaches CIPHERDIR), so it checks once
+// at start (mountChecked) and holds the state until unmounted.
+func mountFreshness(m mountFlags) session.FreshnessUse {
+	if m.readOnly {
+		return session.FreshnessCheck
+	}
+	return session.FreshnessRecord
+}
+
+// mountChecked logs what a read-only mount's check at start finds, as a
+// recording mount's start does (one line, freshLog).
+func mountChecked(s *session.Session, dir string, m mountFlags, logger *log.Logger) {
+	fv := s.Freshness()
+	if fv == nil || !m.readOnly {
+		return
+	}
+	rep, err := fv.Check()
+	if err != nil {
+		logger.Printf("freshness: check: %v", err)
+		return
+	}
+	if rep.Status != fresh.OK && !rep.NothingRecorded() {
+		freshLog(dir, func(s string) { logger.Print(s) })(rep.String())
+	}
+}
+
+// mountFreshError explains a refusal of the state lock: another mount on
+// this machine records the vault (or a synced copy of it: the same
+// VaultID) in the same state directory.
+func mountFreshError(err error) error {
+	if errors.Is(err, fresh.ErrLocked) {
+		return fmt.Errorf("%w: is this vault (or a synced copy of it) mounted already? A second mount on this machine needs its own --state-dir (another device)", err)
+	}
+	return err
+}
+
+// mountSource returns the source of the encryptfs mount on mnt
+// (CIPHERDIR, unless --fsname changed it), "" if there is none.
+func mountSource(mnt string) string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	src := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 5 || unescapeMountinfo(fields[4]) != mnt {
+			continue
+		}
+		for i := 5; i+2 < len(fields); i++ {
+			if fields[i] == "-" {
+				if fields[i+1] == "fuse.encryptfs" {
+					src = unescapeMountinfo(fields[i+2])
+				}
+				break
+			}
+		}
+	}
+	return src
+}
+
+// waitMountEnded waits, after an unmount of the vault in cipherDir, for
+// its daemon to write its last freshness batch and let go of the state
+// (the default state directory; one a mount chose with --state-dir is
+// not known here), so that what runs next (a backup, status, another
+// mount) sees the vault as recorded. Bounded by stateLockWait.
+func waitMountEnded(cipherDir string) {
+	if cipherDir == "" {
+		return
+	}
+	c, err := config.Load(cipherDir)
+	if err != nil || !hasFreshness(c) {
+		return
+	}
+	fresh.WaitUnlocked(session.FreshnessStateDir("", c.Params), stateLockWait)
+}
