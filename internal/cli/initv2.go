@@ -9,13 +9,20 @@ import (
 	"github.com/encryptfs/encryptfs/internal/session"
 )
 
+// initFeatures are init's choices for a format-2 vault: a recovery slot,
+// and the optional features on top of location binding (always on).
+type initFeatures struct {
+	recovery, fileRoots, freshness bool
+}
+
 // runInitV2 makes a format-2 vault (docs/format.md §3a): a password slot
 // ("password") and, with recovery, a recovery slot ("recovery") whose
 // paper key is shown once, where format 1 showed the master key. Why a
 // recovery slot rather than the master key: it opens the vault the same
 // way (mount --masterkey) but can be revoked (key remove) without
 // re-encrypting anything.
-func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSource, recovery bool) error {
+func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSource, ft initFeatures) error {
+	recovery := ft.recovery
 	alg, ok := cipherNames[cipherName]
 	if !ok {
 		return usageErrorf("init: unknown cipher %q (use aes-gcm or xchacha)", cipherName)
@@ -37,10 +44,10 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 	// So are file roots (§16) and freshness (§15), which need the
 	// binding: a new vault's first mount records it.
 	p, err := config.NewParamsV2(string(alg), chunkSize).WithBoundLocations(vaultID)
-	if err == nil {
+	if err == nil && ft.fileRoots {
 		p, err = p.WithFeature(config.FlagFileRoots)
 	}
-	if err == nil {
+	if err == nil && ft.freshness {
 		p, err = p.WithFeature(config.FlagFreshness)
 	}
 	if err != nil {
