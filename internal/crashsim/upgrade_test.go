@@ -44,7 +44,7 @@ func TestCrashReplayUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := plaintextOf(t, dir, pw)
-	for _, p := range []string{"dA/b" + conflictSfx, "dA/sub" + conflictSfx + "/c", "b-root", "d2/linked-too", "sparse", "d1/chunk @user.color"} {
+	for _, p := range []string{"dA/b" + conflictSfx, "dA/sub" + conflictSfx + "/c", "b-root", "d2/linked-too", "d1/sub/multi-4", "multi-3", "sparse", "d1/chunk @user.color"} {
 		if _, ok := want[p]; !ok {
 			t.Fatalf("the test vault lacks %s: %v", p, slices.Sorted(mapKeys(want)))
 		}
@@ -210,6 +210,16 @@ func fillUpgradeVault(t *testing.T, v *vault.Vault, dir string) {
 	to, err := v.EncryptPath("d2/linked-too")
 	mustV(err)
 	mustV(os.Link(filepath.Join(dir, from), filepath.Join(dir, to)))
+	// A file with four names in three directories: more than a v2 header
+	// binds, so the upgrade binds them in a links file (format.md §14).
+	mustV(v.WriteFile("d1/multi", data(38, 4200), 0o644))
+	from, err = v.EncryptPath("d1/multi")
+	mustV(err)
+	for _, n := range []string{"d2/multi-2", "multi-3", "d1/sub/multi-4"} {
+		to, err := v.EncryptPath(n)
+		mustV(err)
+		mustV(os.Link(filepath.Join(dir, from), filepath.Join(dir, to)))
+	}
 	conflictCopies(t, v, dir)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -125,8 +126,9 @@ func TestHalfUpgradedRefused(t *testing.T) {
 	s2.Close()
 }
 
-// TestUpgradeBlocked: a file with three names cannot be bound (a v2
-// header binds two); the upgrade says so before it writes anything.
+// TestUpgradeBlocked: a file with a hard link outside the vault cannot be
+// bound (the upgrade does not know that name's place); the upgrade says so
+// before it writes anything.
 func TestUpgradeBlocked(t *testing.T) {
 	dir, _, _ := newV2Vault(t, "a")
 	s, err := OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{Upgrading: true})
@@ -155,16 +157,19 @@ func TestUpgradeBlocked(t *testing.T) {
 	}
 	f.Close()
 	bf.Close()
-	for _, n := range []string{"b", "c"} {
-		nn, _ := s.Tree().Name(id, n)
-		if err := backing.Linkat(rootfd, a.Backing, rootfd, nn.Backing); err != nil {
-			t.Fatal(err)
-		}
+	// A second name outside the vault: its place is unknown, so it
+	// cannot be bound (a third name inside would go to the links file).
+	nb, _ := s.Tree().Name(id, "b")
+	if err := backing.Linkat(rootfd, a.Backing, rootfd, nb.Backing); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dir, a.Backing), filepath.Join(t.TempDir(), "outside")); err != nil {
+		t.Fatal(err)
 	}
 	before := readConfig(t, dir)
 	_, err = s.UpgradeContent(nil)
-	if !errors.Is(err, ErrUpgradeBlocked) {
-		t.Fatalf("UpgradeContent with a 3-link file: %v", err)
+	if !errors.Is(err, ErrUpgradeBlocked) || !strings.Contains(err.Error(), "cannot see") {
+		t.Fatalf("UpgradeContent with a hard link outside the vault: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, config.UpgradeMarkerName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a blocked upgrade wrote its marker: %v", err)
