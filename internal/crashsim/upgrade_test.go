@@ -29,7 +29,9 @@ import (
 // upgrade (not upgraded yet, or upgraded), or be refused as half-upgraded
 // (session.ErrUpgradeIncomplete) and read the same after a second
 // upgrade; and from every state, running the upgrade again must finish it
-// (a bound vault, the same plaintext).
+// (a bound vault, the same plaintext). The vault has a file with four
+// names, bound through a links file (docs/format.md §14): the crash
+// states between its names' relinks are resumed from the links file.
 func TestCrashReplayUpgrade(t *testing.T) {
 	dir := t.TempDir()
 	pw := []byte("upgrade password")
@@ -64,6 +66,9 @@ func TestCrashReplayUpgrade(t *testing.T) {
 	}
 	if c, err := config.Load(dir); err != nil || !c.Params.Bound() {
 		t.Fatalf("after the upgrade the config is not bound: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "encryptfs.links.*")); len(m) != 1 {
+		t.Fatalf("links files after the upgrade (the four-name file's): %v", m)
 	}
 
 	scratch := t.TempDir()
