@@ -35,8 +35,8 @@ func TestDefaultVaultPaths(t *testing.T) {
 		code int
 		then func(t *testing.T, r result)
 	}{
-		{"init", append(append([]string{"init", "--passfile", pf}, cheapKDF...), dir), 0, func(t *testing.T, r result) {
-			r = run(t, "", "info", "--json", dir)
+		{"init", append(append([]string{"init", "--passfile", pf}, cheapKDF...), dir), 0, func(t *testing.T, _ result) {
+			r := run(t, "", "info", "--json", dir)
 			r.want(t, 0)
 			var info infoJSON
 			if err := json.Unmarshal([]byte(r.stdout), &info); err != nil || info.FormatVersion != 2 || !slices.Contains(info.FeatureFlags, "BoundLocations") {
