@@ -46,7 +46,7 @@ func TestCrashReplayUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := plaintextOf(t, dir, pw)
-	for _, p := range []string{"dA/b" + conflictSfx, "dA/sub" + conflictSfx + "/c", "b-root", "d2/linked-too", "d1/sub/multi-4", "multi-3", "sparse", "d1/chunk @user.color"} {
+	for _, p := range []string{"dA/b" + conflictSfx, "dA/sub" + conflictSfx + "/c", "b-root", "d2/linked-too", "d1/sub/multi-4", "multi-3", "dA/multi-5" + conflictSfx, "sparse", "d1/chunk @user.color"} {
 		if _, ok := want[p]; !ok {
 			t.Fatalf("the test vault lacks %s: %v", p, slices.Sorted(mapKeys(want)))
 		}
@@ -237,7 +237,8 @@ const conflictSfx = ".sync-conflict-20261122-101010-ABCDEFG"
 // directory with a file) beside dA's own, shown as "<name><suffix>". The
 // losing file also gets a hard link in the root, so that a hard-linked
 // pair spans a directory's conflict copy and a directory later in
-// post-order.
+// post-order, and so does a fifth name of fillUpgradeVault's four-name
+// file.
 func conflictCopies(t *testing.T, v *vault.Vault, dir string) {
 	sfx := conflictSfx
 	t.Helper()
@@ -255,6 +256,13 @@ func conflictCopies(t *testing.T, v *vault.Vault, dir string) {
 	mustV(err)
 	encRoot, err := v.EncryptPath("b-root")
 	mustV(err)
+	// A fifth name of the four-name file, made under the losing ID: the
+	// links file's conversion must come before dA's conflict copy is.
+	encMulti, err := v.EncryptPath("d1/multi")
+	mustV(err)
+	encM5, err := v.EncryptPath("dB/multi-5")
+	mustV(err)
+	mustV(os.Link(filepath.Join(dir, encMulti), filepath.Join(dir, encM5)))
 	a, b := filepath.Join(dir, encA), filepath.Join(dir, encB)
 	mustV(os.Rename(filepath.Join(b, "encryptfs.dirid"), filepath.Join(a, "encryptfs.dirid"+sfx)))
 	ents, err := os.ReadDir(b)

@@ -89,10 +89,14 @@ func (u *upgrader) convertedAs(f *upFile) *upFile {
 	return nil
 }
 
+// assign gives op to the first in post-order of the directories it
+// changes (all of an opLinks's names' too): see upOp.
 func (u *upgrader) assign(op upOp) {
 	d := op.f.dir
-	if op.g != nil && op.g.dir.post < d.post {
-		d = op.g.dir
+	for _, g := range append([]*upFile{op.g}, op.more...) {
+		if g != nil && g.dir.post < d.post {
+			d = g.dir
+		}
 	}
 	d.ops = append(d.ops, op)
 }

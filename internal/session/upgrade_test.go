@@ -187,3 +187,21 @@ func mustOpen(t *testing.T, dirfd int, name string) int {
 	}
 	return fd
 }
+
+// TestUpgradeAssignFirstDir: a file op goes to the first in post-order of
+// the directories it changes, all names of a links-file op included, so
+// that no directory's conflict copies of its ID are converted before the
+// names made under them (a resumed scan would not see those any more).
+func TestUpgradeAssignFirstDir(t *testing.T) {
+	dirs := []*upDir{{plain: "/a", post: 2}, {plain: "/b", post: 0}, {plain: "/c", post: 1}}
+	u := &upgrader{}
+	f := func(d *upDir) *upFile { return &upFile{dir: d} }
+	u.assign(upOp{kind: opLinks, f: f(dirs[0]), more: []*upFile{f(dirs[2]), f(dirs[1])}})
+	u.assign(upOp{kind: opPair, f: f(dirs[0]), g: f(dirs[2])})
+	if len(dirs[1].ops) != 1 || dirs[1].ops[0].kind != opLinks {
+		t.Errorf("links op in /b (first in post-order): %+v", dirs[1].ops)
+	}
+	if len(dirs[2].ops) != 1 || dirs[2].ops[0].kind != opPair {
+		t.Errorf("pair op in /c: %+v", dirs[2].ops)
+	}
+}
