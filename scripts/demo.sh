@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end demo: builds encryptfs, creates a vault in a temporary
 # directory, mounts it, writes and reads through the mount, shows what lands
-# on disk (the ciphertext side), unmounts, remounts and checks the data.
+# on disk (the ciphertext side), unmounts, shows that contents moved on disk
+# are refused (location binding, format 2), remounts and checks the data.
 # Everything is removed at the end, and the mount is undone even on failure.
 # On a fresh Debian 12 machine it first installs what is missing
 # (scripts/setup.sh).
@@ -48,7 +49,7 @@ ls -lR "$mnt"
 
 step "the ciphertext side: names, contents and sizes on disk"
 find "$cipher" -printf '%M %10s  %P\n' | sort -k3
-echo "first bytes of the stored hello.txt:"
+echo "first bytes of the stored hello.txt (a 128-byte format-2 header: version 2, the file ID, its bindings to its place, a MAC; then the chunks):"
 stored=$(find "$cipher" -maxdepth 1 -type f ! -name 'encryptfs.*' -size -200c | head -n 1)
 od -A x -t x1z "$stored" | head -n 4
 if grep -rq "Hello from EncryptFS" "$cipher"; then
@@ -64,6 +65,22 @@ step "unmount"
 "$bin" unmount "$mnt"
 mounted && { echo "still mounted" >&2; exit 1; }
 ls -A "$mnt" | wc -l | xargs echo "entries visible in $mnt now:"
+
+step "location binding: contents moved on disk are refused, not shown"
+# init makes format-2 vaults, in which every file and directory is bound to
+# its place in the tree (docs/format.md §14). Someone with write access to
+# CIPHERDIR but not the key copies the stored hello.txt over the stored
+# big.bin (here in a copy of the vault): big.bin does not read as hello.txt.
+copy=$work/copy
+cp -a "$cipher" "$copy"
+big=$(find "$copy" -type f -size +1M)
+cp "$copy/${stored#"$cipher"/}" "$big"
+if "$bin" cat --passfile "$pwfile" "$copy" photos/2026/big.bin >/dev/null 2>"$work/err"; then
+	echo "contents moved to another name were accepted!" >&2
+	exit 1
+fi
+cat "$work/err"
+rm -rf "$copy"
 
 step "remount and verify"
 "$bin" mount --passfile "$pwfile" "$cipher" "$mnt"

@@ -57,6 +57,15 @@ if [ -n "$fuse_pkgs" ]; then
 	ENCRYPTFS_TRANSPORT=classic go test -race -count=1 -p 1 -timeout 12m $fuse_pkgs || status=1
 fi
 
+# The FUSE suites (posix, fsx, the operations) run once more on vaults with
+# location binding and file roots (format 2, what `encryptfs init` makes):
+# mounttest's vaults are format 1 unless ENCRYPTFS_TEST_ROOTS=1 (bound and
+# roots) or ENCRYPTFS_TEST_BOUND=1 (bound only). Only forwardfs, whose
+# suites are the broad ones (about 4 minutes with -race on 2 cores); the
+# CLI tests make default vaults where they test a user's path.
+echo "== go test (forwardfs again, format-2 vaults: binding and file roots, classic transport)"
+ENCRYPTFS_TEST_ROOTS=1 ENCRYPTFS_TRANSPORT=classic go test -race -count=1 -p 1 -timeout 12m ./internal/forwardfs || status=1
+
 # The packages whose tests mount forward vaults run a second time over FUSE
 # over io_uring (mount --transport uring), which needs Linux 6.14+ and the
 # fuse module parameter enable_uring, off by default: turned on here as

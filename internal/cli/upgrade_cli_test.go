@@ -190,28 +190,53 @@ func TestUpgradeInterrupted(t *testing.T) {
 	run(t, "", "fsck", "--passfile", pf, dir).want(t, 0)
 }
 
-// TestUpgradeBlockedCLI: a file with three names cannot be bound (a v2
-// header binds two): upgrade says which on one line (11) before it
-// converts anything, and the vault still opens.
+// TestUpgradeBlockedCLI: a file with a hard link outside the vault
+// cannot be bound (its place there is unknown): upgrade says which on one
+// line (11) before it converts anything, and the vault still opens.
 func TestUpgradeBlockedCLI(t *testing.T) {
 	dir, _ := newVault(t, "pw")
 	pf := writePassfile(t, "pw")
-	putFile(t, dir, "a.txt", "three names", "--passfile", pf)
+	putFile(t, dir, "a.txt", "two names", "--passfile", pf)
 	from := backingOf(t, dir, pf, "a.txt")
-	for _, n := range []string{"b.txt", "c.txt"} {
-		must(t, os.Link(filepath.Join(dir, from), filepath.Join(dir, backingOf(t, dir, pf, n))))
-	}
+	must(t, os.Link(filepath.Join(dir, from), filepath.Join(t.TempDir(), "outside")))
 	r := run(t, "", "upgrade", "--passfile", pf, dir)
 	r.want(t, ExitCorruptData)
-	if !strings.Contains(r.stderr, "3 hard links") || !strings.Contains(r.stderr, "a.txt") && !strings.Contains(r.stderr, "b.txt") {
+	if !strings.Contains(r.stderr, "another hard link") || !strings.Contains(r.stderr, "a.txt") {
 		t.Fatalf("blocked upgrade said: %s", r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "encryptfs.upgrade")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a blocked upgrade left its marker: %v", err)
 	}
-	r = run(t, "", "cat", "--passfile", pf, dir, "c.txt")
+	r = run(t, "", "cat", "--passfile", pf, dir, "a.txt")
 	r.want(t, 0)
-	if r.stdout != "three names" {
+	if r.stdout != "two names" {
 		t.Fatalf("cat after a blocked upgrade: %q", r.stdout)
 	}
+}
+
+// TestUpgradeLinksCLI: a file with four names (more than a v2 header
+// binds) is upgraded: bound at every name through its links file
+// (docs/format.md §14), read at each afterwards, and fsck finds the vault
+// clean.
+func TestUpgradeLinksCLI(t *testing.T) {
+	dir, _ := newVault(t, "pw")
+	pf := writePassfile(t, "pw")
+	putFile(t, dir, "a.txt", "four names", "--passfile", pf)
+	from := backingOf(t, dir, pf, "a.txt")
+	names := []string{"a.txt", "b.txt", "c.txt", "d.txt"}
+	for _, n := range names[1:] {
+		must(t, os.Link(filepath.Join(dir, from), filepath.Join(dir, backingOf(t, dir, pf, n))))
+	}
+	run(t, "", "upgrade", "--passfile", pf, dir).want(t, 0)
+	if m, _ := filepath.Glob(filepath.Join(dir, "encryptfs.links.*")); len(m) != 1 {
+		t.Fatalf("links files after the upgrade: %v", m)
+	}
+	for _, n := range names {
+		r := run(t, "", "cat", "--passfile", pf, dir, n)
+		r.want(t, 0)
+		if r.stdout != "four names" {
+			t.Fatalf("cat %s after the upgrade: %q", n, r.stdout)
+		}
+	}
+	run(t, "", "fsck", "--passfile", pf, dir).want(t, 0)
 }

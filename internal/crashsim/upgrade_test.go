@@ -29,7 +29,9 @@ import (
 // upgrade (not upgraded yet, or upgraded), or be refused as half-upgraded
 // (session.ErrUpgradeIncomplete) and read the same after a second
 // upgrade; and from every state, running the upgrade again must finish it
-// (a bound vault, the same plaintext).
+// (a bound vault, the same plaintext). The vault has a file with four
+// names, bound through a links file (docs/format.md §14): the crash
+// states between its names' relinks are resumed from the links file.
 func TestCrashReplayUpgrade(t *testing.T) {
 	dir := t.TempDir()
 	pw := []byte("upgrade password")
@@ -44,7 +46,7 @@ func TestCrashReplayUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := plaintextOf(t, dir, pw)
-	for _, p := range []string{"dA/b" + conflictSfx, "dA/sub" + conflictSfx + "/c", "b-root", "d2/linked-too", "sparse", "d1/chunk @user.color"} {
+	for _, p := range []string{"dA/b" + conflictSfx, "dA/sub" + conflictSfx + "/c", "b-root", "d2/linked-too", "d1/sub/multi-4", "multi-3", "dA/multi-5" + conflictSfx, "sparse", "d1/chunk @user.color"} {
 		if _, ok := want[p]; !ok {
 			t.Fatalf("the test vault lacks %s: %v", p, slices.Sorted(mapKeys(want)))
 		}
@@ -64,6 +66,9 @@ func TestCrashReplayUpgrade(t *testing.T) {
 	}
 	if c, err := config.Load(dir); err != nil || !c.Params.Bound() {
 		t.Fatalf("after the upgrade the config is not bound: %v", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "encryptfs.links.*")); len(m) != 1 {
+		t.Fatalf("links files after the upgrade (the four-name file's): %v", m)
 	}
 
 	scratch := t.TempDir()
@@ -210,6 +215,16 @@ func fillUpgradeVault(t *testing.T, v *vault.Vault, dir string) {
 	to, err := v.EncryptPath("d2/linked-too")
 	mustV(err)
 	mustV(os.Link(filepath.Join(dir, from), filepath.Join(dir, to)))
+	// A file with four names in three directories: more than a v2 header
+	// binds, so the upgrade binds them in a links file (format.md §14).
+	mustV(v.WriteFile("d1/multi", data(38, 4200), 0o644))
+	from, err = v.EncryptPath("d1/multi")
+	mustV(err)
+	for _, n := range []string{"d2/multi-2", "multi-3", "d1/sub/multi-4"} {
+		to, err := v.EncryptPath(n)
+		mustV(err)
+		mustV(os.Link(filepath.Join(dir, from), filepath.Join(dir, to)))
+	}
 	conflictCopies(t, v, dir)
 }
 
@@ -222,7 +237,8 @@ const conflictSfx = ".sync-conflict-20261122-101010-ABCDEFG"
 // directory with a file) beside dA's own, shown as "<name><suffix>". The
 // losing file also gets a hard link in the root, so that a hard-linked
 // pair spans a directory's conflict copy and a directory later in
-// post-order.
+// post-order, and so does a fifth name of fillUpgradeVault's four-name
+// file.
 func conflictCopies(t *testing.T, v *vault.Vault, dir string) {
 	sfx := conflictSfx
 	t.Helper()
@@ -240,6 +256,13 @@ func conflictCopies(t *testing.T, v *vault.Vault, dir string) {
 	mustV(err)
 	encRoot, err := v.EncryptPath("b-root")
 	mustV(err)
+	// A fifth name of the four-name file, made under the losing ID: the
+	// links file's conversion must come before dA's conflict copy is.
+	encMulti, err := v.EncryptPath("d1/multi")
+	mustV(err)
+	encM5, err := v.EncryptPath("dB/multi-5")
+	mustV(err)
+	mustV(os.Link(filepath.Join(dir, encMulti), filepath.Join(dir, encM5)))
 	a, b := filepath.Join(dir, encA), filepath.Join(dir, encB)
 	mustV(os.Rename(filepath.Join(b, "encryptfs.dirid"), filepath.Join(a, "encryptfs.dirid"+sfx)))
 	ents, err := os.ReadDir(b)

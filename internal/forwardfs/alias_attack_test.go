@@ -17,7 +17,9 @@ import (
 // sync-conflict rule. A copy of private/key's backing file planted in
 // public/ as "<encrypted name of readme><crafted suffix>" (".sh", a bidi
 // override, a newline, an escape sequence) is neither listed nor
-// reachable. A real Syncthing copy is listed and readable, read-only
+// reachable; planted under a valid conflict name it is listed, and reads
+// as EIO on a bound vault (format 2), as the planted contents on format
+// 1. A real Syncthing copy is listed and readable, read-only
 // (EROFS, no write bits) until adopted by a rename, and removable. A
 // displayed name is never listed twice: a real entry "readme (1)" hides a
 // copy shown under that name.
@@ -51,6 +53,9 @@ func TestConflictAliasAttack(t *testing.T) {
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(pubB, readme.Backing+sync), pubData, 0o644))
 	must(t, os.WriteFile(filepath.Join(pubB, readme.Backing+sync2), pubData, 0o644))
+	// private/key's contents under a valid conflict name of readme.
+	const sync3 = ".sync-conflict-20261122-101012-ABCDEFG"
+	plant(readme.Backing + sync3)
 
 	v.Remount(t)
 	// Cold lookups first, then the listing.
@@ -62,11 +67,26 @@ func TestConflictAliasAttack(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(pub, "readme (1)")); err != nil || string(got) != "real (1)" {
 		t.Fatalf("readme (1) = %q, %v; want the real entry", got, err)
 	}
-	want := []string{"readme", "readme (1)", "readme" + sync, "readme" + sync2}
+	want := []string{"readme", "readme (1)", "readme" + sync, "readme" + sync2, "readme" + sync3}
 	slices.Sort(want)
 	if got := listNames(t, pub); !slices.Equal(got, want) {
 		t.Fatalf("listing %q, want %q", got, want)
 	}
+	// Another file's contents under a conflict name of readme: a bound
+	// vault (format 2) checks an alias's contents against the place of
+	// the name it is an alias of, readme's, and private/key's are bound
+	// to theirs: EIO (docs/format.md §14, "Sync conflicts"). Format 1
+	// does not bind contents to a place (§11, "Location"): the name rule
+	// keeps the storage from choosing the name shown, not the contents.
+	got, err := os.ReadFile(filepath.Join(pub, "readme"+sync3))
+	if v.VaultID != nil {
+		if !errors.Is(err, syscall.EIO) {
+			t.Errorf("bound vault: another file's contents under a conflict name read %q, %v; want EIO", got, err)
+		}
+	} else if err != nil || string(got) != "SECRET" {
+		t.Errorf("format 1: %q, %v; want the planted contents (not bound to a place)", got, err)
+	}
+	must(t, os.Remove(filepath.Join(pub, "readme"+sync3)))
 
 	copyPath := filepath.Join(pub, "readme"+sync)
 	if got, err := os.ReadFile(copyPath); err != nil || string(got) != "public text" {
@@ -114,14 +134,14 @@ func backingDir(t *testing.T, v *mounttest.Vault, name string) (string, []byte) 
 	rootfd, err := backing.OpenRoot(v.Cipher)
 	must(t, err)
 	defer backing.Close(rootfd)
-	rootID, err := v.Tree.ReadDirID(rootfd)
+	rootID, err := v.Tree.ReadRootDirID(rootfd)
 	must(t, err)
 	n, err := v.Tree.Name(rootID, name)
 	must(t, err)
 	fd, err := backing.OpenSubdir(rootfd, n.Backing)
 	must(t, err)
 	defer backing.Close(fd)
-	id, err := v.Tree.ReadDirID(fd)
+	id, err := v.Tree.ReadDirIDAt(fd, v.Tree.Place(rootID, n))
 	must(t, err)
 	return filepath.Join(v.Cipher, n.Backing), id
 }

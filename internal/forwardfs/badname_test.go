@@ -19,7 +19,8 @@ import (
 // out of the listing by default, and with ShowUndecryptable are listed as
 // "<backing name>.encryptfs-bad-name", can be read (contents do not depend
 // on the name), renamed to a proper name and removed. A good entry cannot
-// be reached under such a name.
+// be reached under such a name. On a bound vault (format 2) the contents
+// do depend on the name: see testShowUndecryptableBound.
 func TestShowUndecryptable(t *testing.T) {
 	v := mounttest.NewVault(t, nil)
 	must(t, os.WriteFile(filepath.Join(v.Mnt, "doc.txt"), []byte("contents"), 0o644))
@@ -55,6 +56,10 @@ func TestShowUndecryptable(t *testing.T) {
 	}
 
 	v.RemountWith(t, func(o *mount.Options) { o.ShowUndecryptable = true })
+	if v.VaultID != nil {
+		testShowUndecryptableBound(t, v, badFile, badDir)
+		return
+	}
 	// A cold lookup first (no listing has been read).
 	if got, err := os.ReadFile(filepath.Join(v.Mnt, badFile+sfx)); err != nil || string(got) != "contents" {
 		t.Fatalf("read bad-named file: %q %v", got, err)
@@ -96,6 +101,49 @@ func TestShowUndecryptable(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(v.Mnt, "dir2", "inner")); err != nil || string(got) != "inner" {
 		t.Fatalf("recovered dir: %q %v", got, err)
+	}
+	if !strings.Contains(v.Log.String(), "undecryptable entry") {
+		t.Errorf("daemon log does not report the undecryptable entries:\n%s", v.Log.String())
+	}
+}
+
+// testShowUndecryptableBound is TestShowUndecryptable's second half on a
+// bound vault (docs/format.md §14): a file and a directory are bound to
+// the encrypted name they were made under, so under a damaged name they
+// are misplaced. They are listed (with the option), but the file and
+// everything in the directory read as EIO, a rename cannot recover them
+// (it would bind misplaced contents to a new place: EIO), and the file
+// and the foreign file can be removed.
+func testShowUndecryptableBound(t *testing.T, v *mounttest.Vault, badFile, badDir string) {
+	sfx := tree.BadNameSuffix
+	// A cold lookup first (no listing has been read).
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, badFile+sfx)); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("read bad-named file: %q %v, want EIO", got, err)
+	}
+	want := []string{badDir + sfx, badFile + sfx, "desktop.ini" + sfx}
+	slices.Sort(want)
+	if names := listNames(t, v.Mnt); !slices.Equal(names, want) {
+		t.Fatalf("listing %v, want %v", names, want)
+	}
+	if got, err := os.ReadFile(filepath.Join(v.Mnt, badDir+sfx, "inner")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("read in bad-named dir: %q %v, want EIO", got, err)
+	}
+	if _, err := os.ReadFile(filepath.Join(v.Mnt, "desktop.ini"+sfx)); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("read foreign file: %v, want EIO", err)
+	}
+	for _, bad := range []string{badFile, badDir} {
+		if err := os.Rename(filepath.Join(v.Mnt, bad+sfx), filepath.Join(v.Mnt, "recovered")); !errors.Is(err, syscall.EIO) {
+			t.Errorf("rename %s: %v, want EIO", bad+sfx, err)
+		}
+	}
+	must(t, os.Remove(filepath.Join(v.Mnt, badFile+sfx)))
+	must(t, os.Remove(filepath.Join(v.Mnt, "desktop.ini"+sfx)))
+	if names := listNames(t, v.Mnt); !slices.Equal(names, []string{badDir + sfx}) {
+		t.Fatalf("listing after removal %v", names)
+	}
+	v.Remount(t)
+	if names := listNames(t, v.Mnt); len(names) != 0 {
+		t.Fatalf("listing without the option %v, want empty", names)
 	}
 	if !strings.Contains(v.Log.String(), "undecryptable entry") {
 		t.Errorf("daemon log does not report the undecryptable entries:\n%s", v.Log.String())

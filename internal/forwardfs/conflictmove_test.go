@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
 	"github.com/encryptfs/encryptfs/internal/mount"
+	"golang.org/x/sys/unix"
 )
 
 // TestSyncConflictOfKnownFile: Syncthing makes a conflict copy by renaming
@@ -38,14 +40,12 @@ func TestSyncConflictOfKnownFile(t *testing.T) {
 	if got, err := os.ReadFile(p + suffix); err != nil || string(got) != "old" {
 		t.Fatalf("conflict copy of a known file: %q, %v", got, err)
 	}
-	must(t, os.WriteFile(filepath.Join(v.Mnt, "winner"), []byte("new"), 0o644))
-	for _, b := range mounttest.BackingFiles(t, v.Cipher) {
-		if b != bf[0]+suffix {
-			// The winner's ciphertext is bound to its own file ID, not to
-			// its name: renamed into place it reads as note.txt.
-			must(t, os.Rename(b, bf[0]))
-		}
-	}
+	// The winner, written as note.txt on the other device (so bound to
+	// note.txt's place in a bound vault), arrives in a temporary file
+	// and is renamed into place, as Syncthing does.
+	tmp := filepath.Join(v.Cipher, ".syncthing.note.tmp")
+	writeAs(t, v, "note.txt", tmp, "new")
+	must(t, os.Rename(tmp, bf[0]))
 	if got, err := os.ReadFile(p); err != nil || string(got) != "new" {
 		t.Fatalf("note.txt after the sync: %q, %v", got, err)
 	}
@@ -168,4 +168,29 @@ func testDirIDConflict(t *testing.T, winner string, newVault func(testing.TB, fu
 		t.Fatalf("fsck after the merge: clean %v, problems %+v, conflicts %+v", rep.Clean, rep.Problems, rep.Conflicts)
 	}
 	va.MountAgain(t, nil)
+}
+
+// writeAs writes data, encrypted as the contents of the root's entry name
+// (bound to that place in a bound vault), to the backing file at path,
+// with a session of its own: what another device of the vault writes.
+func writeAs(t *testing.T, v *mounttest.Vault, name, path, data string) {
+	t.Helper()
+	s := v.Session(t)
+	rootfd, err := backing.OpenRoot(v.Cipher)
+	must(t, err)
+	defer backing.Close(rootfd)
+	rootID, err := s.Tree().ReadRootDirID(rootfd)
+	must(t, err)
+	n, err := s.Tree().Name(rootID, name)
+	must(t, err)
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o644)
+	must(t, err)
+	bf := backing.NewFile(fd, nil)
+	defer bf.Close()
+	f, err := s.Engine().OpenAt(bf, s.Tree().Place(rootID, n))
+	must(t, err)
+	_, err = f.WriteAt([]byte(data), 0)
+	must(t, err)
+	must(t, f.Close())
+	must(t, bf.Sync())
 }

@@ -377,7 +377,7 @@ func TestCreateOverStaleNegative(t *testing.T) {
 	root, err := backing.OpenRoot(v.Cipher)
 	must(t, err)
 	defer backing.Close(root)
-	id, err := v.Tree.ReadDirID(root)
+	id, err := v.Tree.ReadRootDirID(root)
 	must(t, err)
 	n, err := v.Tree.Name(id, "late")
 	must(t, err)

@@ -19,21 +19,22 @@ import (
 // its ID are converted before the entries they name (see scanDir).
 type upOp struct {
 	kind int
-	f    *upFile // the file with the v1 header
-	g    *upFile // opPair: its second name; opRelink: the v2 file to link
+	f    *upFile   // the file with the v1 header
+	g    *upFile   // opPair: its second name; opRelink: the v2 file to link
+	more []*upFile // opLinks: its other names (two or more)
 }
 
 const (
 	opConvert = iota // one name: a new v2 header bound to it
 	opPair           // two hard-linked names: bound to both, linked again
-	opRelink         // a crash split a pair: link the v2 half over the v1 one
+	opLinks          // three names or more: bound in a links file, linked again
+	opRelink         // a crash split the names: link the v2 file over a v1 name
 )
 
 // plan assigns every v1 file to an op, or records why it cannot be
-// converted: a v2 header binds at most two names (a third is the links
-// file of a later feature), and a hard link the scan did not find (a
-// name outside the vault, or one that does not decrypt) would keep the
-// old header.
+// converted: a hard link the scan did not find (a name outside the
+// vault, or one that does not decrypt) would keep the old header, and
+// its binding could not be computed (its place is unknown).
 func (u *upgrader) plan() {
 	type inode struct{ dev, ino uint64 }
 	groups := map[inode][]*upFile{}
@@ -49,34 +50,53 @@ func (u *upgrader) plan() {
 		g := groups[k]
 		f := g[0]
 		switch nlink := f.st.Nlink; {
-		case nlink > 2:
-			u.problem("%s: %d hard links; a format-2 header binds at most 2 names (remove the others, upgrade, link again)", f.plain, nlink)
 		case int(nlink) != len(g):
 			u.problem("%s: has another hard link that the upgrade cannot see (outside the vault, or an entry whose name does not decrypt)", f.plain)
-		case nlink == 2:
-			u.assign(upOp{kind: opPair, f: g[0], g: g[1]})
+		case len(g) > bind.MaxLinks:
+			u.problem("%s: %d hard links; a bound vault allows at most %d", f.plain, nlink, bind.MaxLinks)
 		default:
-			u.assign(u.singleOp(f))
+			if src := u.convertedAs(f); src != nil {
+				// An interrupted run converted some of the names:
+				// the v2 file is bound to all of them.
+				for _, h := range g {
+					u.assign(upOp{kind: opRelink, f: h, g: src})
+				}
+				continue
+			}
+			switch nlink {
+			case 1:
+				u.assign(upOp{kind: opConvert, f: f})
+			case 2:
+				u.assign(upOp{kind: opPair, f: g[0], g: g[1]})
+			default:
+				u.assign(upOp{kind: opLinks, f: g[0], more: g[1:]})
+			}
 		}
 	}
 }
 
-// singleOp is the op of a v1 file with one name: a relink if an
-// interrupted pair left its other half v2 and bound here, else a
-// conversion.
-func (u *upgrader) singleOp(f *upFile) upOp {
+// convertedAs returns the v2 file an interrupted run made of v1 file f
+// (same file ID, bound to f's place: by its header or its links file),
+// or nil. Only a run that converted f's other names leaves one: the v2
+// copy was renamed over one name and linked over some more before the
+// crash.
+func (u *upgrader) convertedAs(f *upFile) *upFile {
 	for _, src := range u.v2[f.hdr.FileID] {
-		if u.b.binder.Match(bind.KindFile, f.hdr.FileID[:], f.place, src.hdr.Bindings[:]) {
-			return upOp{kind: opRelink, f: f, g: src}
+		if u.b.binder.Match(bind.KindFile, f.hdr.FileID[:], f.place, src.slots) {
+			return src
 		}
 	}
-	return upOp{kind: opConvert, f: f}
+	return nil
 }
 
+// assign gives op to the first in post-order of the directories it
+// changes (all of an opLinks's names' too): see upOp.
 func (u *upgrader) assign(op upOp) {
 	d := op.f.dir
-	if op.g != nil && op.g.dir.post < d.post {
-		d = op.g.dir
+	for _, g := range append([]*upFile{op.g}, op.more...) {
+		if g != nil && g.dir.post < d.post {
+			d = g.dir
+		}
 	}
 	d.ops = append(d.ops, op)
 }
@@ -188,14 +208,30 @@ func (u *upgrader) runOp(fd int, d *upDir, op upOp) error {
 	switch op.kind {
 	case opConvert:
 		u.doneFiles++
-		return withDir(op.f, func(ffd int) error { return u.convertFile(ffd, op.f, op.f.place) })
+		return withDir(op.f, func(ffd int) error { return u.convertFile(ffd, op.f, 0, op.f.place) })
 	case opPair:
 		u.doneFiles++
 		return withDir(op.f, func(ffd int) error {
-			if err := u.convertFile(ffd, op.f, op.f.place, op.g.place); err != nil {
+			if err := u.convertFile(ffd, op.f, 0, op.f.place, op.g.place); err != nil {
 				return err
 			}
 			return withDir(op.g, func(gfd int) error { return u.relink(ffd, op.f.name, gfd, op.g.name) })
+		})
+	case opLinks:
+		u.doneFiles++
+		return withDir(op.f, func(ffd int) error {
+			if err := u.writeLinks(op); err != nil {
+				return err
+			}
+			if err := u.convertFile(ffd, op.f, content.FlagLinks); err != nil {
+				return err
+			}
+			for _, g := range op.more {
+				if err := withDir(g, func(gfd int) error { return u.relink(ffd, op.f.name, gfd, g.name) }); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	default:
 		u.relinked++
@@ -252,14 +288,37 @@ func (u *upgrader) relink(srcfd int, src string, dstfd int, dst string) error {
 // copyBlock is how much of a file convertFile copies at a time.
 const copyBlock = 1 << 20
 
+// writeLinks makes op's links file durable before any of its file's
+// names changes (docs/format.md §14, links rule 1): the bindings of all
+// its names, written under the upgrade's temp prefix in the root,
+// fsynced, renamed over, and the root fsynced. A crash before the first
+// name's header is replaced leaves a links file no header asks for; the
+// resumed run, which still finds every name v1, writes it again. Its gen
+// carries on an earlier one's (such a leftover), so that gens only grow.
+func (u *upgrader) writeLinks(op upOp) error {
+	id := op.f.hdr.FileID
+	l := bind.LinkList{FileID: id, Gen: 1}
+	if old, err := u.b.tree.Links().LoadAt(u.rootfd, id[:]); err == nil {
+		l.Gen = old.Gen + 1
+	}
+	for _, f := range append([]*upFile{op.f}, op.more...) {
+		l.Bindings = append(l.Bindings, u.b.binder.Sum(bind.KindFile, id[:], f.place))
+	}
+	if err := u.replaceSmall(u.rootfd, bind.LinksName(id[:]), u.b.binder.SealLinks(l)); err != nil {
+		return fmt.Errorf("links file: %w", err)
+	}
+	return u.v1.fs.Fsync(u.rootfd)
+}
+
 // convertFile replaces file f (in dirfd) by a copy with a v2 header bound
-// to places, followed by its chunks byte for byte. Why the chunks need no
+// to places (flags added to f's: content.FlagLinks, with no places, for
+// a file bound in its links file), followed by its chunks byte for byte. Why the chunks need no
 // change: each is sealed under the file's key (from its file ID) with its
 // index and final flag as associated data, never its offset (docs/format.md
 // §5); the v2 header keeps the file ID and the flags. All-zero blocks are
 // not written (holes stay holes; zeros read the same). Mode, owner, times
 // and the backing xattrs (the file's encrypted xattrs) are copied.
-func (u *upgrader) convertFile(dirfd int, f *upFile, places ...bind.Place) error {
+func (u *upgrader) convertFile(dirfd int, f *upFile, flags uint16, places ...bind.Place) error {
 	srcfd, st, err := backing.OpenRegular(dirfd, f.name, unix.O_RDONLY)
 	if err != nil {
 		return err
@@ -268,7 +327,7 @@ func (u *upgrader) convertFile(dirfd int, f *upFile, places ...bind.Place) error
 	if st.Dev != f.st.Dev || st.Ino != f.st.Ino {
 		return fmt.Errorf("the file changed during the upgrade")
 	}
-	h := content.Header{Flags: f.hdr.Flags, FileID: f.hdr.FileID}
+	h := content.Header{Flags: f.hdr.Flags | flags, FileID: f.hdr.FileID}
 	for i, p := range places {
 		h.Bindings[i] = u.b.binder.Sum(bind.KindFile, h.FileID[:], p)
 	}

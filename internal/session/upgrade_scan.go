@@ -66,6 +66,7 @@ type upFile struct {
 	st    unix.Stat_t
 	hdr   content.Header // the v1 header, or the v2 one
 	v2    bool
+	slots []bind.Binding // a v2 file's bindings: its header's, or its links file's
 }
 
 // upTemp is a leftover temporary of an interrupted upgrade.
@@ -227,7 +228,10 @@ func (u *upgrader) scanFile(dirfd int, f *upFile) {
 	case content.VersionV2:
 		h, err := u.b.engine.Suite().ParseHeader(buf)
 		if err == nil {
-			err = u.b.binder.Check(bind.KindFile, h.FileID[:], f.place, h.Bindings[:])
+			f.slots, err = u.slots(h)
+		}
+		if err == nil {
+			err = u.b.binder.Check(bind.KindFile, h.FileID[:], f.place, f.slots)
 		}
 		if err != nil {
 			u.problem("%s: v2 file header: %v", f.plain, err)
@@ -238,4 +242,19 @@ func (u *upgrader) scanFile(dirfd int, f *upFile) {
 	default:
 		u.problem("%s: file header of unknown version", f.plain)
 	}
+}
+
+// slots are the bindings of a v2 file with header h: its header's slots,
+// or, with content.FlagLinks (a file of more than two names, converted by
+// an interrupted run), its links file's (bind.ErrBadLinks if that is
+// missing or bad).
+func (u *upgrader) slots(h content.Header) ([]bind.Binding, error) {
+	if h.Flags&content.FlagLinks == 0 {
+		return h.Bindings[:], nil
+	}
+	l, err := u.b.tree.Links().LoadAt(u.rootfd, h.FileID[:])
+	if err != nil {
+		return nil, err
+	}
+	return l.Bindings, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -125,8 +126,9 @@ func TestHalfUpgradedRefused(t *testing.T) {
 	s2.Close()
 }
 
-// TestUpgradeBlocked: a file with three names cannot be bound (a v2
-// header binds two); the upgrade says so before it writes anything.
+// TestUpgradeBlocked: a file with a hard link outside the vault cannot be
+// bound (the upgrade does not know that name's place); the upgrade says so
+// before it writes anything.
 func TestUpgradeBlocked(t *testing.T) {
 	dir, _, _ := newV2Vault(t, "a")
 	s, err := OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{Upgrading: true})
@@ -155,16 +157,19 @@ func TestUpgradeBlocked(t *testing.T) {
 	}
 	f.Close()
 	bf.Close()
-	for _, n := range []string{"b", "c"} {
-		nn, _ := s.Tree().Name(id, n)
-		if err := backing.Linkat(rootfd, a.Backing, rootfd, nn.Backing); err != nil {
-			t.Fatal(err)
-		}
+	// A second name outside the vault: its place is unknown, so it
+	// cannot be bound (a third name inside would go to the links file).
+	nb, _ := s.Tree().Name(id, "b")
+	if err := backing.Linkat(rootfd, a.Backing, rootfd, nb.Backing); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dir, a.Backing), filepath.Join(t.TempDir(), "outside")); err != nil {
+		t.Fatal(err)
 	}
 	before := readConfig(t, dir)
 	_, err = s.UpgradeContent(nil)
-	if !errors.Is(err, ErrUpgradeBlocked) {
-		t.Fatalf("UpgradeContent with a 3-link file: %v", err)
+	if !errors.Is(err, ErrUpgradeBlocked) || !strings.Contains(err.Error(), "cannot see") {
+		t.Fatalf("UpgradeContent with a hard link outside the vault: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, config.UpgradeMarkerName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a blocked upgrade wrote its marker: %v", err)
@@ -181,4 +186,22 @@ func mustOpen(t *testing.T, dirfd int, name string) int {
 		t.Fatal(err)
 	}
 	return fd
+}
+
+// TestUpgradeAssignFirstDir: a file op goes to the first in post-order of
+// the directories it changes, all names of a links-file op included, so
+// that no directory's conflict copies of its ID are converted before the
+// names made under them (a resumed scan would not see those any more).
+func TestUpgradeAssignFirstDir(t *testing.T) {
+	dirs := []*upDir{{plain: "/a", post: 2}, {plain: "/b", post: 0}, {plain: "/c", post: 1}}
+	u := &upgrader{}
+	f := func(d *upDir) *upFile { return &upFile{dir: d} }
+	u.assign(upOp{kind: opLinks, f: f(dirs[0]), more: []*upFile{f(dirs[2]), f(dirs[1])}})
+	u.assign(upOp{kind: opPair, f: f(dirs[0]), g: f(dirs[2])})
+	if len(dirs[1].ops) != 1 || dirs[1].ops[0].kind != opLinks {
+		t.Errorf("links op in /b (first in post-order): %+v", dirs[1].ops)
+	}
+	if len(dirs[2].ops) != 1 || dirs[2].ops[0].kind != opPair {
+		t.Errorf("pair op in /c: %+v", dirs[2].ops)
+	}
 }
