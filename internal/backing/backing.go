@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -237,19 +236,6 @@ func Fchownat(dirfd int, name string, uid, gid int) error {
 		return err
 	}
 	return retry(func() error { return unix.Fchownat(dirfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW) })
-}
-
-// Futimens sets atime and mtime of the file open as fd: utimensat(2)
-// with a NULL path, which Linux applies to fd itself (x/sys/unix has no
-// futimens with nanoseconds).
-func Futimens(fd int, ts [2]unix.Timespec) error {
-	return retry(func() error {
-		_, _, errno := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
-		if errno != 0 {
-			return errno
-		}
-		return nil
-	})
 }
 
 // UtimesNanoAt sets atime and mtime of entry name without following a

@@ -81,23 +81,6 @@ func (f *File) Truncate(size int64) error {
 // Sync flushes the file to stable storage.
 func (f *File) Sync() error { return Fsync(f.fd) }
 
-// KeepTimes runs write, a change the file system makes on its own (file
-// roots' clean header at the last close, docs/format.md §16), and then
-// puts the file's access and modification times back as they were before
-// it: a time the user set must not be undone by it. tar sets each file's
-// mtime after closing it, and FUSE's RELEASE, where the header is written,
-// may arrive after that SETATTR. The ctime moves, as for any change.
-func (f *File) KeepTimes(write func() error) error {
-	st, err := Fstat(f.fd)
-	if err != nil {
-		return err
-	}
-	if err := write(); err != nil {
-		return err
-	}
-	return Futimens(f.fd, [2]unix.Timespec{st.Atim, st.Mtim})
-}
-
 // Stat returns the file's size, mode and times.
 func (f *File) Stat() (fs.FileInfo, error) {
 	if st := f.first.Swap(nil); st != nil {

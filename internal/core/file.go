@@ -131,6 +131,24 @@ func (f *File) Close() error {
 	return err
 }
 
+// Settle does now what the last Close would do to the backing file: it
+// gives back the space reserved ahead (space.go) and, with file roots,
+// writes the clean header (roots.go: finalize). Both move the backing
+// file's mtime, so a time the user sets explicitly must come after them:
+// tar sets a file's times before it closes it, and FUSE's RELEASE, where
+// Close runs, comes after that. The FUSE layer settles an open file
+// before it sets times. A write after Settle makes the file DIRTY again,
+// as any first write does.
+func (f *File) Settle() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	f.trimReserved()
+	return f.finalize(false)
+}
+
 // sparse reports whether the header allows holes.
 func (f *File) sparse() bool {
 	return f.rt == nil && f.hasHeader && f.hdr.Flags&content.FlagSparse != 0

@@ -334,10 +334,7 @@ func (f *File) finalize(durable bool) error {
 		return err
 	}
 	h.Root = root
-	// The header write keeps the file's times: the user's last write
-	// set the mtime, or a utimensat after it did (tar), and the clean-up
-	// of the format is not a change of the file.
-	if err := keepTimes(f.b, func() error { _, err := f.writeHeader(h); return err }); err != nil {
+	if _, err := f.writeHeader(h); err != nil {
 		return err
 	}
 	rs.wrote, rs.unrooted = false, false
@@ -494,11 +491,3 @@ func (f *File) VerifyRoot() error {
 	return nil
 }
 
-// keepTimes runs write on b and puts b's atime and mtime back afterwards,
-// when b can (backing.File.KeepTimes); otherwise it just runs write.
-func keepTimes(b Backing, write func() error) error {
-	if k, ok := b.(interface{ KeepTimes(func() error) error }); ok {
-		return k.KeepTimes(write)
-	}
-	return write()
-}

@@ -121,9 +121,7 @@ func (f *File) trimReserved() {
 		return
 	}
 	if p, ok := f.b.(holePuncher); ok {
-		// Giving the reservation back is no change of the file: its
-		// times stay (tar sets them before the close that gets here).
-		keepTimes(f.b, func() error { return p.PunchHole(end, f.reservedTo-end) })
+		p.PunchHole(end, f.reservedTo-end)
 	}
 	f.reservedTo = 0
 }

@@ -114,6 +114,15 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		}
 	}
 	if in.Valid&(fuse.FATTR_ATIME|fuse.FATTR_MTIME) != 0 {
+		// The writes an open file still owes its backing (the clean
+		// header of file roots, giving back reserved space) go first:
+		// made at RELEASE, after these times, they would move the mtime
+		// again (tar sets times before it closes).
+		if of != nil {
+			if err := of.file.Settle(); err != nil {
+				return n.errno(err, "setattr")
+			}
+		}
 		ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
 		if in.Valid&fuse.FATTR_ATIME != 0 {
 			ts[0] = unix.Timespec{Sec: int64(in.Atime), Nsec: int64(in.Atimensec)}
