@@ -490,4 +490,3 @@ func (f *File) VerifyRoot() error {
 	}
 	return nil
 }
-
