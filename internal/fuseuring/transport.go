@@ -63,6 +63,13 @@ const queueDepth = 2
 type Options struct {
 	Mode Mode
 	Logf func(format string, args ...any) // the line saying why Auto fell back to classic, and problems; may be nil
+	// GoFuseLoop serves the classic transport with go-fuse's own
+	// /dev/fuse loop instead of this package's worker threads (A/B
+	// measurements; see devloop.go).
+	GoFuseLoop bool
+	// UnpinnedWorkers leaves the classic worker threads free to run on
+	// any CPU (A/B measurements): by default each is pinned to its own.
+	UnpinnedWorkers bool
 
 	failQueues error // tests: the rings fail to start after INIT agreed on io_uring
 }
@@ -78,10 +85,11 @@ type Mount struct {
 	// Why says why a mount in Auto mode is classic ("" otherwise).
 	Why string
 
-	dev    *devMount // nil when go-fuse mounted (classic)
-	devFD  int       // our own dup of the /dev/fuse fd, for the rings
-	queues []*queue
-	done   sync.WaitGroup
+	dev     *devMount // nil when go-fuse mounted (classic)
+	devFD   int       // our own dup of the /dev/fuse fd, for the rings and the clones
+	queues  []*queue
+	workers []*devWorker // the classic transport's threads; nil: go-fuse's loop serves
+	done    sync.WaitGroup
 }
 
 // New mounts raw on mountPoint with go-fuse's options o and sets up the
@@ -96,20 +104,33 @@ func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Op
 	if mode == "" {
 		mode = Auto
 	}
+	classic := func(why string) (*Mount, error) {
+		var m *Mount
+		var err error
+		if opts.GoFuseLoop {
+			m, err = newClassic(raw, mountPoint, o, why)
+		} else {
+			m, err = newDevThreads(raw, mountPoint, o, logf, why, !opts.UnpinnedWorkers)
+		}
+		if err == nil && why != "" {
+			logf("transport: classic /dev/fuse (io_uring unavailable: %s)", why)
+		}
+		return m, err
+	}
 	if mode == Classic {
-		return newClassic(raw, mountPoint, o, logf, "")
+		return classic("")
 	}
 	if err := Available(); err != nil {
 		if mode == URing {
 			return nil, err
 		}
-		return newClassic(raw, mountPoint, o, logf, err.Error())
+		return classic(err.Error())
 	}
 	if err := probeURing(); err != nil {
 		if mode == URing {
 			return nil, err
 		}
-		return newClassic(raw, mountPoint, o, logf, err.Error())
+		return classic(err.Error())
 	}
 	m, err := newURing(raw, mountPoint, o, logf, opts.failQueues)
 	if err != nil {
@@ -131,24 +152,64 @@ func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Op
 	return m, nil
 }
 
-func newClassic(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), why string) (*Mount, error) {
+// newClassic is the classic transport served by go-fuse's own loop.
+func newClassic(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, why string) (*Mount, error) {
 	srv, err := fuse.NewServer(raw, mountPoint, &o)
 	if err != nil {
 		return nil, err
 	}
-	if why != "" {
-		logf("transport: classic /dev/fuse (io_uring unavailable: %s)", why)
-	}
 	return &Mount{Server: srv, Transport: "classic", Why: why, devFD: -1}, nil
 }
 
-// newURing mounts with our own /dev/fuse fd, has go-fuse answer INIT with
-// CAP_OVER_IO_URING, and registers the rings. If the kernel's INIT did not
-// offer io_uring, or the rings cannot be set up, the mount stays and is
-// served classically (Transport "classic", Why says why).
-func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), failQueues error) (*Mount, error) {
-	o.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
-	dev, err := mountDev(mountPoint, &o)
+// newDevThreads is the classic transport served by one worker thread per
+// CPU, each on its own clone of the connection's /dev/fuse fd (devloop.go).
+// go-fuse's server answers INIT (in fuse.NewServer) and sends
+// notifications; its reader runs only once the workers have ended, to
+// see the connection gone and tear down.
+func newDevThreads(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), why string, pin bool) (*Mount, error) {
+	m, err := mountServer(raw, mountPoint, &o)
+	if err != nil {
+		return nil, err
+	}
+	m.Why = why
+	ps := fuse.NewProtocolServer(raw, &o)
+	err = replayInit(ps, m.Server.KernelSettings())
+	for id := range runtime.NumCPU() {
+		if err != nil {
+			break
+		}
+		var w *devWorker
+		if w, err = newDevWorker(id, m.devFD, &o, ps, logf); err == nil {
+			m.workers = append(m.workers, w)
+		}
+	}
+	if err != nil {
+		// Nobody reads the clones yet: take the mount away, and let
+		// go-fuse's reader see it go.
+		for _, w := range m.workers {
+			unix.Close(w.fd)
+		}
+		m.workers = nil
+		go m.Server.Serve()
+		m.dev.unmount()
+		m.Server.Wait()
+		m.Close()
+		return nil, err
+	}
+	for _, w := range m.workers {
+		m.done.Add(1)
+		go func() {
+			defer m.done.Done()
+			w.run(pin)
+		}()
+	}
+	return m, nil
+}
+
+// mountServer mounts with our own /dev/fuse fd (kept as m.devFD, for the
+// rings or the clones) and has go-fuse's server answer INIT on it.
+func mountServer(raw fuse.RawFileSystem, mountPoint string, o *fuse.MountOptions) (*Mount, error) {
+	dev, err := mountDev(mountPoint, o)
 	if err != nil {
 		return nil, err
 	}
@@ -160,13 +221,26 @@ func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, lo
 	}
 	// go-fuse now owns dev.fd; it must not try to mount or unmount.
 	o.DirectMount, o.DirectMountStrict = false, false
-	srv, err := fuse.NewServer(raw, "/dev/fd/"+strconv.Itoa(dev.fd), &o)
+	srv, err := fuse.NewServer(raw, "/dev/fd/"+strconv.Itoa(dev.fd), o)
 	if err != nil {
 		unix.Close(devFD)
 		dev.unmount()
 		return nil, err
 	}
-	m := &Mount{Server: srv, Transport: "classic", dev: dev, devFD: devFD}
+	return &Mount{Server: srv, Transport: "classic", dev: dev, devFD: devFD}, nil
+}
+
+// newURing mounts with our own /dev/fuse fd, has go-fuse answer INIT with
+// CAP_OVER_IO_URING, and registers the rings. If the kernel's INIT did not
+// offer io_uring, or the rings cannot be set up, the mount stays and is
+// served classically (Transport "classic", Why says why).
+func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), failQueues error) (*Mount, error) {
+	o.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
+	m, err := mountServer(raw, mountPoint, &o)
+	if err != nil {
+		return nil, err
+	}
+	srv, dev, devFD := m.Server, m.dev, m.devFD
 	init := srv.KernelSettings()
 	if init.Flags64()&fuse.CAP_OVER_IO_URING == 0 {
 		m.Why = "the kernel's INIT does not offer FUSE_OVER_IO_URING"
@@ -330,8 +404,15 @@ func (m *Mount) Close() {
 }
 
 // Serve serves the classic /dev/fuse reader (the rings serve themselves)
-// until the file system is unmounted.
-func (m *Mount) Serve() { m.Server.Serve() }
+// until the file system is unmounted. With worker threads, it waits for
+// them to end first: go-fuse's reader then only sees the connection gone
+// and tears down (closes its fd, tells the file system it is unmounted).
+func (m *Mount) Serve() {
+	if m.workers != nil {
+		m.done.Wait()
+	}
+	m.Server.Serve()
+}
 
 // Wait waits for Serve to end.
 func (m *Mount) Wait() { m.Server.Wait() }

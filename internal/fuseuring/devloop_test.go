@@ -1,0 +1,146 @@
+package fuseuring
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/encryptfs/encryptfs/internal/fstest"
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// TestClassicWorkers: a classic mount is served by the worker threads on
+// their cloned fds, one per CPU, and every request reaches them (go-fuse's
+// own reader does not run while they do). With the go-fuse loop asked
+// for, there are no workers.
+func TestClassicWorkers(t *testing.T) {
+	m, mnt, err := mountMem(t, Options{Mode: Classic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Transport != "classic" || len(m.workers) == 0 {
+		t.Fatalf("transport %q, %d workers", m.Transport, len(m.workers))
+	}
+	served := func() (n uint64) {
+		for _, w := range m.workers {
+			n += w.served.Load()
+		}
+		return n
+	}
+	before := served()
+	for range 10 {
+		if got := readWithin(t, filepath.Join(mnt, "hello")); got != "hi" {
+			t.Fatalf("read %q", got)
+		}
+	}
+	// LOOKUP, OPEN, READ at least (timeouts are 0), and a RELEASE, which
+	// may still be on its way.
+	if d := served() - before; d < 30 {
+		t.Errorf("10 reads, the workers answered %d requests", d)
+	}
+	if n := m.RingRequests(); n != nil {
+		t.Errorf("classic mount has rings: %v", n)
+	}
+
+	g, _, err := mountMem(t, Options{Mode: Classic, GoFuseLoop: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.workers != nil {
+		t.Errorf("go-fuse loop asked for, %d workers", len(g.workers))
+	}
+}
+
+// daemonEnv makes the test binary a daemon that mounts memRoot over the
+// classic workers on the directory it names and serves until killed
+// (TestClassicKill).
+const daemonEnv = "FUSEURING_TEST_DAEMON"
+
+func TestMain(m *testing.M) {
+	if mnt := os.Getenv(daemonEnv); mnt != "" {
+		zero := time.Duration(0)
+		raw := fs.NewNodeFS(&memRoot{}, &fs.Options{EntryTimeout: &zero, AttrTimeout: &zero})
+		mo, err := New(raw, mnt, fuse.MountOptions{Name: "fuseuringtest", MaxWrite: 1 << 20, DirectMount: true}, Options{Mode: Classic})
+		if err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			os.Exit(2)
+		}
+		go mo.Serve()
+		if err := mo.WaitMount(); err != nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString("ready\n")
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+// TestClassicKill: after kill -9 of a daemon serving with the worker
+// threads, the mount answers ENOTCONN at once (no request hangs) and
+// unmounts; SIGTERM and unmount are the fuseserver's and
+// internal/mount's tests (TestSignalUnmount).
+func TestClassicKill(t *testing.T) {
+	requireRootFUSE(t)
+	mnt := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), daemonEnv+"="+mnt)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		unix.Unmount(mnt, unix.MNT_DETACH)
+	})
+	line := make([]byte, 6)
+	if _, err := out.Read(line); err != nil || string(line) != "ready\n" {
+		t.Fatalf("daemon: %q, %v", line, err)
+	}
+	if got := readWithin(t, filepath.Join(mnt, "hello")); got != "hi" {
+		t.Fatalf("read %q", got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	errc := make(chan error, 1)
+	go func() {
+		var st unix.Stat_t
+		errc <- unix.Stat(filepath.Join(mnt, "hello"), &st)
+	}()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, unix.ENOTCONN) && !errors.Is(err, unix.ECONNABORTED) {
+			t.Errorf("stat after kill -9: %v, want ENOTCONN", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("stat on the killed mount hangs")
+	}
+	if err := unix.Unmount(mnt, 0); err != nil {
+		t.Errorf("unmount after kill -9: %v", err)
+	}
+}
+
+// requireRootFUSE skips without FUSE or without root (the daemon mounts
+// with mount(2), and the test unmounts with umount(2)).
+func requireRootFUSE(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true but not root")
+		}
+		t.Skip("needs root")
+	}
+	fstest.RequireFUSE(t)
+}
