@@ -25,7 +25,9 @@ die() { echo "smallfiles.sh: $*" >&2; exit 1; }
 [ $# = 2 ] || die "usage: smallfiles.sh A-BINARY B-BINARY"
 [ "$(id -u)" = 0 ] || die "must run as root (tmpfs)"
 BINS=("$(realpath "$1")" "$(realpath "$2")")
+# shellcheck disable=SC2034 # used through the nameref in mnt
 read -r -a ENVS0 <<<"${A_ENV:-}"
+# shellcheck disable=SC2034
 read -r -a ENVS1 <<<"${B_ENV:-}"
 
 WORK=$(mktemp -d /tmp/encryptfs-smallfiles.XXXXXX)
@@ -82,11 +84,12 @@ for round in $(seq "$ROUNDS"); do
 		unmnt "$ab"
 		mnt "$ab"
 		c2=$(cpu)
-		echo "MD5 $ab $(secs sh -c "cd '$m' && find . -type f -print0 | xargs -0 md5sum")" >>"$WORK/results"
-		echo "LS $ab $(secs ls -lR "$m")" >>"$WORK/results"
-		echo "DU $ab $(secs du -s "$m")" >>"$WORK/results"
-		# shellcheck disable=SC2086 # TOP is a list of names
-		echo "RM $ab $(secs sh -c "cd '$m' && rm -rf $TOP")" >>"$WORK/results"
+		{
+			echo "MD5 $ab $(secs sh -c "cd '$m' && find . -type f -print0 | xargs -0 md5sum")"
+			echo "LS $ab $(secs ls -lR "$m")"
+			echo "DU $ab $(secs du -s "$m")"
+			echo "RM $ab $(secs sh -c "cd '$m' && rm -rf $TOP")"
+		} >>"$WORK/results"
 		c3=$(cpu)
 		echo "CPU $ab $(python3 -c "import sys; a = [float(x) for x in sys.argv[1:]]; print('%.2f' % (a[1] - a[0] + a[3] - a[2]))" "$c0" "$c1" "$c2" "$c3")" >>"$WORK/results"
 		unmnt "$ab"

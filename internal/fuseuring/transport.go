@@ -63,9 +63,9 @@ const queueDepth = 2
 type Options struct {
 	Mode Mode
 	Logf func(format string, args ...any) // the line saying why Auto fell back to classic, and problems; may be nil
-	// GoFuseLoop serves the classic transport with go-fuse's own
-	// /dev/fuse loop instead of this package's worker threads (A/B
-	// measurements; see devloop.go).
+	// GoFuseLoop serves /dev/fuse with go-fuse's own loop instead of
+	// this package's worker threads: all of the classic transport, and
+	// what io_uring leaves on /dev/fuse (A/B measurements; devloop.go).
 	GoFuseLoop bool
 	// UnpinnedWorkers leaves the classic worker threads free to run on
 	// any CPU (A/B measurements): by default each is pinned to its own.
@@ -132,7 +132,7 @@ func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Op
 		}
 		return classic(err.Error())
 	}
-	m, err := newURing(raw, mountPoint, o, logf, opts.failQueues)
+	m, err := newURing(raw, mountPoint, o, logf, opts.failQueues, opts.GoFuseLoop)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func mountServer(raw fuse.RawFileSystem, mountPoint string, o *fuse.MountOptions
 // CAP_OVER_IO_URING, and registers the rings. If the kernel's INIT did not
 // offer io_uring, or the rings cannot be set up, the mount stays and is
 // served classically (Transport "classic", Why says why).
-func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), failQueues error) (*Mount, error) {
+func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), failQueues error, goFuseLoop bool) (*Mount, error) {
 	o.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
 	m, err := mountServer(raw, mountPoint, &o)
 	if err != nil {
@@ -269,6 +269,24 @@ func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, lo
 		return m, nil
 	}
 	m.Transport = "io_uring"
+	if goFuseLoop {
+		return m, nil // go-fuse's reader serves /dev/fuse alongside
+	}
+	// What still comes on /dev/fuse (FORGETs: one per removed file in an
+	// rm -rf; interrupts, which the shared ProtocolServer can now match to
+	// the ring requests it is answering) is read by one worker thread,
+	// unpinned, like the classic transport's.
+	w, err := newDevWorker(len(m.queues), devFD, &o, ps, logf)
+	if err != nil {
+		logf("/dev/fuse worker: %v; go-fuse's reader serves /dev/fuse", err)
+		return m, nil
+	}
+	m.workers = []*devWorker{w}
+	m.done.Add(1)
+	go func() {
+		defer m.done.Done()
+		w.run(false)
+	}()
 	return m, nil
 }
 
@@ -403,10 +421,11 @@ func (m *Mount) Close() {
 	}
 }
 
-// Serve serves the classic /dev/fuse reader (the rings serve themselves)
-// until the file system is unmounted. With worker threads, it waits for
-// them to end first: go-fuse's reader then only sees the connection gone
-// and tears down (closes its fd, tells the file system it is unmounted).
+// Serve serves until the file system is unmounted. The rings and the
+// /dev/fuse worker threads serve themselves: Serve waits for them to end,
+// and go-fuse's reader then only sees the connection gone and tears down
+// (closes its fd, tells the file system it is unmounted). Without
+// workers, go-fuse's reader serves /dev/fuse.
 func (m *Mount) Serve() {
 	if m.workers != nil {
 		m.done.Wait()
