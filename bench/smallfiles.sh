@@ -4,10 +4,13 @@
 # interleaved over ROUNDS rounds on a private tmpfs, with medians, spreads
 # (min..max) and the B/A ratio per row:
 #   UNTAR  s of tar -x of TREE into the mount
-#   MD5    s of md5sum of every file (after a remount: nothing cached)
+#   MD5    s of md5sum of every file, by name as compare.sh's md5sum -c
+#          (after a remount: nothing cached)
 #   LS     s of ls -lR
+#   RSYNC  s of rsync -an of the tree's copy on tmpfs to the mount
 #   DU     s of du -s
 #   RM     s of rm -rf of the tree
+# (the rows in compare.sh's order, on one mount after the untar's).
 # and CPU  s of the daemon's CPU time (user+system) over the five rows.
 #
 # Usage (as root): bench/smallfiles.sh A-BINARY B-BINARY
@@ -46,6 +49,9 @@ else
 	tar -C "$(go env GOROOT)/src" -cf "$WORK/tree.tar" net crypto runtime
 fi
 TOP=$(tar -tf "$WORK/tree.tar" | sed 's|/.*||' | sort -u)
+mkdir "$WORK/ref"
+tar -C "$WORK/ref" -xf "$WORK/tree.tar"
+(cd "$WORK/ref" && find . -type f -print0 >"$WORK/files")
 
 # mnt AB: mount vault AB (0 or 1) in the foreground, as our child, and
 # wait until it is up.
@@ -85,8 +91,9 @@ for round in $(seq "$ROUNDS"); do
 		mnt "$ab"
 		c2=$(cpu)
 		{
-			echo "MD5 $ab $(secs sh -c "cd '$m' && find . -type f -print0 | xargs -0 md5sum")"
+			echo "MD5 $ab $(secs sh -c "cd '$m' && xargs -0 md5sum <'$WORK/files'")"
 			echo "LS $ab $(secs ls -lR "$m")"
+			echo "RSYNC $ab $(secs rsync -an --itemize-changes "$WORK/ref/" "$m/")"
 			echo "DU $ab $(secs du -s "$m")"
 			echo "RM $ab $(secs sh -c "cd '$m' && rm -rf $TOP")"
 		} >>"$WORK/results"
@@ -104,7 +111,7 @@ for line in open(sys.argv[1]):
     row, ab, v = line.split()
     rows.setdefault(row, ([], []))[int(ab)].append(float(v))
 print("%-6s %24s %24s %6s" % ("row", "A median (min..max)", "B median (min..max)", "B/A"))
-for row in ["UNTAR", "MD5", "LS", "DU", "RM", "CPU"]:
+for row in ["UNTAR", "MD5", "LS", "RSYNC", "DU", "RM", "CPU"]:
     a, b = rows[row]
     cell = lambda v: "%.3f (%.3f..%.3f)" % (statistics.median(v), min(v), max(v))
     print("%-6s %24s %24s %6.2f" % (row, cell(a), cell(b), statistics.median(b) / statistics.median(a)))
