@@ -3,6 +3,7 @@ package forwardfs
 import (
 	"context"
 	"errors"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,7 +26,8 @@ type dirHandle struct {
 	id      []byte
 	entries []tree.Entry
 	cur     dircursor.Cursor
-	lazy    bool // the listing is not read yet (OpendirHandle)
+	mu      sync.Mutex // guards lazy, and fd and id while lazy
+	lazy    bool       // not opened and listed yet (OpendirHandle)
 }
 
 // OpendirHandle opens and lists a directory; when the kernel may serve
@@ -100,17 +102,20 @@ func (n *node) parentListingStale() {
 	}
 }
 
-// ensure reads the listing of a handle opened lazily, once.
-func (d *dirHandle) ensure() syscall.Errno {
+// ensure opens and reads the listing of a handle opened lazily, once;
+// fresh says it did so now.
+func (d *dirHandle) ensure() (fresh bool, errno syscall.Errno) {
+	d.mu.Lock() // FSYNCDIR may come beside a READDIRPLUS
+	defer d.mu.Unlock()
 	if !d.lazy {
-		return 0
+		return false, 0
 	}
 	if errno := d.open(); errno != 0 {
-		return errno
+		return false, errno
 	}
 	d.lazy = false
 	d.n.listingCopy.Store(true) // the kernel caches what this handle lists
-	return d.load()
+	return true, d.load()
 }
 
 // load reads the listing (tree.List, which also decides which conflict
@@ -167,7 +172,7 @@ func (d *dirHandle) Entry(i int) (string, uint32, uint64) {
 // Readdirent returns the next entry.
 func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
 	d.n.r.touch()
-	if errno := d.ensure(); errno != 0 {
+	if _, errno := d.ensure(); errno != 0 {
 		return nil, errno
 	}
 	return d.cur.Next(d.n.StableAttr().Ino, d), 0
@@ -176,8 +181,8 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 // Seekdir moves to an offset returned in a previous entry (0: rewind, which
 // re-reads the directory).
 func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
-	fresh := d.lazy
-	if errno := d.ensure(); errno != 0 {
+	fresh, errno := d.ensure()
+	if errno != 0 {
 		return errno
 	}
 	if d.cur.Seek(off) && !fresh { // a rewind; a fresh listing is new already
@@ -188,7 +193,7 @@ func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 
 // Lookup answers the READDIRPLUS lookup of the entry just returned.
 func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	if errno := d.ensure(); errno != 0 {
+	if _, errno := d.ensure(); errno != 0 {
 		return nil, errno
 	}
 	i := d.cur.Last()
@@ -205,7 +210,7 @@ func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 
 // Fsyncdir flushes the backing directory.
 func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
-	if errno := d.ensure(); errno != 0 {
+	if _, errno := d.ensure(); errno != 0 {
 		return errno
 	}
 	return d.n.errno(backing.Fsync(d.fd), "fsyncdir")
