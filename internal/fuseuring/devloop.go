@@ -26,6 +26,7 @@ const devIocClone = 0x8004e500
 // docs/architecture.md, "Transports", for the profile and the A/B).
 type devWorker struct {
 	id      int
+	cpu     int // pinned to it, if pinned
 	fd      int
 	ps      *fuse.ProtocolServer
 	in, out []byte
@@ -67,8 +68,8 @@ func (w *devWorker) run(pin bool) {
 	runtime.LockOSThread()
 	defer unix.Close(w.fd)
 	if pin {
-		if err := pinThread(w.id); err != nil {
-			w.logf("/dev/fuse worker %d: not pinned to CPU %d: %v", w.id, w.id, err)
+		if err := pinThread(w.cpu); err != nil {
+			w.logf("/dev/fuse worker %d: not pinned to CPU %d: %v", w.id, w.cpu, err)
 		}
 	}
 	for {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -143,4 +144,20 @@ func requireRootFUSE(t *testing.T) {
 		t.Skip("needs root")
 	}
 	fstest.RequireFUSE(t)
+}
+
+// TestAllowedCPUs: one classic worker per CPU the process may run on,
+// each with its own CPU.
+func TestAllowedCPUs(t *testing.T) {
+	cpus := allowedCPUs()
+	if len(cpus) != runtime.NumCPU() {
+		t.Errorf("allowedCPUs() = %v, NumCPU %d", cpus, runtime.NumCPU())
+	}
+	seen := map[int]bool{}
+	for _, c := range cpus {
+		if seen[c] {
+			t.Errorf("CPU %d twice: %v", c, cpus)
+		}
+		seen[c] = true
+	}
 }

@@ -174,12 +174,13 @@ func newDevThreads(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOption
 	m.Why = why
 	ps := fuse.NewProtocolServer(raw, &o)
 	err = replayInit(ps, m.Server.KernelSettings())
-	for id := range runtime.NumCPU() {
+	for id, cpu := range allowedCPUs() {
 		if err != nil {
 			break
 		}
 		var w *devWorker
 		if w, err = newDevWorker(id, m.devFD, &o, ps, logf); err == nil {
+			w.cpu = cpu
 			m.workers = append(m.workers, w)
 		}
 	}
@@ -358,6 +359,22 @@ func (m *Mount) startQueues(ps *fuse.ProtocolServer, o *fuse.MountOptions, logf 
 		errs = append(errs, <-started)
 	}
 	return errors.Join(errs...)
+}
+
+// allowedCPUs lists the CPUs this process may run on (one classic worker
+// thread each), or just CPU 0 if that cannot be read.
+func allowedCPUs() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return []int{0}
+	}
+	var cpus []int
+	for cpu := 0; len(cpus) < set.Count(); cpu++ {
+		if set.IsSet(cpu) {
+			cpus = append(cpus, cpu)
+		}
+	}
+	return cpus
 }
 
 // probeURing checks that this process may create io_uring instances
