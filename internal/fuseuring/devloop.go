@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -32,6 +33,46 @@ type devWorker struct {
 	in, out []byte
 	served  atomic.Uint64
 	logf    func(string, ...any)
+
+	// The lazy hand-off (chainWorkers): only the first worker reads all
+	// the time; each other one reads one request when woken, which the
+	// worker before it does (a timer) when it has been busy on one
+	// request for handOffAfter.
+	wake  chan struct{} // this worker's wake-up, buffered
+	stop  chan struct{} // closed when the first worker ends
+	first bool          // reads all the time; closes stop at its end
+	next  *devWorker    // woken by handOff; nil: none
+	timer *time.Timer   // fires handOff; armed while answering
+}
+
+// handOffAfter is how long a worker may be busy on one request before the
+// next worker starts reading too. Most requests take 5-50 µs; a 1 MiB
+// READ or WRITE, an fsync or a large directory takes longer.
+const handOffAfter = 100 * time.Microsecond
+
+// chainWorkers sets up the lazy hand-off between ws (docs/architecture.md,
+// "Transports"): every /dev/fuse reader waits on the connection's one
+// input queue, and the kernel wakes the one that has waited longest, so
+// with several readers a serial caller's requests alternate between them
+// and each wakes a thread gone idle on its CPU; measured, one reader took
+// half the daemon's CPU. So ws[0] reads all the time, and the others only
+// while the workers before them are busy on slow requests.
+func chainWorkers(ws []*devWorker) {
+	stop := make(chan struct{})
+	for i, w := range ws {
+		w.wake, w.stop, w.first = make(chan struct{}, 1), stop, i == 0
+		if i+1 < len(ws) {
+			next := ws[i+1]
+			w.next = next
+			w.timer = time.AfterFunc(time.Hour, func() {
+				select {
+				case next.wake <- struct{}{}:
+				default:
+				}
+			})
+			w.timer.Stop()
+		}
+	}
 }
 
 // cloneDev opens /dev/fuse and binds it to devFD's connection.
@@ -72,7 +113,17 @@ func (w *devWorker) run(pin bool) {
 			w.logf("/dev/fuse worker %d: not pinned to CPU %d: %v", w.id, w.cpu, err)
 		}
 	}
+	if w.first {
+		defer close(w.stop)
+	}
 	for {
+		if w.stop != nil && !w.first {
+			select {
+			case <-w.wake:
+			case <-w.stop:
+				return
+			}
+		}
 		n, err := unix.Read(w.fd, w.in)
 		switch {
 		case err == nil:
@@ -87,7 +138,13 @@ func (w *devWorker) run(pin bool) {
 			w.logf("/dev/fuse worker %d: read: %v", w.id, err)
 			return
 		}
+		if w.timer != nil {
+			w.timer.Reset(handOffAfter)
+		}
 		w.answer(n)
+		if w.timer != nil {
+			w.timer.Stop()
+		}
 	}
 }
 

@@ -70,6 +70,9 @@ type Options struct {
 	// UnpinnedWorkers leaves the classic worker threads free to run on
 	// any CPU (A/B measurements): by default each is pinned to its own.
 	UnpinnedWorkers bool
+	// EagerWorkers has every classic worker thread read all the time
+	// instead of the lazy hand-off (chainWorkers; A/B measurements).
+	EagerWorkers bool
 
 	failQueues error // tests: the rings fail to start after INIT agreed on io_uring
 }
@@ -110,7 +113,7 @@ func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Op
 		if opts.GoFuseLoop {
 			m, err = newClassic(raw, mountPoint, o, why)
 		} else {
-			m, err = newDevThreads(raw, mountPoint, o, logf, why, !opts.UnpinnedWorkers)
+			m, err = newDevThreads(raw, mountPoint, o, logf, why, !opts.UnpinnedWorkers, opts.EagerWorkers)
 		}
 		if err == nil && why != "" {
 			logf("transport: classic /dev/fuse (io_uring unavailable: %s)", why)
@@ -166,7 +169,7 @@ func newClassic(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, 
 // go-fuse's server answers INIT (in fuse.NewServer) and sends
 // notifications; its reader runs only once the workers have ended, to
 // see the connection gone and tear down.
-func newDevThreads(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), why string, pin bool) (*Mount, error) {
+func newDevThreads(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), why string, pin, eager bool) (*Mount, error) {
 	m, err := mountServer(raw, mountPoint, &o)
 	if err != nil {
 		return nil, err
@@ -196,6 +199,9 @@ func newDevThreads(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOption
 		m.Server.Wait()
 		m.Close()
 		return nil, err
+	}
+	if !eager {
+		chainWorkers(m.workers)
 	}
 	for _, w := range m.workers {
 		m.done.Add(1)
