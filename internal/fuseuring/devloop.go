@@ -42,6 +42,8 @@ type devWorker struct {
 	stop  chan struct{} // closed when the first worker ends
 	first bool          // reads all the time; closes stop at its end
 	next  *devWorker    // woken by handOff; nil: none
+	prev  *devWorker    // keeps this one reading while busy; nil: none
+	busy  atomic.Bool   // answering a request
 	timer *time.Timer   // fires handOff; armed while answering
 }
 
@@ -63,7 +65,7 @@ func chainWorkers(ws []*devWorker) {
 		w.wake, w.stop, w.first = make(chan struct{}, 1), stop, i == 0
 		if i+1 < len(ws) {
 			next := ws[i+1]
-			w.next = next
+			w.next, next.prev = next, w
 			w.timer = time.AfterFunc(time.Hour, func() {
 				select {
 				case next.wake <- struct{}{}:
@@ -117,7 +119,9 @@ func (w *devWorker) run(pin bool) {
 		defer close(w.stop)
 	}
 	for {
-		if w.stop != nil && !w.first {
+		// A later worker waits to be woken, then reads for as long as
+		// the one before it stays busy.
+		if w.prev != nil && !w.prev.busy.Load() {
 			select {
 			case <-w.wake:
 			case <-w.stop:
@@ -138,6 +142,7 @@ func (w *devWorker) run(pin bool) {
 			w.logf("/dev/fuse worker %d: read: %v", w.id, err)
 			return
 		}
+		w.busy.Store(true)
 		if w.timer != nil {
 			w.timer.Reset(handOffAfter)
 		}
@@ -145,6 +150,7 @@ func (w *devWorker) run(pin bool) {
 		if w.timer != nil {
 			w.timer.Stop()
 		}
+		w.busy.Store(false)
 	}
 }
 

@@ -1,6 +1,7 @@
 package fuseuring
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -159,5 +160,75 @@ func TestAllowedCPUs(t *testing.T) {
 			t.Errorf("CPU %d twice: %v", c, cpus)
 		}
 		seen[c] = true
+	}
+}
+
+// slowRoot has "hello" and "slow", whose READ waits until release is
+// closed.
+type slowRoot struct {
+	fs.Inode
+	release chan struct{}
+}
+
+func (r *slowRoot) OnAdd(ctx context.Context) {
+	hello := r.NewPersistentInode(ctx, &fs.MemRegularFile{Data: []byte("hi"), Attr: fuse.Attr{Mode: 0o644}}, fs.StableAttr{})
+	r.AddChild("hello", hello, false)
+	slow := r.NewPersistentInode(ctx, &slowFile{release: r.release}, fs.StableAttr{})
+	r.AddChild("slow", slow, false)
+}
+
+type slowFile struct {
+	fs.Inode
+	release chan struct{}
+}
+
+func (f *slowFile) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	out.Mode, out.Size = 0o644, 4
+	return 0
+}
+
+func (f *slowFile) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	return nil, fuse.FOPEN_DIRECT_IO, 0
+}
+
+func (f *slowFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	<-f.release
+	return fuse.ReadResultData([]byte("slow")[min(off, 4):]), 0
+}
+
+// TestClassicHandOff: while the first worker is stuck on a slow request,
+// the next one takes over (the lazy hand-off), so other requests are
+// still answered; the slow one completes when released.
+func TestClassicHandOff(t *testing.T) {
+	if len(allowedCPUs()) < 2 {
+		t.Skip("one CPU: one worker")
+	}
+	root := &slowRoot{release: make(chan struct{})}
+	m, mnt, err := mountRoot(t, root, Options{Mode: Classic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.workers) < 2 {
+		t.Fatalf("%d workers", len(m.workers))
+	}
+	slow := make(chan string, 1)
+	go func() {
+		b, _ := os.ReadFile(filepath.Join(mnt, "slow"))
+		slow <- string(b)
+	}()
+	time.Sleep(100 * time.Millisecond) // the READ is in its handler
+	for range 10 {
+		if got := readWithin(t, filepath.Join(mnt, "hello")); got != "hi" {
+			t.Fatalf("read %q", got)
+		}
+	}
+	close(root.release)
+	select {
+	case got := <-slow:
+		if got != "slow" {
+			t.Errorf("slow read %q", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the slow read did not end")
 	}
 }
