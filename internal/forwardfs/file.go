@@ -283,6 +283,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, n.errno(err, "open")
 	}
+	n.parentListingStale()
 	if flags&unix.O_TRUNC != 0 {
 		if err := of.file.Truncate(0); err != nil {
 			n.r.files.put(of)

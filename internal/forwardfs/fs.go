@@ -18,6 +18,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
@@ -43,6 +44,11 @@ type Options struct {
 	// Logger receives one line per corrupt object (path and error) and
 	// other diagnostics; nil discards them.
 	Logger *log.Logger
+	// ListingCache: for this long after a directory was listed, the
+	// kernel may serve its listing from its page cache (readdir.go); it
+	// must stay below the entry and attribute timeouts. 0: never (as with
+	// SharedStorage).
+	ListingCache time.Duration
 }
 
 // Root is the root node of a mounted vault plus the state shared by all

@@ -37,6 +37,13 @@ type node struct {
 	// whether the node holds its own, older number in r.moved (linkino.go).
 	linkIno  atomic.Uint64
 	linkHeld atomic.Bool
+
+	// Directories, for ListingCache (readdir.go): when the listing was
+	// last read for the kernel (UnixNano), whether the kernel may hold a
+	// copy of it, and whether a file in it was opened since.
+	listedAt     atomic.Int64
+	listingCopy  atomic.Bool
+	listingStale atomic.Bool
 }
 
 // newNode returns a node for a backing entry (dirID may be nil).

@@ -3,7 +3,9 @@ package forwardfs
 import (
 	"context"
 	"errors"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/dircursor"
@@ -14,7 +16,8 @@ import (
 )
 
 // dirHandle is an open directory: the backing fd and the whole decrypted
-// listing, read at opendir (and again at rewinddir). It answers READDIRPLUS
+// listing, read at opendir, or at the first READDIRPLUS when the kernel
+// may cache listings (and again at rewinddir). It answers READDIRPLUS
 // lookups itself from the listing's backing names, so a listing costs one
 // fstatat per entry and no name encryption.
 type dirHandle struct {
@@ -23,27 +26,96 @@ type dirHandle struct {
 	id      []byte
 	entries []tree.Entry
 	cur     dircursor.Cursor
+	mu      sync.Mutex // guards lazy, and fd and id while lazy
+	lazy    bool       // not opened and listed yet (OpendirHandle)
 }
 
-// OpendirHandle opens and lists a directory.
+// OpendirHandle opens and lists a directory; when the kernel may serve
+// the listing from its cache, both wait for the first READDIRPLUS.
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	n.r.touch()
-	pfd, id, release, err := n.openDir()
+	if n.mayCacheListing() {
+		return &dirHandle{n: n, fd: -1, lazy: true}, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0
+	}
+	n.listingCopy.Store(false) // this open drops the kernel's
+	d := &dirHandle{n: n, fd: -1}
+	if errno := d.open(); errno != 0 {
+		return nil, 0, errno
+	}
+	if errno := d.load(); errno != 0 {
+		backing.Close(d.fd)
+		return nil, 0, errno
+	}
+	return d, 0, 0
+}
+
+// open opens the backing directory for the listing.
+func (d *dirHandle) open() syscall.Errno {
+	pfd, id, release, err := d.n.openDir()
 	if err != nil {
-		return nil, 0, n.errno(err, "opendir")
+		return d.n.errno(err, "opendir")
 	}
 	// A listing needs its own fd (getdents keeps a position in it).
 	fd, err := backing.OpenDir(pfd, ".")
 	release()
 	if err != nil {
-		return nil, 0, n.errno(err, "opendir")
+		return d.n.errno(err, "opendir")
 	}
-	d := &dirHandle{n: n, fd: fd, id: id}
-	if errno := d.load(); errno != 0 {
-		backing.Close(fd)
-		return nil, 0, errno
+	d.fd, d.id = fd, id
+	return 0
+}
+
+// mayCacheListing says whether the kernel may keep this directory's
+// listing in its page cache across opens (FOPEN_CACHE_DIR, KEEP_CACHE):
+// then a directory listed again (du or rm -rf after ls -lR) costs OPENDIR
+// and RELEASEDIR only, and the backing directory is opened and listed at
+// the first READDIRPLUS, so an open served from the cache never does. The
+// kernel drops its copy when the directory changes through the mount, or
+// when its mtime, checked once the attribute cache has expired, changed
+// behind our back. But a cached listing comes without the entries'
+// attributes, which READDIRPLUS refreshes, so the kernel may use a copy
+// only while those are surely still in its caches: within ListingCache
+// (below the entry and attribute timeouts) of the listing, and while no
+// file in the directory was opened since (a READ or WRITE makes the
+// kernel drop part of the file's attributes: du after md5sum would cost
+// a GETATTR per file instead of a READDIRPLUS per 40 or so). Otherwise an
+// open without the flags makes the kernel drop its copy, and the next one
+// may fill it afresh. While the kernel holds no copy, the flags cost
+// nothing: the listing is read now either way.
+func (n *node) mayCacheListing() bool {
+	d := n.r.opts.ListingCache
+	if d <= 0 || n.r.opts.SharedStorage {
+		return false
 	}
-	return d, 0, 0
+	if !n.listingCopy.Load() {
+		return true
+	}
+	return !n.listingStale.Load() && time.Since(time.Unix(0, n.listedAt.Load())) < d
+}
+
+// parentListingStale marks the listing of the directory of n (a file
+// being opened) stale (mayCacheListing). A file with several links marks
+// one of its directories only; a miss costs GETATTRs, nothing else.
+func (n *node) parentListingStale() {
+	if _, parent := n.Parent(); parent != nil {
+		parent.Operations().(nodeOps).self().listingStale.Store(true)
+	}
+}
+
+// ensure opens and reads the listing of a handle opened lazily, once;
+// fresh says it did so now.
+func (d *dirHandle) ensure() (fresh bool, errno syscall.Errno) {
+	d.mu.Lock() // FSYNCDIR may come beside a READDIRPLUS
+	defer d.mu.Unlock()
+	if !d.lazy {
+		return false, 0
+	}
+	if errno := d.open(); errno != 0 {
+		return false, errno
+	}
+	d.lazy = false
+	d.n.listingCopy.Store(true) // the kernel caches what this handle lists
+	return true, d.load()
 }
 
 // load reads the listing (tree.List, which also decides which conflict
@@ -53,6 +125,8 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 // that name, or it would be too long). Conflict copies hidden by an entry
 // of the same name (tree.ErrShadowed) are never listed.
 func (d *dirHandle) load() syscall.Errno {
+	d.n.listedAt.Store(time.Now().UnixNano())
+	d.n.listingStale.Store(false)
 	ents, bad, err := d.n.r.tree.ListAt(d.fd, d.id, d.n.dirPlace())
 	if err != nil {
 		return d.n.errno(err, "readdir")
@@ -98,13 +172,20 @@ func (d *dirHandle) Entry(i int) (string, uint32, uint64) {
 // Readdirent returns the next entry.
 func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
 	d.n.r.touch()
+	if _, errno := d.ensure(); errno != 0 {
+		return nil, errno
+	}
 	return d.cur.Next(d.n.StableAttr().Ino, d), 0
 }
 
 // Seekdir moves to an offset returned in a previous entry (0: rewind, which
 // re-reads the directory).
 func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
-	if d.cur.Seek(off) {
+	fresh, errno := d.ensure()
+	if errno != 0 {
+		return errno
+	}
+	if d.cur.Seek(off) && !fresh { // a rewind; a fresh listing is new already
 		return d.load()
 	}
 	return 0
@@ -112,6 +193,9 @@ func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 
 // Lookup answers the READDIRPLUS lookup of the entry just returned.
 func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if _, errno := d.ensure(); errno != 0 {
+		return nil, errno
+	}
 	i := d.cur.Last()
 	if i < 0 || i >= len(d.entries) || d.entries[i].Name.Plain != name {
 		return d.n.Lookup(ctx, name, out)
@@ -126,11 +210,18 @@ func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 
 // Fsyncdir flushes the backing directory.
 func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+	if _, errno := d.ensure(); errno != 0 {
+		return errno
+	}
 	return d.n.errno(backing.Fsync(d.fd), "fsyncdir")
 }
 
 // Releasedir closes the backing fd.
-func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) { backing.Close(d.fd) }
+func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) {
+	if d.fd >= 0 {
+		backing.Close(d.fd)
+	}
+}
 
 // dtToMode converts a getdents type to the file type bits of a mode.
 func dtToMode(t uint8) uint32 {

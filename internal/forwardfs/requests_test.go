@@ -81,9 +81,16 @@ type requestStep struct {
 //     invalidated the cached atime).
 //   - readdir of 1000 entries (os.ReadDir, names cached by their create):
 //     OPENDIR, 24 READDIRPLUS (one per 8 KiB getdents buffer of
-//     os.ReadDir: 44 entries each), RELEASEDIR.
-//   - ls -l of the same 1000 entries: the same, and the lstats are answered
-//     from the attributes the READDIRPLUS replies carried.
+//     os.ReadDir: 44 entries each), RELEASEDIR, and a GETATTR of the
+//     directory, whose creates changed its mtime: the kernel checks it
+//     before it keeps the listing in its cache (forwardfs.Options.
+//     ListingCache).
+//   - ls -l of the same 1000 entries: OPENDIR and RELEASEDIR; the listing
+//     comes from the kernel's cache (26 requests before), and the lstats
+//     are answered from the attributes the READDIRPLUS replies carried.
+//   - the same after every file was written and read: the kernel's copy
+//     is not used (it would cost a GETATTR per file), the listing is read
+//     afresh.
 //   - unlink: UNLINK (+ FORGET).
 //   - a read of 4 MiB in 128 KiB reads (dd bs=128k) of a file just
 //     written (its pages dropped at open): OPEN, a GETATTR (the writes
@@ -152,8 +159,24 @@ func TestRequestCounts(t *testing.T) {
 			return err
 		}},
 		{"open+read+close, cached", 3, nil, func() error { _, err := os.ReadFile(p); return err }},
-		{"readdir 1000", 26, nil, readdir},
-		{"ls -l 1000", 26, nil, lsl},
+		// The directory was just filled: the kernel asks for its mtime
+		// (GETATTR) before it keeps the listing (ListingCache).
+		{"readdir 1000", 27, nil, readdir},
+		// The listing from the kernel's cache, the attributes too.
+		{"ls -l 1000", 2, nil, lsl},
+		// Every file written and read since: the kernel no longer holds
+		// their attributes whole (size, mtime, atime), so it must not use
+		// its copy of the listing (a GETATTR per file), but list afresh.
+		{"ls -l 1000, files used", 27, func() {
+			ents, err := os.ReadDir(big)
+			must(t, err)
+			for _, e := range ents {
+				must(t, os.WriteFile(filepath.Join(big, e.Name()), []byte("x"), 0o644))
+				_, err := os.ReadFile(filepath.Join(big, e.Name()))
+				must(t, err)
+			}
+			settle(logw)
+		}, lsl},
 		{"unlink", 2, nil, func() error { return os.Remove(p) }},
 		{"read 4 MiB, 128 KiB reads", seqMax, func() { // write it and drop its pages (keepCache)
 			f, err := os.Create(seq)

@@ -66,9 +66,7 @@ func newQueue(qid, devFD, depth, payloadSize int, ps *fuse.ProtocolServer, logf 
 func (q *queue) run(started chan<- error) {
 	runtime.LockOSThread()
 	defer unix.Munmap(q.mem)
-	var cpus unix.CPUSet
-	cpus.Set(q.qid)
-	if err := unix.SchedSetaffinity(0, &cpus); err != nil {
+	if err := pinThread(q.qid); err != nil {
 		// An offline CPU still has a queue the kernel waits for; serve it
 		// unpinned.
 		q.logf("io_uring queue %d: not pinned to CPU %d: %v", q.qid, q.qid, err)

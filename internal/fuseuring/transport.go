@@ -63,6 +63,16 @@ const queueDepth = 2
 type Options struct {
 	Mode Mode
 	Logf func(format string, args ...any) // the line saying why Auto fell back to classic, and problems; may be nil
+	// GoFuseLoop serves /dev/fuse with go-fuse's own loop instead of
+	// this package's worker threads: all of the classic transport, and
+	// what io_uring leaves on /dev/fuse (A/B measurements; devloop.go).
+	GoFuseLoop bool
+	// UnpinnedWorkers leaves the classic worker threads free to run on
+	// any CPU (A/B measurements): by default each is pinned to its own.
+	UnpinnedWorkers bool
+	// EagerWorkers has every classic worker thread read all the time
+	// instead of the lazy hand-off (chainWorkers; A/B measurements).
+	EagerWorkers bool
 
 	failQueues error // tests: the rings fail to start after INIT agreed on io_uring
 }
@@ -78,10 +88,11 @@ type Mount struct {
 	// Why says why a mount in Auto mode is classic ("" otherwise).
 	Why string
 
-	dev    *devMount // nil when go-fuse mounted (classic)
-	devFD  int       // our own dup of the /dev/fuse fd, for the rings
-	queues []*queue
-	done   sync.WaitGroup
+	dev     *devMount // nil when go-fuse mounted (classic)
+	devFD   int       // our own dup of the /dev/fuse fd, for the rings and the clones
+	queues  []*queue
+	workers []*devWorker // the classic transport's threads; nil: go-fuse's loop serves
+	done    sync.WaitGroup
 }
 
 // New mounts raw on mountPoint with go-fuse's options o and sets up the
@@ -96,22 +107,35 @@ func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Op
 	if mode == "" {
 		mode = Auto
 	}
+	classic := func(why string) (*Mount, error) {
+		var m *Mount
+		var err error
+		if opts.GoFuseLoop {
+			m, err = newClassic(raw, mountPoint, o, why)
+		} else {
+			m, err = newDevThreads(raw, mountPoint, o, logf, why, !opts.UnpinnedWorkers, opts.EagerWorkers)
+		}
+		if err == nil && why != "" {
+			logf("transport: classic /dev/fuse (io_uring unavailable: %s)", why)
+		}
+		return m, err
+	}
 	if mode == Classic {
-		return newClassic(raw, mountPoint, o, logf, "")
+		return classic("")
 	}
 	if err := Available(); err != nil {
 		if mode == URing {
 			return nil, err
 		}
-		return newClassic(raw, mountPoint, o, logf, err.Error())
+		return classic(err.Error())
 	}
 	if err := probeURing(); err != nil {
 		if mode == URing {
 			return nil, err
 		}
-		return newClassic(raw, mountPoint, o, logf, err.Error())
+		return classic(err.Error())
 	}
-	m, err := newURing(raw, mountPoint, o, logf, opts.failQueues)
+	m, err := newURing(raw, mountPoint, o, logf, opts.failQueues, opts.GoFuseLoop)
 	if err != nil {
 		return nil, err
 	}
@@ -131,24 +155,68 @@ func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Op
 	return m, nil
 }
 
-func newClassic(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), why string) (*Mount, error) {
+// newClassic is the classic transport served by go-fuse's own loop.
+func newClassic(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, why string) (*Mount, error) {
 	srv, err := fuse.NewServer(raw, mountPoint, &o)
 	if err != nil {
 		return nil, err
 	}
-	if why != "" {
-		logf("transport: classic /dev/fuse (io_uring unavailable: %s)", why)
-	}
 	return &Mount{Server: srv, Transport: "classic", Why: why, devFD: -1}, nil
 }
 
-// newURing mounts with our own /dev/fuse fd, has go-fuse answer INIT with
-// CAP_OVER_IO_URING, and registers the rings. If the kernel's INIT did not
-// offer io_uring, or the rings cannot be set up, the mount stays and is
-// served classically (Transport "classic", Why says why).
-func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), failQueues error) (*Mount, error) {
-	o.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
-	dev, err := mountDev(mountPoint, &o)
+// newDevThreads is the classic transport served by one worker thread per
+// CPU, each on its own clone of the connection's /dev/fuse fd (devloop.go).
+// go-fuse's server answers INIT (in fuse.NewServer) and sends
+// notifications; its reader runs only once the workers have ended, to
+// see the connection gone and tear down.
+func newDevThreads(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), why string, pin, eager bool) (*Mount, error) {
+	m, err := mountServer(raw, mountPoint, &o)
+	if err != nil {
+		return nil, err
+	}
+	m.Why = why
+	ps := fuse.NewProtocolServer(raw, &o)
+	err = replayInit(ps, m.Server.KernelSettings())
+	for id, cpu := range allowedCPUs() {
+		if err != nil {
+			break
+		}
+		var w *devWorker
+		if w, err = newDevWorker(id, m.devFD, &o, ps, logf); err == nil {
+			w.cpu = cpu
+			m.workers = append(m.workers, w)
+		}
+	}
+	if err != nil {
+		// Nobody reads the clones yet: take the mount away, and let
+		// go-fuse's reader see it go.
+		for _, w := range m.workers {
+			unix.Close(w.fd)
+		}
+		m.workers = nil
+		go m.Server.Serve()
+		m.dev.unmount()
+		m.Server.Wait()
+		m.Close()
+		return nil, err
+	}
+	if !eager {
+		chainWorkers(m.workers)
+	}
+	for _, w := range m.workers {
+		m.done.Add(1)
+		go func() {
+			defer m.done.Done()
+			w.run(pin)
+		}()
+	}
+	return m, nil
+}
+
+// mountServer mounts with our own /dev/fuse fd (kept as m.devFD, for the
+// rings or the clones) and has go-fuse's server answer INIT on it.
+func mountServer(raw fuse.RawFileSystem, mountPoint string, o *fuse.MountOptions) (*Mount, error) {
+	dev, err := mountDev(mountPoint, o)
 	if err != nil {
 		return nil, err
 	}
@@ -160,13 +228,26 @@ func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, lo
 	}
 	// go-fuse now owns dev.fd; it must not try to mount or unmount.
 	o.DirectMount, o.DirectMountStrict = false, false
-	srv, err := fuse.NewServer(raw, "/dev/fd/"+strconv.Itoa(dev.fd), &o)
+	srv, err := fuse.NewServer(raw, "/dev/fd/"+strconv.Itoa(dev.fd), o)
 	if err != nil {
 		unix.Close(devFD)
 		dev.unmount()
 		return nil, err
 	}
-	m := &Mount{Server: srv, Transport: "classic", dev: dev, devFD: devFD}
+	return &Mount{Server: srv, Transport: "classic", dev: dev, devFD: devFD}, nil
+}
+
+// newURing mounts with our own /dev/fuse fd, has go-fuse answer INIT with
+// CAP_OVER_IO_URING, and registers the rings. If the kernel's INIT did not
+// offer io_uring, or the rings cannot be set up, the mount stays and is
+// served classically (Transport "classic", Why says why).
+func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), failQueues error, goFuseLoop bool) (*Mount, error) {
+	o.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
+	m, err := mountServer(raw, mountPoint, &o)
+	if err != nil {
+		return nil, err
+	}
+	srv, dev, devFD := m.Server, m.dev, m.devFD
 	init := srv.KernelSettings()
 	if init.Flags64()&fuse.CAP_OVER_IO_URING == 0 {
 		m.Why = "the kernel's INIT does not offer FUSE_OVER_IO_URING"
@@ -195,6 +276,24 @@ func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, lo
 		return m, nil
 	}
 	m.Transport = "io_uring"
+	if goFuseLoop {
+		return m, nil // go-fuse's reader serves /dev/fuse alongside
+	}
+	// What still comes on /dev/fuse (FORGETs: one per removed file in an
+	// rm -rf; interrupts, which the shared ProtocolServer can now match to
+	// the ring requests it is answering) is read by one worker thread,
+	// unpinned, like the classic transport's.
+	w, err := newDevWorker(len(m.queues), devFD, &o, ps, logf)
+	if err != nil {
+		logf("/dev/fuse worker: %v; go-fuse's reader serves /dev/fuse", err)
+		return m, nil
+	}
+	m.workers = []*devWorker{w}
+	m.done.Add(1)
+	go func() {
+		defer m.done.Done()
+		w.run(false)
+	}()
 	return m, nil
 }
 
@@ -268,6 +367,22 @@ func (m *Mount) startQueues(ps *fuse.ProtocolServer, o *fuse.MountOptions, logf 
 	return errors.Join(errs...)
 }
 
+// allowedCPUs lists the CPUs this process may run on (one classic worker
+// thread each), or just CPU 0 if that cannot be read.
+func allowedCPUs() []int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return []int{0}
+	}
+	var cpus []int
+	for cpu := 0; len(cpus) < set.Count(); cpu++ {
+		if set.IsSet(cpu) {
+			cpus = append(cpus, cpu)
+		}
+	}
+	return cpus
+}
+
 // probeURing checks that this process may create io_uring instances
 // (sysctl kernel.io_uring_disabled, seccomp) before INIT commits the
 // connection to rings.
@@ -329,9 +444,17 @@ func (m *Mount) Close() {
 	}
 }
 
-// Serve serves the classic /dev/fuse reader (the rings serve themselves)
-// until the file system is unmounted.
-func (m *Mount) Serve() { m.Server.Serve() }
+// Serve serves until the file system is unmounted. The rings and the
+// /dev/fuse worker threads serve themselves: Serve waits for them to end,
+// and go-fuse's reader then only sees the connection gone and tears down
+// (closes its fd, tells the file system it is unmounted). Without
+// workers, go-fuse's reader serves /dev/fuse.
+func (m *Mount) Serve() {
+	if m.workers != nil {
+		m.done.Wait()
+	}
+	m.Server.Serve()
+}
 
 // Wait waits for Serve to end.
 func (m *Mount) Wait() { m.Server.Wait() }

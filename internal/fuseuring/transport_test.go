@@ -26,10 +26,16 @@ func (r *memRoot) OnAdd(ctx context.Context) {
 // mountMem mounts memRoot with opts and unmounts it at the end of the test.
 func mountMem(t *testing.T, opts Options) (*Mount, string, error) {
 	t.Helper()
+	return mountRoot(t, &memRoot{}, opts)
+}
+
+// mountRoot mounts root with opts and unmounts it at the end of the test.
+func mountRoot(t *testing.T, root fs.InodeEmbedder, opts Options) (*Mount, string, error) {
+	t.Helper()
 	fstest.RequireFUSE(t)
 	mnt := t.TempDir()
 	zero := time.Duration(0)
-	raw := fs.NewNodeFS(&memRoot{}, &fs.Options{EntryTimeout: &zero, AttrTimeout: &zero})
+	raw := fs.NewNodeFS(root, &fs.Options{EntryTimeout: &zero, AttrTimeout: &zero})
 	m, err := New(raw, mnt, fuse.MountOptions{Name: "fuseuringtest", MaxWrite: 1 << 20, DirectMount: true}, opts)
 	if err != nil {
 		return nil, mnt, err

@@ -81,6 +81,9 @@ func Mount(opts Options) (*Server, error) {
 		ShowUndecryptable: opts.ShowUndecryptable,
 		ForceOwner:        opts.ForceOwner,
 		Logger:            opts.Logger,
+		// Half the entry and attribute timeouts: a listing served from
+		// the kernel's cache finds its entries' attributes still cached.
+		ListingCache: cacheTimeout / 2,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mount: %w", err)

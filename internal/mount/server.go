@@ -60,8 +60,9 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 		},
 	}
 	logf := logfTo(c.logger)
+	loop := os.Getenv(classicLoopEnv)
 	conn, err := fuseuring.New(fs.NewNodeFS(root, fopts), c.mountPoint, fopts.MountOptions,
-		fuseuring.Options{Mode: c.transport, Logf: logf})
+		fuseuring.Options{Mode: c.transport, Logf: logf, GoFuseLoop: loop == "gofuse", UnpinnedWorkers: loop == "unpinned", EagerWorkers: loop == "eager"})
 	if err != nil {
 		onExit()
 		return nil, nil, err
@@ -80,6 +81,14 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 	}
 	return srv, conn, nil
 }
+
+// classicLoopEnv names an environment variable for A/B measurements of
+// the classic transport: ENCRYPTFS_CLASSIC_LOOP=gofuse serves it with
+// go-fuse's own /dev/fuse loop instead of internal/fuseuring's worker
+// threads, "unpinned" leaves the workers unpinned, "eager" has every
+// worker read all the time (no lazy hand-off). A developer tool, like
+// cpuProfileEnv.
+const classicLoopEnv = "ENCRYPTFS_CLASSIC_LOOP"
 
 // logfTo returns a Printf to l that discards everything when l is nil.
 func logfTo(l *log.Logger) func(format string, args ...any) {
