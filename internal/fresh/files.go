@@ -112,7 +112,7 @@ func (v *Vault) writeManifest(m *fc.Manifest) ([fc.HashSize]byte, error) {
 	}
 	name := fc.EncodeID(m.DirID[:])
 	tmp := filepath.Join(dir, name+fc.TempSuffix)
-	if err := writeSynced(tmp, b); err != nil {
+	if err := writeSynced(tmp, b, 0o600); err != nil {
 		return [fc.HashSize]byte{}, err
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
@@ -133,7 +133,7 @@ func (v *Vault) writeEpoch(e *fc.Epoch) error {
 		return err
 	}
 	tmp := filepath.Join(dir, "epoch"+fc.TempSuffix)
-	if err := writeSynced(tmp, b); err != nil {
+	if err := writeSynced(tmp, b, 0o600); err != nil {
 		return err
 	}
 	if err := syncDir(dir); err != nil { // the manifests renamed before it
@@ -145,8 +145,10 @@ func (v *Vault) writeEpoch(e *fc.Epoch) error {
 	return syncDir(v.dir)
 }
 
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+// writeSynced writes b to path (created with mode, or truncated) and
+// fsyncs it; the caller renames it into place.
+func writeSynced(path string, b []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
 		return err
 	}

@@ -129,17 +129,7 @@ func (s *State) save(dir string) error {
 // rename, fsync of dir.
 func writeDurable(dir, name string, data []byte, mode os.FileMode) error {
 	tmp := filepath.Join(dir, name+fc.TempSuffix)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := writeSynced(tmp, data, mode)
 	if err == nil {
 		err = os.Rename(tmp, filepath.Join(dir, name))
 	}
