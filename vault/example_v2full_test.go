@@ -417,8 +417,9 @@ func checkExampleV2FullBinding(t *testing.T, dir string, cr keyslot.Credentials)
 	}
 }
 
-// checkExampleV2FullRoots: two chunks of a file swapped read as corrupt
-// (§16: the chunks are authenticated as a whole, by the file root).
+// checkExampleV2FullRoots: two chunks of a file swapped, and a file cut to
+// its header, read as corrupt (§16: the chunks are authenticated as a
+// whole, by the file root).
 func checkExampleV2FullRoots(t *testing.T, dir string, cr keyslot.Credentials) {
 	cp := copyTree(t, dir)
 	v := openExampleV2Full(t, cp, cr, t.TempDir(), session.FreshnessOff)
@@ -439,10 +440,21 @@ func checkExampleV2FullRoots(t *testing.T, dir string, cr keyslot.Credentials) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// What only the file root catches (§16): a file cut to its header
+	// (without roots it reads as empty).
+	v = openExampleV2Full(t, cp, cr, t.TempDir(), session.FreshnessOff)
+	cut := backingOf(t, v, cp, "hello.txt")
+	v.Close()
+	if err := os.Truncate(cut, 128); err != nil {
+		t.Fatal(err)
+	}
 	v = openExampleV2Full(t, cp, cr, t.TempDir(), session.FreshnessOff)
 	defer v.Close()
 	if _, err := v.ReadFile("multi.bin"); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("chunks 1 and 2 swapped: %v, want ErrCorrupt", err)
+	}
+	if got, err := v.ReadFile("hello.txt"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("cut to its header: %q, %v, want ErrCorrupt", got, err)
 	}
 }
 
