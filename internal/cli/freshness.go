@@ -84,7 +84,11 @@ func (a *App) newFreshnessSubcommand(name, short string) *cobra.Command {
 			// last batch (and hold the state): wait for it, briefly.
 			fresh.WaitUnlocked(fo.StateDir, stateLockWait)
 		}
-		fs, err := session.New(dir, params, master, session.Options{Freshness: &fo})
+		// OpenWithMasterKey, not New: the config's epoch keys (§3b)
+		// come with it; after a revoke the master key is K_e, and New
+		// would take it for K_0 (no name, header or freshness file of
+		// the vault authenticates).
+		fs, err := session.OpenWithMasterKey(dir, master, session.Options{Config: c, Freshness: &fo})
 		if err != nil {
 			return err
 		}

@@ -69,6 +69,16 @@ func freshReader(s *Session) fresh.Reader {
 		},
 		Name: func(dirfd int, dirID []byte, b string) (string, error) {
 			n, err := s.tree.DecryptName(dirfd, dirID, b)
+			if err != nil && s.tree.DirEpoch(dirID) == 0 {
+				// A directory of an epoch ≥ 1 (§3b) the session has
+				// not opened yet: its names are under its epoch's
+				// key, which the tree picks once it has read the ID
+				// file (ReadDirIDUnchecked notes the epoch). Only on
+				// failure: epoch-0 directories cost nothing more.
+				if _, _, rerr := s.tree.ReadDirIDUnchecked(dirfd); rerr == nil && s.tree.DirEpoch(dirID) != 0 {
+					n, err = s.tree.DecryptName(dirfd, dirID, b)
+				}
+			}
 			return n.Plain, err
 		},
 	}
