@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
@@ -40,7 +43,8 @@ import (
 //  4. encryptfs.upgrade is removed.
 
 // ErrUpgradeIncomplete: a content upgrade of the vault was interrupted
-// (encryptfs.upgrade exists, the config does not have BoundLocations yet):
+// (encryptfs.upgrade exists, the config does not have BoundLocations and
+// FileRoots yet):
 // the vault holds v1 and v2 objects and is refused until the upgrade is
 // run again, which finishes it.
 var ErrUpgradeIncomplete = fault.New(fault.UnsupportedVault,
@@ -50,11 +54,35 @@ var ErrUpgradeIncomplete = fault.New(fault.UnsupportedVault,
 // convert (listed in the error); nothing was changed by this run.
 var ErrUpgradeBlocked = fault.New(fault.Corrupt, "session: the vault cannot be upgraded as it is")
 
+// upgraded reports whether a vault with Params p has what the content
+// upgrade gives: BoundLocations and FileRoots.
+func upgraded(p config.Params) bool {
+	return p.Bound() && p.Has(config.FlagFileRoots)
+}
+
+// unrootedSuite is the content suite of v2 headers without roots, for
+// vault Params p and master key: the upgrade reads such headers (a bound
+// vault's) and rewrites them with roots.
+func unrootedSuite(p config.Params, master []byte) (*content.Suite, error) {
+	k, err := keys.Derive(master)
+	if err != nil {
+		return nil, err
+	}
+	defer k.Wipe()
+	s, err := content.NewBoundSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
+	if err != nil {
+		return nil, fmt.Errorf("session: content suite: %w", err)
+	}
+	return s, nil
+}
+
 // checkUpgrade refuses a half-upgraded vault (ErrUpgradeIncomplete). A
-// marker beside a config that has the feature already is a last step
-// lost to a crash: the content is complete, the vault opens.
+// marker beside a config that has the features already is a last step
+// lost to a crash: the content is complete, the vault opens. A marker
+// beside a bound config without FileRoots is an upgrade adding roots,
+// interrupted: some files have roots, which that config does not read.
 func (o Options) checkUpgrade(dir string, c *config.Config) error {
-	if o.Upgrading || c.Params.Bound() {
+	if o.Upgrading || upgraded(c.Params) {
 		return nil
 	}
 	_, err := os.Lstat(filepath.Join(dir, config.UpgradeMarkerName))
@@ -116,26 +144,45 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 	if err != nil {
 		return UpgradeResult{}, err
 	}
-	if ring.cfg.Params.Bound() {
+	if upgraded(ring.cfg.Params) {
 		return UpgradeResult{AlreadyBound: true, VaultID: ring.cfg.Params.VaultID}, s.removeMarker(rootfd)
 	}
 	res := UpgradeResult{Resumed: marker != nil, VaultID: marker}
-	if marker == nil {
+	switch {
+	case ring.cfg.Params.Bound():
+		// Bound already (without roots): the VaultID stays. A marker
+		// holds the same one (written by this step's earlier run).
+		res.VaultID = ring.cfg.Params.VaultID
+		if marker != nil && !bytes.Equal(marker, res.VaultID) {
+			return res, fmt.Errorf("%w: %s names another VaultID than the config", tree.ErrCorruptDir, config.UpgradeMarkerName)
+		}
+	case marker == nil:
 		res.VaultID = make([]byte, config.VaultIDSize)
 		if _, err := io.ReadFull(s.rand, res.VaultID); err != nil {
 			return res, fmt.Errorf("session: random VaultID: %w", err)
 		}
 	}
-	p, err := ring.cfg.Params.WithBoundLocations(res.VaultID)
+	bound, err := ring.cfg.Params.WithBoundLocations(res.VaultID)
 	if err != nil {
 		return res, err
 	}
-	b, err := New(s.dir, p, ring.master, Options{Backing: s.fs, Rand: s.rand})
+	p, err := bound.WithFeature(config.FlagFileRoots)
+	if err != nil {
+		return res, err
+	}
+	// FreshnessOff: the upgrade's sessions only read and write objects;
+	// a vault with freshness keeps its records as they are.
+	b, err := New(s.dir, p, ring.master, Options{Backing: s.fs, Rand: s.rand, FreshnessUse: FreshnessOff})
 	if err != nil {
 		return res, err
 	}
 	defer b.Close()
-	u := &upgrader{v1: s, b: b, rootfd: rootfd}
+	unrooted, err := unrootedSuite(p, ring.master)
+	if err != nil {
+		return res, err
+	}
+	defer unrooted.Wipe()
+	u := &upgrader{v1: s, b: b, rootfd: rootfd, unrooted: unrooted}
 	if err := u.scan(); err != nil {
 		return res, err
 	}
@@ -158,7 +205,8 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 		// vault every other open refuses.
 		s.fs.Unlinkat(rootfd, config.FileName+".tmp", 0)
 	}
-	// The flag and the VaultID last: every object is v2 and durable.
+	// The flags and the VaultID last: every object is v2 with a root
+	// and durable.
 	if err := s.editConfig(func(c *config.Config, master []byte) error {
 		up, err := c.UpgradeParams(master, p)
 		if err != nil {
