@@ -39,8 +39,8 @@ type upgrader struct {
 	// has roots.
 	unrooted *content.Suite
 
-	dirs     []*upDir  // in post-order: a directory after everything below it
-	files    []*upFile // regular files to convert: a v1 header, or v2 without roots
+	dirs     []*upDir                     // in post-order: a directory after everything below it
+	files    []*upFile                    // regular files to convert: a v1 header, or v2 without roots
 	v2       map[content.FileID][]*upFile // files done: a v2 header with roots
 	temps    []upTemp
 	problems []string
