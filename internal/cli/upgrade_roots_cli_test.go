@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -142,5 +143,66 @@ func sameMountTree(t *testing.T, what string, got, want map[string]string) {
 		if _, ok := want[p]; !ok {
 			t.Errorf("%s: extra %s", what, p)
 		}
+	}
+}
+
+// TestUpgradeRootsBoundCLI: a bound vault made without file roots (init
+// --file-roots=false, with freshness), its files imported (which records
+// them for freshness), gets FileRoots from upgrade; its files read the
+// same, fsck is clean, and freshness status is OK (a file's gen goes
+// from 0 to 1, which its record accepts). A file with a damaged chunk
+// stops the upgrade before anything changes (11, named), where a
+// conversion that did not check would give it a root.
+func TestUpgradeRootsBoundCLI(t *testing.T) {
+	dir, _ := newVault(t, "pw", "--format", "2", "--file-roots=false")
+	pf := writePassfile(t, "pw")
+	big := strings.Repeat("0123456789", 10000)
+	putFile(t, dir, "big.txt", big, "--passfile", pf)
+	putFile(t, dir, "small.txt", "small", "--passfile", pf)
+	if flags, _ := configParams(t, dir); hasFlag(flags, "FileRoots") || !hasFlag(flags, "Freshness") {
+		t.Fatalf("init --file-roots=false made flags %v", flags)
+	}
+
+	// A damaged chunk first: one bit of big.txt's second chunk.
+	enc := filepath.Join(dir, backingOf(t, dir, pf, "big.txt"))
+	orig, err := os.ReadFile(enc)
+	must(t, err)
+	bad := bytes.Clone(orig)
+	bad[len(bad)-100] ^= 1
+	must(t, os.WriteFile(enc, bad, 0o600))
+	r := run(t, "", "upgrade", "--passfile", pf, dir)
+	r.want(t, ExitCorruptData)
+	if !strings.Contains(r.stderr, "big.txt") || !strings.Contains(r.stderr, "do not authenticate") {
+		t.Fatalf("upgrade of a damaged file said: %s", r.stderr)
+	}
+	if flags, _ := configParams(t, dir); hasFlag(flags, "FileRoots") {
+		t.Fatal("a blocked upgrade added FileRoots")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "encryptfs.upgrade")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a blocked upgrade left its marker: %v", err)
+	}
+	must(t, os.WriteFile(enc, orig, 0o600))
+
+	r = run(t, "", "upgrade", "--passfile", pf, dir)
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "Added file roots") {
+		t.Fatalf("upgrade said:\n%s", r.stdout)
+	}
+	wantFlags(t, dir, "BoundLocations", "FileRoots", "Freshness")
+	for name, want := range map[string]string{"big.txt": big, "small.txt": "small"} {
+		r := run(t, "", "cat", "--passfile", pf, dir, name)
+		r.want(t, 0)
+		if r.stdout != want {
+			t.Fatalf("cat %s after the upgrade: %d bytes, want %d", name, len(r.stdout), len(want))
+		}
+	}
+	if got, err := os.ReadFile(enc); err != nil || len(got) < len(orig)+4096 {
+		t.Fatalf("big.txt's backing after the upgrade: %d bytes (was %d), %v: no tag block", len(got), len(orig), err)
+	}
+	run(t, "", "fsck", "--passfile", pf, dir).want(t, 0)
+	r = run(t, "", "freshness", "status", "--passfile", pf, dir)
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "freshness: OK") {
+		t.Fatalf("freshness status after the upgrade:\n%s", r.stdout)
 	}
 }
