@@ -57,6 +57,9 @@ func TestUpgradeRootsCLI(t *testing.T) {
 	run(t, "", "fsck", "--passfile", pf, dir).want(t, 0)
 
 	// The committed bound example vault: bound, no roots, no freshness.
+	// Its VaultID is fixed: another test's copy may have recorded it in
+	// the package's freshness state; this copy gets a state of its own.
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	ex := filepath.Join(t.TempDir(), "cipher")
 	if out, err := exec.Command("cp", "-a", filepath.Join("..", "..", "testdata", "example-vaults", "v2-bound-aes-256-gcm"), ex).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v: %s", err, out)
