@@ -3,6 +3,7 @@ package crashsim_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -52,7 +53,16 @@ func TestCrashReplayUpgradeRoots(t *testing.T) {
 	_, err = f.WriteAt([]byte("tail"), 3*4096)
 	mustV(err)
 	mustV(f.Close())
+	// A file cut to 0 bytes: its header stays, with no chunk.
+	mustV(v.WriteFile("cut", data(44, 5000), 0o644))
+	f, err = v.OpenFile("cut", os.O_WRONLY, 0)
+	mustV(err)
+	mustV(f.Truncate(0))
+	mustV(f.Close())
 	mustV(v.Close())
+	if enc, err := headerOnly(dir, pw, "cut"); err != nil {
+		t.Fatalf("cut: %v (%s)", err, enc)
+	}
 	want := plaintextOf(t, dir, pw)
 	if c, err := config.Load(dir); err != nil || !c.Params.Bound() || c.Params.Has(config.FlagFileRoots) {
 		t.Fatalf("the test vault is not bound without roots: %v", err)
@@ -105,7 +115,29 @@ func TestCrashReplayUpgradeRoots(t *testing.T) {
 	if refused == 0 {
 		t.Error("no crash state was half-upgraded: the replay did not cover the roots conversion")
 	}
+	if enc, err := headerOnly(dir, pw, "cut"); err != nil {
+		t.Fatalf("cut after the upgrade: %v (%s)", err, enc)
+	}
 	checkRootsSplice(t, dir, pw, "d1/sub/many")
+}
+
+// headerOnly checks that file name of the vault in dir is stored as a
+// header only (128 bytes).
+func headerOnly(dir string, pw []byte, name string) (string, error) {
+	v, err := vault.Open(dir, pw)
+	if err != nil {
+		return "", err
+	}
+	defer v.Close()
+	enc, err := v.EncryptPath(name)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(filepath.Join(dir, enc))
+	if err == nil && fi.Size() != content.HeaderSizeV2 {
+		err = fmt.Errorf("%d bytes, want a header only", fi.Size())
+	}
+	return enc, err
 }
 
 // createBoundNoRoots makes a format-2 vault in dir with BoundLocations
