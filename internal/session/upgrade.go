@@ -18,28 +18,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The content upgrade (docs/format.md §14, "Upgrading"): a vault whose objects are
-// still v1 (a format-1 vault after its config upgrade, or a format-2 vault
-// made before location binding) gets feature flag BoundLocations. Every
-// encryptfs.dirid (and conflict copy of one) is rewritten in its v2 form,
-// bound to its directory's place, and every regular file gets a v2 header
-// bound to its place(s), in this order, each step crash-safe:
+// The content upgrade (docs/format.md §14, "Upgrading"; §16, "Upgrading"):
+// a vault whose objects are still v1 (a format-1 vault after its config
+// upgrade, or a format-2 vault made before location binding) gets feature
+// flags BoundLocations and FileRoots, a bound vault without roots gets
+// FileRoots. Every v1 encryptfs.dirid (and conflict copy of one) is
+// rewritten in its v2 form, bound to its directory's place, and every
+// regular file without a root is rewritten in the roots layout
+// (upgrade_roots.go) with a v2 header bound to its place(s), in this
+// order, each step crash-safe:
 //
 //  1. The VaultID is drawn and written to encryptfs.upgrade in CIPHERDIR
 //     (temp, fsync, rename, fsync): from then on, every open but
 //     UpgradeContent's refuses the vault (ErrUpgradeIncomplete), and a
 //     resumed upgrade binds to the same VaultID.
 //  2. Each object is converted in place of the old one: a file is copied
-//     as the new header followed by its chunks byte for byte (chunks are
-//     sealed to the file ID and their index, not to offsets) to a
-//     temporary file beside it, fsynced and renamed over it; a dirid is
-//     replaced the same way. Which objects are done is told by the
-//     objects themselves (a v1 header is version 1 and 36 bytes, a v2 one
-//     version 2 and 128; a v1 dirid is 16 bytes, a v2 one 54), so a
-//     resumed run converts exactly what is left. Directories go in
+//     as the new header, its tag blocks and its chunks byte for byte at
+//     their roots offsets (chunks are sealed to the file ID and their
+//     index, not to offsets) to a temporary file beside it, fsynced and
+//     renamed over it; a dirid is replaced the same way. Which objects
+//     are done is told by the objects themselves (a v1 header is version
+//     1 and 36 bytes, a v2 one version 2 and 128, with roots gen >= 1; a
+//     v1 dirid is 16 bytes, a v2 one 54), so a resumed run converts
+//     exactly what is left. Directories go in
 //     post-order (see scanDir), each fsynced after its changes.
-//  3. The config gets the flag and the VaultID (config.UpgradeParams,
-//     written atomically), last: until then no reader expects v2 objects.
+//  3. The config gets the flags and the VaultID (config.UpgradeParams,
+//     written atomically), last: until then no reader expects v2 objects
+//     or roots.
 //  4. encryptfs.upgrade is removed.
 
 // ErrUpgradeIncomplete: a content upgrade of the vault was interrupted
@@ -105,8 +110,8 @@ type UpgradeProgress struct {
 
 // UpgradeResult says what UpgradeContent did.
 type UpgradeResult struct {
-	// AlreadyBound: the config had BoundLocations already; at most a
-	// leftover marker was removed.
+	// AlreadyBound: the config had BoundLocations and FileRoots already;
+	// at most a leftover marker was removed.
 	AlreadyBound bool
 	// Resumed: an interrupted upgrade was finished.
 	Resumed bool
