@@ -126,7 +126,8 @@ type UpgradeResult struct {
 	Skipped int
 }
 
-// UpgradeContent adds location binding to the vault of s, which must have
+// UpgradeContent adds location binding and file roots to the vault of s
+// (roots alone to a bound vault), which must have
 // been opened with OpenWith (it needs the master key and the config) and
 // Options.Upgrading; afterwards s is stale: close it and open the vault
 // again. progress (may be nil) is called as objects are converted.
