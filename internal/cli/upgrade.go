@@ -15,7 +15,7 @@ import (
 )
 
 func (a *App) newUpgradeCommand() *cobra.Command {
-	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding (every directory ID and file header rewritten; resumable), then freshness (the config only)", dirArg)
+	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding and file roots (every directory ID and file rewritten; resumable), then freshness (the config only)", dirArg)
 	fs := cmd.Flags()
 	var u unlockFlags
 	u.register(fs, "password")
@@ -35,11 +35,13 @@ func (a *App) newUpgradeCommand() *cobra.Command {
 //  1. A format-1 config is rewritten as format 2 (session.Upgrade): the
 //     same master key, so no file changes and a mount keeps running; the
 //     password becomes key slot 1.
-//  2. Content without location binding gets it (session.UpgradeContent):
-//     every dirid and file header is rewritten, crash-safe and resumable,
-//     and BoundLocations is written to the config last. The vault must
-//     not be mounted; an interrupted run is finished by running upgrade
-//     again (every other command refuses the vault until then).
+//  2. Content without location binding or file roots gets them
+//     (session.UpgradeContent): every dirid is rewritten bound, and every
+//     file in the roots layout (bound header, tag blocks, root), crash-safe
+//     and resumable, and BoundLocations and FileRoots are written to the
+//     config last. The vault must not be mounted; an interrupted run is
+//     finished by running upgrade again (every other command refuses the
+//     vault until then).
 //  3. A bound vault without freshness gets the feature flag "Freshness"
 //     (session.AddFreshness): the config only; the vault's first mount
 //     after it records the vault (docs/format.md §15).
@@ -62,9 +64,10 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 	if c.Params.Reverse {
 		return withCode(ExitUnsupported, fmt.Errorf("upgrade: %w", config.ErrReverseV2))
 	}
-	if c.Params.Bound() && !a.markerLeft(dir) {
+	wasBound := c.Params.Bound()
+	if wasBound && c.Params.Has(config.FlagFileRoots) && !a.markerLeft(dir) {
 		if c.Params.Has(config.FlagFreshness) {
-			fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, freshness); nothing to do.\n", dir)
+			fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots, freshness); nothing to do.\n", dir)
 			return nil
 		}
 		return a.upgradeFreshness(dir, c, u)
@@ -98,7 +101,7 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 	}
 	switch {
 	case res.AlreadyBound:
-		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding); removed the marker of a finished upgrade.\n", dir)
+		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots); removed the marker of a finished upgrade.\n", dir)
 		if added {
 			fmt.Fprintln(a.Stdout, freshnessAdded)
 		}
@@ -106,7 +109,11 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 	case res.Resumed:
 		fmt.Fprintf(a.Stdout, "Finished the interrupted upgrade of %s.\n", dir)
 	}
-	fmt.Fprintf(a.Stdout, "Upgraded %s to location binding (VaultID %s): %d directory IDs and %d files rewritten", dir, hex.EncodeToString(res.VaultID), res.Dirs, res.Files)
+	if wasBound {
+		fmt.Fprintf(a.Stdout, "Added file roots to %s: %d files rewritten", dir, res.Files)
+	} else {
+		fmt.Fprintf(a.Stdout, "Upgraded %s to location binding and file roots (VaultID %s): %d directory IDs and %d files rewritten", dir, hex.EncodeToString(res.VaultID), res.Dirs, res.Files)
+	}
 	if res.Relinked > 0 {
 		fmt.Fprintf(a.Stdout, ", %d hard links restored", res.Relinked)
 	}
@@ -114,7 +121,11 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 	if res.Skipped > 0 {
 		fmt.Fprintf(a.Stdout, "%d entries whose names do not decrypt (or hidden sync-conflict copies) were left as they are; encryptfs fsck lists them.\n", res.Skipped)
 	}
-	fmt.Fprintf(a.Stdout, "Contents moved to another name or directory in CIPHERDIR now fail to read (EIO). Older encryptfs versions cannot open it.\n")
+	if wasBound {
+		fmt.Fprintf(a.Stdout, "A chunk or tag block put back from an older version of a file now fails to read (EIO). Older encryptfs versions cannot open it.\n")
+	} else {
+		fmt.Fprintf(a.Stdout, "Contents moved to another name or directory in CIPHERDIR, or put back from an older version of a file, now fail to read (EIO). Older encryptfs versions cannot open it.\n")
+	}
 	if added {
 		fmt.Fprintln(a.Stdout, freshnessAdded)
 	}
@@ -124,7 +135,7 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 // freshnessAdded is what upgrade says when it turned freshness on.
 const freshnessAdded = "Turned on freshness (rollback and deletion detection): the next mount records the vault; encryptfs freshness status checks it."
 
-// upgradeFreshness is step 3 alone, on a bound vault without freshness: a
+// upgradeFreshness is step 3 alone, on a vault with binding and roots but without freshness: a
 // config change only, so a running mount is no obstacle (it goes on
 // without freshness; its next mount records).
 func (a *App) upgradeFreshness(dir string, c *config.Config, u unlockFlags) error {

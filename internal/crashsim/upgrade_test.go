@@ -24,7 +24,8 @@ import (
 // TestCrashReplayUpgrade replays every crash point of `encryptfs upgrade`
 // of a format-1 vault: the config upgrade (format 2, key slots), then the
 // content upgrade (location binding: every dirid and file header
-// rewritten, the flag and VaultID written to the config last). Every
+// rewritten, every file moved to the roots layout with its tag blocks
+// and root, the flags and VaultID written to the config last). Every
 // crash state must either open and read the same plaintext as before the
 // upgrade (not upgraded yet, or upgraded), or be refused as half-upgraded
 // (session.ErrUpgradeIncomplete) and read the same after a second
@@ -32,6 +33,8 @@ import (
 // (a bound vault, the same plaintext). The vault has a file with four
 // names, bound through a links file (docs/format.md §14): the crash
 // states between its names' relinks are resumed from the links file.
+// The upgraded vault's roots are checked: an old chunk spliced back into
+// a file reads as corrupt (checkRootsSplice).
 func TestCrashReplayUpgrade(t *testing.T) {
 	dir := t.TempDir()
 	pw := []byte("upgrade password")
@@ -64,8 +67,8 @@ func TestCrashReplayUpgrade(t *testing.T) {
 	if got := plaintextOf(t, dir, pw); !equalPlain(got, want) {
 		t.Fatalf("after the upgrade: %s", diffPlain(got, want))
 	}
-	if c, err := config.Load(dir); err != nil || !c.Params.Bound() {
-		t.Fatalf("after the upgrade the config is not bound: %v", err)
+	if c, err := config.Load(dir); err != nil || !c.Params.Bound() || !c.Params.Has(config.FlagFileRoots) {
+		t.Fatalf("after the upgrade the config is not bound with file roots: %v", err)
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "encryptfs.links.*")); len(m) != 1 {
 		t.Fatalf("links files after the upgrade (the four-name file's): %v", m)
@@ -103,6 +106,7 @@ func TestCrashReplayUpgrade(t *testing.T) {
 	if refused == 0 {
 		t.Error("no crash state was half-upgraded: the replay did not cover the content upgrade")
 	}
+	checkRootsSplice(t, dir, pw, "d1/sub/many")
 }
 
 // checkUpgradeState checks one crash state in dir: it opens with the same
@@ -127,8 +131,8 @@ func checkUpgradeState(t *testing.T, dir string, pw []byte, want map[string]stri
 	}
 	runUpgrade(t, dir, pw, nil, rand.NewChaCha8([32]byte{9}))
 	c, err := config.Load(dir)
-	if err != nil || !c.Params.Bound() {
-		return refused, fmt.Errorf("after the second upgrade the config is not bound (%v)", err)
+	if err != nil || !c.Params.Bound() || !c.Params.Has(config.FlagFileRoots) {
+		return refused, fmt.Errorf("after the second upgrade the config is not bound with file roots (%v)", err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, config.UpgradeMarkerName)); !errors.Is(err, fs.ErrNotExist) {
 		return refused, fmt.Errorf("the marker is left after the second upgrade: %v", err)

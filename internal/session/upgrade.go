@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,37 +11,45 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
-// The content upgrade (docs/format.md §14, "Upgrading"): a vault whose objects are
-// still v1 (a format-1 vault after its config upgrade, or a format-2 vault
-// made before location binding) gets feature flag BoundLocations. Every
-// encryptfs.dirid (and conflict copy of one) is rewritten in its v2 form,
-// bound to its directory's place, and every regular file gets a v2 header
-// bound to its place(s), in this order, each step crash-safe:
+// The content upgrade (docs/format.md §14, "Upgrading"; §16, "Upgrading"):
+// a vault whose objects are still v1 (a format-1 vault after its config
+// upgrade, or a format-2 vault made before location binding) gets feature
+// flags BoundLocations and FileRoots, a bound vault without roots gets
+// FileRoots. Every v1 encryptfs.dirid (and conflict copy of one) is
+// rewritten in its v2 form, bound to its directory's place, and every
+// regular file without a root is rewritten in the roots layout
+// (upgrade_roots.go) with a v2 header bound to its place(s), in this
+// order, each step crash-safe:
 //
 //  1. The VaultID is drawn and written to encryptfs.upgrade in CIPHERDIR
 //     (temp, fsync, rename, fsync): from then on, every open but
 //     UpgradeContent's refuses the vault (ErrUpgradeIncomplete), and a
 //     resumed upgrade binds to the same VaultID.
 //  2. Each object is converted in place of the old one: a file is copied
-//     as the new header followed by its chunks byte for byte (chunks are
-//     sealed to the file ID and their index, not to offsets) to a
-//     temporary file beside it, fsynced and renamed over it; a dirid is
-//     replaced the same way. Which objects are done is told by the
-//     objects themselves (a v1 header is version 1 and 36 bytes, a v2 one
-//     version 2 and 128; a v1 dirid is 16 bytes, a v2 one 54), so a
-//     resumed run converts exactly what is left. Directories go in
+//     as the new header, its tag blocks and its chunks byte for byte at
+//     their roots offsets (chunks are sealed to the file ID and their
+//     index, not to offsets) to a temporary file beside it, fsynced and
+//     renamed over it; a dirid is replaced the same way. Which objects
+//     are done is told by the objects themselves (a v1 header is version
+//     1 and 36 bytes, a v2 one version 2 and 128, with roots gen >= 1; a
+//     v1 dirid is 16 bytes, a v2 one 54), so a resumed run converts
+//     exactly what is left. Directories go in
 //     post-order (see scanDir), each fsynced after its changes.
-//  3. The config gets the flag and the VaultID (config.UpgradeParams,
-//     written atomically), last: until then no reader expects v2 objects.
+//  3. The config gets the flags and the VaultID (config.UpgradeParams,
+//     written atomically), last: until then no reader expects v2 objects
+//     or roots.
 //  4. encryptfs.upgrade is removed.
 
 // ErrUpgradeIncomplete: a content upgrade of the vault was interrupted
-// (encryptfs.upgrade exists, the config does not have BoundLocations yet):
+// (encryptfs.upgrade exists, the config does not have BoundLocations and
+// FileRoots yet):
 // the vault holds v1 and v2 objects and is refused until the upgrade is
 // run again, which finishes it.
 var ErrUpgradeIncomplete = fault.New(fault.UnsupportedVault,
@@ -50,11 +59,35 @@ var ErrUpgradeIncomplete = fault.New(fault.UnsupportedVault,
 // convert (listed in the error); nothing was changed by this run.
 var ErrUpgradeBlocked = fault.New(fault.Corrupt, "session: the vault cannot be upgraded as it is")
 
+// upgraded reports whether a vault with Params p has what the content
+// upgrade gives: BoundLocations and FileRoots.
+func upgraded(p config.Params) bool {
+	return p.Bound() && p.Has(config.FlagFileRoots)
+}
+
+// unrootedSuite is the content suite of v2 headers without roots, for
+// vault Params p and master key: the upgrade reads such headers (a bound
+// vault's) and rewrites them with roots.
+func unrootedSuite(p config.Params, master []byte) (*content.Suite, error) {
+	k, err := keys.Derive(master)
+	if err != nil {
+		return nil, err
+	}
+	defer k.Wipe()
+	s, err := content.NewBoundSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
+	if err != nil {
+		return nil, fmt.Errorf("session: content suite: %w", err)
+	}
+	return s, nil
+}
+
 // checkUpgrade refuses a half-upgraded vault (ErrUpgradeIncomplete). A
-// marker beside a config that has the feature already is a last step
-// lost to a crash: the content is complete, the vault opens.
+// marker beside a config that has the features already is a last step
+// lost to a crash: the content is complete, the vault opens. A marker
+// beside a bound config without FileRoots is an upgrade adding roots,
+// interrupted: some files have roots, which that config does not read.
 func (o Options) checkUpgrade(dir string, c *config.Config) error {
-	if o.Upgrading || c.Params.Bound() {
+	if o.Upgrading || upgraded(c.Params) {
 		return nil
 	}
 	_, err := os.Lstat(filepath.Join(dir, config.UpgradeMarkerName))
@@ -77,8 +110,8 @@ type UpgradeProgress struct {
 
 // UpgradeResult says what UpgradeContent did.
 type UpgradeResult struct {
-	// AlreadyBound: the config had BoundLocations already; at most a
-	// leftover marker was removed.
+	// AlreadyBound: the config had BoundLocations and FileRoots already;
+	// at most a leftover marker was removed.
 	AlreadyBound bool
 	// Resumed: an interrupted upgrade was finished.
 	Resumed bool
@@ -93,7 +126,8 @@ type UpgradeResult struct {
 	Skipped int
 }
 
-// UpgradeContent adds location binding to the vault of s, which must have
+// UpgradeContent adds location binding and file roots to the vault of s
+// (roots alone to a bound vault), which must have
 // been opened with OpenWith (it needs the master key and the config) and
 // Options.Upgrading; afterwards s is stale: close it and open the vault
 // again. progress (may be nil) is called as objects are converted.
@@ -116,26 +150,45 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 	if err != nil {
 		return UpgradeResult{}, err
 	}
-	if ring.cfg.Params.Bound() {
+	if upgraded(ring.cfg.Params) {
 		return UpgradeResult{AlreadyBound: true, VaultID: ring.cfg.Params.VaultID}, s.removeMarker(rootfd)
 	}
 	res := UpgradeResult{Resumed: marker != nil, VaultID: marker}
-	if marker == nil {
+	switch {
+	case ring.cfg.Params.Bound():
+		// Bound already (without roots): the VaultID stays. A marker
+		// holds the same one (written by this step's earlier run).
+		res.VaultID = ring.cfg.Params.VaultID
+		if marker != nil && !bytes.Equal(marker, res.VaultID) {
+			return res, fmt.Errorf("%w: %s names another VaultID than the config", tree.ErrCorruptDir, config.UpgradeMarkerName)
+		}
+	case marker == nil:
 		res.VaultID = make([]byte, config.VaultIDSize)
 		if _, err := io.ReadFull(s.rand, res.VaultID); err != nil {
 			return res, fmt.Errorf("session: random VaultID: %w", err)
 		}
 	}
-	p, err := ring.cfg.Params.WithBoundLocations(res.VaultID)
+	bound, err := ring.cfg.Params.WithBoundLocations(res.VaultID)
 	if err != nil {
 		return res, err
 	}
-	b, err := New(s.dir, p, ring.master, Options{Backing: s.fs, Rand: s.rand})
+	p, err := bound.WithFeature(config.FlagFileRoots)
+	if err != nil {
+		return res, err
+	}
+	// FreshnessOff: the upgrade's sessions only read and write objects;
+	// a vault with freshness keeps its records as they are.
+	b, err := New(s.dir, p, ring.master, Options{Backing: s.fs, Rand: s.rand, FreshnessUse: FreshnessOff})
 	if err != nil {
 		return res, err
 	}
 	defer b.Close()
-	u := &upgrader{v1: s, b: b, rootfd: rootfd}
+	unrooted, err := unrootedSuite(p, ring.master)
+	if err != nil {
+		return res, err
+	}
+	defer unrooted.Wipe()
+	u := &upgrader{v1: s, b: b, rootfd: rootfd, unrooted: unrooted}
 	if err := u.scan(); err != nil {
 		return res, err
 	}
@@ -158,7 +211,8 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 		// vault every other open refuses.
 		s.fs.Unlinkat(rootfd, config.FileName+".tmp", 0)
 	}
-	// The flag and the VaultID last: every object is v2 and durable.
+	// The flags and the VaultID last: every object is v2 with a root
+	// and durable.
 	if err := s.editConfig(func(c *config.Config, master []byte) error {
 		up, err := c.UpgradeParams(master, p)
 		if err != nil {

@@ -220,8 +220,11 @@ func (u *upgrader) runOp(fd int, d *upDir, op upOp) error {
 	case opLinks:
 		u.doneFiles++
 		return withDir(op.f, func(ffd int) error {
-			if err := u.writeLinks(op); err != nil {
-				return err
+			// A v2 file's links file binds its names already.
+			if !op.f.fromV2 {
+				if err := u.writeLinks(op); err != nil {
+					return err
+				}
 			}
 			if err := u.convertFile(ffd, op.f, content.FlagLinks); err != nil {
 				return err
@@ -285,9 +288,6 @@ func (u *upgrader) relink(srcfd int, src string, dstfd int, dst string) error {
 	return nil
 }
 
-// copyBlock is how much of a file convertFile copies at a time.
-const copyBlock = 1 << 20
-
 // writeLinks makes op's links file durable before any of its file's
 // names changes (docs/format.md §14, links rule 1): the bindings of all
 // its names, written under the upgrade's temp prefix in the root,
@@ -310,14 +310,16 @@ func (u *upgrader) writeLinks(op upOp) error {
 	return u.v1.fs.Fsync(u.rootfd)
 }
 
-// convertFile replaces file f (in dirfd) by a copy with a v2 header bound
-// to places (flags added to f's: content.FlagLinks, with no places, for
-// a file bound in its links file), followed by its chunks byte for byte. Why the chunks need no
-// change: each is sealed under the file's key (from its file ID) with its
-// index and final flag as associated data, never its offset (docs/format.md
-// §5); the v2 header keeps the file ID and the flags. All-zero blocks are
-// not written (holes stay holes; zeros read the same). Mode, owner, times
-// and the backing xattrs (the file's encrypted xattrs) are copied.
+// convertFile replaces file f (in dirfd) by a copy in the roots layout
+// (docs/format.md §16): a v2 header bound to places (flags added to f's:
+// content.FlagLinks, with no places, for a file bound in its links file),
+// or, for f already v2 without roots (f.fromV2), bound as its header is,
+// with its size, gen 1 and its root; f's chunks copied byte for byte to
+// their roots offsets and their tag blocks (copyRoots). Why the chunks
+// need no change: each is sealed under the file's key (from its file ID)
+// with its index and final flag as associated data, never its offset
+// (docs/format.md §5); the new header keeps the file ID. Mode, owner,
+// times and the backing xattrs (the file's encrypted xattrs) are copied.
 func (u *upgrader) convertFile(dirfd int, f *upFile, flags uint16, places ...bind.Place) error {
 	srcfd, st, err := backing.OpenRegular(dirfd, f.name, unix.O_RDONLY)
 	if err != nil {
@@ -327,11 +329,14 @@ func (u *upgrader) convertFile(dirfd int, f *upFile, flags uint16, places ...bin
 	if st.Dev != f.st.Dev || st.Ino != f.st.Ino {
 		return fmt.Errorf("the file changed during the upgrade")
 	}
-	h := content.Header{Flags: f.hdr.Flags | flags, FileID: f.hdr.FileID}
-	for i, p := range places {
-		h.Bindings[i] = u.b.binder.Sum(bind.KindFile, h.FileID[:], p)
+	h := content.Header{Flags: (f.hdr.Flags | flags) &^ content.FlagSparse, FileID: f.hdr.FileID}
+	if f.fromV2 {
+		h.Bindings = f.hdr.Bindings
+	} else {
+		for i, p := range places {
+			h.Bindings[i] = u.b.binder.Sum(bind.KindFile, h.FileID[:], p)
+		}
 	}
-	hdr := u.b.engine.Suite().MarshalHeader(h)
 	tmp, err := u.tempName()
 	if err != nil {
 		return err
@@ -341,7 +346,10 @@ func (u *upgrader) convertFile(dirfd int, f *upFile, flags uint16, places ...bin
 		return err
 	}
 	out := u.v1.fs.NewFile(fd, nil)
-	err = u.copyInto(out, srcfd, hdr, st)
+	err = u.copyRoots(out, srcfd, f, h, st.Size)
+	if err == nil {
+		err = u.copyMeta(out, srcfd, st)
+	}
 	if err == nil {
 		// Times last (the writes above set them), before the fsync;
 		// best effort: the contents are what matters.
@@ -360,33 +368,8 @@ func (u *upgrader) convertFile(dirfd int, f *upFile, flags uint16, places ...bin
 	return err
 }
 
-// copyInto writes hdr and src's chunks into out and gives it src's
-// owner, mode and xattrs.
-func (u *upgrader) copyInto(out *backing.ObservedFile, srcfd int, hdr []byte, st unix.Stat_t) error {
-	if _, err := out.WriteAt(hdr, 0); err != nil {
-		return err
-	}
-	in := backing.NewFile(srcfd, nil)
-	buf := make([]byte, copyBlock)
-	shift := int64(len(hdr) - content.HeaderSize)
-	for off := int64(content.HeaderSize); off < st.Size; {
-		n, err := in.ReadAt(buf[:min(int64(len(buf)), st.Size-off)], off)
-		if n > 0 && !content.IsHole(buf[:n]) {
-			if _, werr := out.WriteAt(buf[:n], off+shift); werr != nil {
-				return werr
-			}
-		}
-		off += int64(n)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("the file shrank during the upgrade")
-		}
-	}
-	if err := out.Truncate(st.Size + shift); err != nil {
-		return err
-	}
+// copyMeta gives out src's owner, mode and xattrs.
+func (u *upgrader) copyMeta(out *backing.ObservedFile, srcfd int, st unix.Stat_t) error {
 	if err := u.copyXattrs(out, srcfd); err != nil {
 		return err
 	}

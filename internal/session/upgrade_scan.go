@@ -34,10 +34,14 @@ const (
 type upgrader struct {
 	v1, b  *Session
 	rootfd int
+	// unrooted parses v2 headers without roots (a bound vault's, or
+	// those an earlier version's interrupted upgrade wrote); b's suite
+	// has roots.
+	unrooted *content.Suite
 
-	dirs     []*upDir  // in post-order: a directory after everything below it
-	files    []*upFile // regular files with a v1 header
-	v2       map[content.FileID][]*upFile
+	dirs     []*upDir                     // in post-order: a directory after everything below it
+	files    []*upFile                    // regular files to convert: a v1 header, or v2 without roots
+	v2       map[content.FileID][]*upFile // files done: a v2 header with roots
 	temps    []upTemp
 	problems []string
 	skipped  int
@@ -65,8 +69,11 @@ type upFile struct {
 	place bind.Place
 	st    unix.Stat_t
 	hdr   content.Header // the v1 header, or the v2 one
-	v2    bool
-	slots []bind.Binding // a v2 file's bindings: its header's, or its links file's
+	v2    bool           // done: a v2 header with roots
+	// fromV2: to convert, a v2 header without roots, bound where it is;
+	// its conversion keeps its bindings (and its links file).
+	fromV2 bool
+	slots  []bind.Binding // a v2 file's bindings: its header's, or its links file's
 }
 
 // upTemp is a leftover temporary of an interrupted upgrade.
@@ -192,8 +199,9 @@ func (u *upgrader) scanEntry(fd int, d *upDir, n tree.Name) error {
 	return nil
 }
 
-// scanFile reads file f's header: v1 (to convert) or v2 (done by an
-// interrupted run; it must be bound where it is). An empty file has no
+// scanFile reads file f's header: v1 or v2 without roots (to convert,
+// once its chunks are checked: verifyChunks), or v2 with roots (done by
+// an interrupted run; it must be bound where it is). An empty file has no
 // header and reads as empty anywhere: nothing to convert.
 func (u *upgrader) scanFile(dirfd int, f *upFile) {
 	if f.st.Size == 0 {
@@ -224,9 +232,13 @@ func (u *upgrader) scanFile(dirfd int, f *upFile) {
 			return
 		}
 		f.hdr = h
-		u.files = append(u.files, f)
 	case content.VersionV2:
-		h, err := u.b.engine.Suite().ParseHeader(buf)
+		// Without roots first: a roots header (gen >= 1) never parses so.
+		h, err := u.unrooted.ParseHeader(buf)
+		rooted := err != nil
+		if rooted {
+			h, err = u.b.engine.Suite().ParseHeader(buf)
+		}
 		if err == nil {
 			f.slots, err = u.slots(h)
 		}
@@ -237,11 +249,22 @@ func (u *upgrader) scanFile(dirfd int, f *upFile) {
 			u.problem("%s: v2 file header: %v", f.plain, err)
 			return
 		}
-		f.hdr, f.v2 = h, true
-		u.v2[h.FileID] = append(u.v2[h.FileID], f)
+		f.hdr = h
+		if rooted {
+			f.v2 = true
+			u.v2[h.FileID] = append(u.v2[h.FileID], f)
+			return
+		}
+		f.fromV2 = true
 	default:
 		u.problem("%s: file header of unknown version", f.plain)
+		return
 	}
+	if err := u.verifyChunks(fd, f, f.st.Size); err != nil {
+		u.problem("%s: %v", f.plain, err)
+		return
+	}
+	u.files = append(u.files, f)
 }
 
 // slots are the bindings of a v2 file with header h: its header's slots,
