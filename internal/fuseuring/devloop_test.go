@@ -204,7 +204,7 @@ func TestClassicHandOff(t *testing.T) {
 		t.Skip("one CPU: one worker")
 	}
 	root := &slowRoot{release: make(chan struct{})}
-	m, mnt, err := mountRoot(t, root, Options{Mode: Classic})
+	m, mnt, err := mountRoot(t, root, Options{Mode: Classic, LazyHandOff: true})
 	if err != nil {
 		t.Fatal(err)
 	}
