@@ -209,6 +209,21 @@ func (t *Table[V]) Release(key FileKey, val V) error {
 		t.mu.Unlock()
 		return nil
 	}
+	if en.refs == 1 {
+		// The last reference: the writes the File owes its backing
+		// (File.Settle) are made while it is still in the table, so
+		// that a Setattr of times, which settles the File it finds
+		// there first, never runs before them (its times would be
+		// moved again). Without the table's lock: they are backing
+		// I/O. An error is Close's to report, which tries again.
+		t.mu.Unlock()
+		en.file.Settle()
+		t.mu.Lock()
+		if en = t.m[key]; en == nil || en.val != val {
+			t.mu.Unlock()
+			return nil
+		}
+	}
 	en.refs--
 	if en.refs > 0 {
 		t.mu.Unlock()
