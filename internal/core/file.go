@@ -131,6 +131,9 @@ func (f *File) Close() error {
 	return err
 }
 
+// Roots reports whether the file has file roots (docs/format.md §16).
+func (f *File) Roots() bool { return f.rt != nil }
+
 // Settle does now what the last Close would do to the backing file: it
 // gives back the space reserved ahead (space.go) and, with file roots,
 // writes the clean header (roots.go: finalize). Both move the backing
