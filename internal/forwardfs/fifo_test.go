@@ -117,6 +117,9 @@ func TestFIFOInBacking(t *testing.T) {
 		v := mounttest.NewVault(t, nil)
 		p := filepath.Join(v.Mnt, "f")
 		must(t, os.WriteFile(p, []byte("x"), 0o644))
+		// The file released (RELEASE is asynchronous: an open that finds
+		// it still in the open-file table shares its fd, FIFO or not).
+		v.Remount(t)
 		// The kernel knows f as a regular file; its backing entry becomes
 		// a FIFO before the open reaches the daemon.
 		_, err := os.Stat(p)

@@ -365,6 +365,19 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	var of *openFile
 	if h, ok := f.(*handle); ok {
 		of = h.of
+	} else if of = n.r.files.forNode(n); of != nil {
+		defer n.r.files.put(of)
+	}
+	// A file with roots changed through an open handle is settled (its
+	// clean header written) before its times are reported: written later,
+	// at close, the header would move the mtime a stat has already seen
+	// (docs/format.md §16).
+	if of != nil && of.file.Roots() {
+		if err := of.file.Settle(); err != nil {
+			return n.errno(err, "getattr")
+		}
+	}
+	if _, ok := f.(*handle); ok {
 		st, err = backing.Fstat(of.fd)
 	} else {
 		st, err = n.stat()
