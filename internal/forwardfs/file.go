@@ -168,7 +168,10 @@ func (r *Root) adopt(fd int, want uint64, place core.Place) (*openFile, error) {
 // file if needed. Backing files are opened O_RDWR even for read-only or
 // write-only opens (the engine reads partial chunks back before rewriting
 // them); O_RDONLY is the fallback when the backing file is not writable.
-func (n *node) acquire() (*openFile, error) {
+func (n *node) acquire() (*openFile, error) { return n.acquireTry(0) }
+
+// acquireTry is acquire's try'th attempt (see the renamed-and-back case).
+func (n *node) acquireTry(try int) (*openFile, error) {
 	if of := n.r.files.forNode(n); of != nil {
 		return of, nil
 	}
@@ -196,6 +199,13 @@ func (n *node) acquire() (*openFile, error) {
 		// name and the check is gone from it (see adopt), not misplaced.
 		if st, serr := backing.Fstatat(e.pfd, e.name.Backing); serr != nil || st.Ino != n.StableAttr().Ino {
 			return nil, syscall.ENOENT
+		}
+		// The same file is at the name again: renamed away and back
+		// between the check and now, its binding to this name is back
+		// too, so open it again (adopt closed fd). A misplaced file
+		// stays misplaced: after a few tries it is EIO.
+		if try < 3 {
+			return n.acquireTry(try + 1)
 		}
 	}
 	if err != nil {
