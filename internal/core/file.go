@@ -89,7 +89,7 @@ func (f *File) EnsureID() (content.FileID, error) {
 // Sync flushes the backing file. With file roots, a file this File
 // changed gets its clean header first (roots.go: finalize).
 func (f *File) Sync() error {
-	if f.e.rootsOn() {
+	if f.e.Roots() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.closed {
@@ -168,7 +168,7 @@ func (f *File) v1Holes() bool {
 // withHoles. A new header gets a fresh random file ID. Called with mu held
 // for writing, before any chunk that needs it is written.
 func (f *File) prepareHeader(withHoles bool) error {
-	if f.e.rootsOn() {
+	if f.e.Roots() {
 		withHoles = false // a hole is a zero tag entry, no flag
 	}
 	if f.hasHeader {
@@ -200,7 +200,7 @@ func (f *File) prepareHeader(withHoles bool) error {
 		h.Flags = content.FlagSparse
 	}
 	h.Epoch = f.e.suite.Epoch() // a new file: the current master-key epoch
-	if f.e.rootsOn() {
+	if f.e.Roots() {
 		// Before a write, born DIRTY: the clean header comes at fsync
 		// or the last close (finalize), after the data. Otherwise (a
 		// header for xattrs or a binding) born clean, as the empty file

@@ -69,8 +69,9 @@ type rootState struct {
 	stale   []bool              // the block changed since its hash was taken
 }
 
-// rootsOn reports whether the engine keeps file roots.
-func (e *Engine) rootsOn() bool { return e.lay.tagged }
+// Roots reports whether the engine's files have file roots
+// (docs/format.md §16).
+func (e *Engine) Roots() bool { return e.lay.tagged }
 
 // chunksOf is the number of chunks of a file of size bytes.
 func (e *Engine) chunksOf(size int64) uint64 {
@@ -125,7 +126,7 @@ func (f *File) root(size int64, gen uint64) ([content.RootSize]byte, error) {
 // newRootState is the state of a File just opened on header h (or of a
 // new file when fresh).
 func (f *File) newRootState(fresh bool) {
-	if !f.e.rootsOn() {
+	if !f.e.Roots() {
 		return
 	}
 	f.rt = &rootState{}

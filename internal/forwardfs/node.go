@@ -365,8 +365,10 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	var of *openFile
 	if h, ok := f.(*handle); ok {
 		of = h.of
-	} else if of = n.r.files.forNode(n); of != nil {
-		defer n.r.files.put(of)
+	} else if n.r.engine.Roots() { // only files with roots owe writes (below)
+		if of = n.r.files.forNode(n); of != nil {
+			defer n.r.files.put(of)
+		}
 	}
 	// A file with roots changed through an open handle is settled (its
 	// clean header written) before its times are reported: written later,
