@@ -74,38 +74,7 @@ func TestCrashReplayUpgrade(t *testing.T) {
 		t.Fatalf("links files after the upgrade (the four-name file's): %v", m)
 	}
 
-	scratch := t.TempDir()
-	n := rec.Len()
-	states, refused := 0, 0
-	for k := 0; k <= n; k++ {
-		sets := []func(int) bool{func(int) bool { return true }, func(int) bool { return false }}
-		for _, i := range rec.Pending(k) {
-			sets = append(sets, func(j int) bool { return j != i })
-		}
-		for si, keep := range sets {
-			st, err := rec.StateAt(k, keep)
-			if err != nil {
-				t.Fatal(err)
-			}
-			os.RemoveAll(scratch)
-			mustV(os.Mkdir(scratch, 0o700))
-			if err := st.Materialize(scratch); err != nil {
-				t.Fatal(err)
-			}
-			states++
-			wasRefused, err := checkUpgradeState(t, scratch, pw, want)
-			if err != nil {
-				t.Fatalf("crash at %d/%d (keep set %d): %v", k, n, si, err)
-			}
-			if wasRefused {
-				refused++
-			}
-		}
-	}
-	t.Logf("%d ops, %d crash states: %d refused as half-upgraded and finished by a second upgrade, all read the same plaintext", n, states, refused)
-	if refused == 0 {
-		t.Error("no crash state was half-upgraded: the replay did not cover the content upgrade")
-	}
+	replayUpgrade(t, rec, pw, want, "content upgrade")
 	checkRootsSplice(t, dir, pw, "d1/sub/many")
 }
 
@@ -371,4 +340,44 @@ func diffPlain(got, want map[string]string) string {
 	}
 	slices.Sort(d)
 	return strings.Join(d, "; ")
+}
+
+// replayUpgrade materializes every crash state of rec (each point, with
+// every pending write kept, none, or all but one) and checks each with
+// checkUpgradeState; some state must have been refused as half-upgraded,
+// or the replay did not cover what (the step under test).
+func replayUpgrade(t *testing.T, rec *crashsim.Recorder, pw []byte, want map[string]string, what string) {
+	t.Helper()
+	scratch := t.TempDir()
+	n := rec.Len()
+	states, refused := 0, 0
+	for k := 0; k <= n; k++ {
+		sets := []func(int) bool{func(int) bool { return true }, func(int) bool { return false }}
+		for _, i := range rec.Pending(k) {
+			sets = append(sets, func(j int) bool { return j != i })
+		}
+		for si, keep := range sets {
+			st, err := rec.StateAt(k, keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.RemoveAll(scratch)
+			mustV(os.Mkdir(scratch, 0o700))
+			if err := st.Materialize(scratch); err != nil {
+				t.Fatal(err)
+			}
+			states++
+			wasRefused, err := checkUpgradeState(t, scratch, pw, want)
+			if err != nil {
+				t.Fatalf("crash at %d/%d (keep set %d): %v", k, n, si, err)
+			}
+			if wasRefused {
+				refused++
+			}
+		}
+	}
+	t.Logf("%d ops, %d crash states: %d refused as half-upgraded and finished by a second upgrade, all read the same plaintext", n, states, refused)
+	if refused == 0 {
+		t.Errorf("no crash state was half-upgraded: the replay did not cover the %s", what)
+	}
 }
