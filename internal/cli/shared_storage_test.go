@@ -215,6 +215,27 @@ func TestSharedStorageTwoMounts(t *testing.T) {
 		}
 	})
 
+	t.Run("open while open", func(t *testing.T) {
+		// The reader's mount still has the file open from before the
+		// other side's write (as it does for a moment after every close:
+		// FUSE's RELEASE comes after close(2) returns); a new open must
+		// still see what the other side closed, not the size and header
+		// its own open File remembers.
+		must(t, os.WriteFile(filepath.Join(a, "held"), fileContent("held-0", 3*sharedChunk-1), 0o644))
+		for round, n := range []int{5*sharedChunk + 9, 100, 0, 2 * sharedChunk, 40_000} {
+			w, r := sides[(round+1)%2], sides[round%2]
+			tag := fmt.Sprintf("held-%d", round+1)
+			held, err := os.Open(filepath.Join(r.mnt, "held"))
+			must(t, err)
+			must(t, os.WriteFile(filepath.Join(w.mnt, "held"), fileContent(tag, n), 0o644))
+			got, err := os.ReadFile(filepath.Join(r.mnt, "held"))
+			held.Close()
+			if err != nil || !bytes.Equal(got, fileContent(tag, n)) {
+				t.Fatalf("round %d: %s (holding the file open) reads %d bytes, %v; %s wrote and closed %d", round, r.name, len(got), err, w.name, n)
+			}
+		}
+	})
+
 	t.Run("close-to-open", func(t *testing.T) {
 		// One writer, one reader, taking turns: whatever the reader opens
 		// after the writer closed is exactly what was written, at every

@@ -131,6 +131,34 @@ func (f *File) Close() error {
 	return err
 }
 
+// Reload forgets what the File knows of its backing file (size, header,
+// the cached last chunk, roots state) and reads it again, for a mount
+// that shares CIPHERDIR with other writers (the FUSE layer's
+// SharedStorage): an open there must see what another machine wrote and
+// closed, even when this mount still holds a File of the inode (FUSE's
+// RELEASE of the last close arrives after close(2) has returned, so the
+// next open can find the old File). What this File still owes its
+// backing (Settle) is written first. On error the File is unchanged.
+func (f *File) Reload() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	f.trimReserved()
+	if err := f.finalize(false); err != nil {
+		return err
+	}
+	nf, err := f.e.openWith(f.b, f.place, f.e.binder != nil, false)
+	if err != nil {
+		return err
+	}
+	f.dropTail()
+	f.size, f.hasHeader, f.hdr, f.fc, f.links, f.rt = nf.size, nf.hasHeader, nf.hdr, nf.fc, nf.links, nf.rt
+	f.reservedTo, f.hole, f.holeKnown, f.dense, f.forData = 0, 0, false, 0, false
+	return nil
+}
+
 // Roots reports whether the file has file roots (docs/format.md §16).
 func (f *File) Roots() bool { return f.rt != nil }
 

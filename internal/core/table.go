@@ -41,6 +41,11 @@ type Table[V comparable] struct {
 	mu     sync.Mutex
 	m      map[FileKey]*tableEntry[V]
 	closed bool
+	// opening counts, per inode, the Acquires that read a header without
+	// the lock (see acquire); gone[key] counts the entries of key closed
+	// while any of them did. Both are empty when no Acquire is opening.
+	opening map[FileKey]int
+	gone    map[FileKey]uint64
 }
 
 // tableEntry is one open inode.
@@ -69,7 +74,10 @@ func NewTable[V comparable](e *Engine) *Table[V] {
 //
 // The File is opened without the table's lock held (it reads the header);
 // if another Acquire of the same inode wins meanwhile, its File is shared
-// and this one is closed again.
+// and this one is closed again. If another opener's File of the inode
+// came and went meanwhile (inserted, used, released), the header this one
+// read may be older than what that File wrote (a rename rebinds it), so
+// it is read again.
 func (t *Table[V]) Acquire(key FileKey, b OwnedBacking, writable, forWrite bool, newVal func(*File) V) (V, error) {
 	return t.acquire(key, b, nil, writable, forWrite, newVal)
 }
@@ -97,35 +105,66 @@ func (t *Table[V]) acquire(key FileKey, b OwnedBacking, p *Place, writable, forW
 		b.Close()
 		return v, err
 	}
-	t.mu.Unlock()
-
-	var f *File
-	var err error
-	if p != nil {
-		f, err = t.e.OpenAt(b, *p)
-	} else {
-		f, err = t.e.Open(b)
-	}
-	if err != nil {
-		b.Close()
-		return zero, err
-	}
-	val := newVal(f)
-	t.mu.Lock()
-	var other *tableEntry[V]
-	if t.closed {
-		err = ErrClosed
-	} else if other = t.m[key]; other == nil {
-		t.m[key] = &tableEntry[V]{val: val, file: f, b: b, writable: writable, refs: 1}
+	t.startOpening(key)
+	for {
+		gen := t.gone[key]
 		t.mu.Unlock()
-		return val, nil
-	} else {
-		val, err = other.sharePlace(p, forWrite) // lost a race with another Acquire
+		f, err := t.openFile(b, p)
+		if err != nil {
+			t.mu.Lock()
+			t.doneOpening(key)
+			t.mu.Unlock()
+			b.Close()
+			return zero, err
+		}
+		val := newVal(f)
+		t.mu.Lock()
+		if !t.closed && t.m[key] == nil && t.gone[key] != gen {
+			t.mu.Unlock()
+			f.Close() // stale: read the header again
+			t.mu.Lock()
+			continue
+		}
+		t.doneOpening(key)
+		if t.closed {
+			err = ErrClosed
+		} else if other := t.m[key]; other == nil {
+			t.m[key] = &tableEntry[V]{val: val, file: f, b: b, writable: writable, refs: 1}
+			t.mu.Unlock()
+			return val, nil
+		} else {
+			val, err = other.sharePlace(p, forWrite) // lost a race with another Acquire
+		}
+		t.mu.Unlock()
+		f.Close()
+		b.Close()
+		return val, err
 	}
-	t.mu.Unlock()
-	f.Close()
-	b.Close()
-	return val, err
+}
+
+// openFile opens a File over b, at place p if set.
+func (t *Table[V]) openFile(b OwnedBacking, p *Place) (*File, error) {
+	if p != nil {
+		return t.e.OpenAt(b, *p)
+	}
+	return t.e.Open(b)
+}
+
+// startOpening records an Acquire of key that reads a header without the
+// lock. Called with the lock held.
+func (t *Table[V]) startOpening(key FileKey) {
+	if t.opening == nil {
+		t.opening, t.gone = make(map[FileKey]int), make(map[FileKey]uint64)
+	}
+	t.opening[key]++
+}
+
+// doneOpening ends what startOpening began. Called with the lock held.
+func (t *Table[V]) doneOpening(key FileKey) {
+	if t.opening[key]--; t.opening[key] == 0 {
+		delete(t.opening, key)
+		delete(t.gone, key)
+	}
 }
 
 // sharePlace is share for an opener that found the inode at place p (if
@@ -230,6 +269,9 @@ func (t *Table[V]) Release(key FileKey, val V) error {
 		return nil
 	}
 	delete(t.m, key)
+	if t.opening[key] > 0 {
+		t.gone[key]++
+	}
 	if t.OnLast != nil {
 		t.OnLast(key, val)
 	}

@@ -283,3 +283,76 @@ func TestTableOpenRace(t *testing.T) {
 		t.Fatalf("the shared File closed while the late opener holds it: %v", err)
 	}
 }
+
+// headerHeldMem is a closingMem whose first ReadAt, once done, tells read and
+// waits for gate: an Acquire held between reading a header and taking
+// the table's lock.
+type headerHeldMem struct {
+	closingMem
+	once       *sync.Once
+	read, gate chan struct{}
+}
+
+func (g headerHeldMem) ReadAt(p []byte, off int64) (int, error) {
+	n, err := g.closingMem.ReadAt(p, off)
+	g.once.Do(func() {
+		close(g.read)
+		<-g.gate
+	})
+	return n, err
+}
+
+// TestTableAcquireAfterOtherCameAndWent: an Acquire that read the file's
+// header and size while another opener's File of the inode was inserted,
+// changed the file and was released must not insert what it read (a
+// stale size or header; with binding, a rename's place check then failed
+// with EIO: forwardfs.TestBoundOpenRacingRename).
+func TestTableAcquireAfterOtherCameAndWent(t *testing.T) {
+	tab, closes := newTestTable(t)
+	key := FileKey{Dev: 1, Ino: 7}
+	m := NewMemBacking()
+	mk := func(f *File) *tableState { return &tableState{f: f} }
+	first, err := tab.Acquire(key, closingMem{m, closes}, true, true, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, first.f, []byte("old contents"), 0)
+	if err := tab.Release(key, first); err != nil {
+		t.Fatal(err)
+	}
+
+	g := headerHeldMem{closingMem{m, closes}, new(sync.Once), make(chan struct{}), make(chan struct{})}
+	type result struct {
+		s   *tableState
+		err error
+	}
+	slow := make(chan result)
+	go func() {
+		s, err := tab.Acquire(key, g, true, true, mk)
+		slow <- result{s, err}
+	}()
+	<-g.read // the slow opener has read the old header and size
+	other, err := tab.Acquire(key, closingMem{m, closes}, true, true, mk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := make([]byte, 10000)
+	mustWrite(t, other.f, newer, 0)
+	if err := tab.Release(key, other); err != nil {
+		t.Fatal(err)
+	}
+	close(g.gate)
+	r := <-slow
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if size, err := r.s.f.Size(); err != nil || size != int64(len(newer)) {
+		t.Fatalf("the slow opener's File has size %d (%v), want %d: it kept what it read before the other File came and went", size, err, len(newer))
+	}
+	if err := tab.Release(key, r.s); err != nil {
+		t.Fatal(err)
+	}
+	if tab.opening != nil && (len(tab.opening) != 0 || len(tab.gone) != 0) {
+		t.Fatalf("bookkeeping left after the last Acquire: opening %v gone %v", tab.opening, tab.gone)
+	}
+}

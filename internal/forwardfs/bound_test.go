@@ -174,17 +174,11 @@ func TestBoundPlantedDirIDCopy(t *testing.T) {
 // never EIO: a file renamed away between the lookup and the open's
 // binding check is gone from that name, not misplaced.
 func TestBoundOpenRacingRename(t *testing.T) {
-	// KNOWN BUG, diagnosed 2026-11-23, not fixed yet: core.Table.acquire
-	// reads a new File's header outside the table's lock; if another
-	// File of the same inode is inserted, used (a rename rebinds it) and
-	// released meanwhile, the File inserted afterwards keeps the header
-	// read before, and the next rename's place check fails on it (EIO).
-	// Fails about 1 run in 10 under -race; the fix (a per-key generation
-	// checked before the insert, reopening a stale File) is next. Set
-	// ENCRYPTFS_TEST_KNOWN_RACES=1 to run it.
-	if os.Getenv("ENCRYPTFS_TEST_KNOWN_RACES") != "1" {
-		t.Skip("known race in core.Table.acquire (stale header after a concurrent release); see the comment")
-	}
+	// It found a race in core.Table.acquire (a File inserted after
+	// another File of the inode came, was rebound by a rename and went
+	// kept the header read before: EIO at the next rename), about 1 run
+	// in 10 under -race; core.TestTableAcquireAfterOtherCameAndWent
+	// reproduces it every time.
 	v := mounttest.NewBoundVault(t, nil)
 	a, b := filepath.Join(v.Mnt, "a"), filepath.Join(v.Mnt, "b")
 	must(t, os.WriteFile(a, []byte("contents"), 0o644))

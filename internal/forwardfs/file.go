@@ -294,6 +294,15 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, n.errno(err, "open")
 	}
 	n.parentListingStale()
+	if n.r.opts.SharedStorage {
+		// Close-to-open with another writer of CIPHERDIR: this mount's
+		// File of the inode may be older than what the other side
+		// closed (docs/shared-storage.md).
+		if err := of.file.Reload(); err != nil {
+			n.r.files.put(of)
+			return nil, 0, n.errno(err, "open")
+		}
+	}
 	if flags&unix.O_TRUNC != 0 {
 		if err := of.file.Truncate(0); err != nil {
 			n.r.files.put(of)
