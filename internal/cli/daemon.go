@@ -141,7 +141,7 @@ func (a *App) runDaemonChild(c *config.Config, cipherDir, mountPoint string, m m
 	// password is served too.
 	// The daemon records freshness; its start-up report goes to the
 	// mount's log (stderr until ready: the user's terminal).
-	s, err := openSession(cipherDir, c, secret, m.secretIsKey || m.unlock.masterKey, a.freshOptions(cipherDir, c, mountFreshness(m), m.stateDir, logger))
+	s, err := openSession(cipherDir, c, secret, m.secretIsKey || m.unlock.masterKey, a.mountSessionOptions(cipherDir, c, m, mountFreshness(m), logger))
 	if err != nil {
 		return mountFreshError(err)
 	}

@@ -57,6 +57,13 @@ func (a *App) freshOptions(dir string, c *config.Config, use session.FreshnessUs
 	return o
 }
 
+// mountSessionOptions are freshOptions for a mount with flags m.
+func (a *App) mountSessionOptions(dir string, c *config.Config, m mountFlags, use session.FreshnessUse, logger *log.Logger) session.Options {
+	o := a.freshOptions(dir, c, use, m.stateDir, logger)
+	o.SharedStorage = m.sharedStorage
+	return o
+}
+
 // freshLog turns freshness's start-up report into one line (the mount
 // log, a writing command's stderr): what it found and where to look.
 // Other lines (batch errors, the note after an unclean end) pass as

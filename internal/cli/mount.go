@@ -75,7 +75,7 @@ func (a *App) newMountCommand() *cobra.Command {
 		if m.foreground {
 			use = mountFreshness(m)
 		}
-		s, err := a.unlockVaultWith(cipherDir, c, m.unlock, "Password", a.freshOptions(cipherDir, c, use, m.stateDir, logger))
+		s, err := a.unlockVaultWith(cipherDir, c, m.unlock, "Password", a.mountSessionOptions(cipherDir, c, m, use, logger))
 		if err != nil {
 			return mountFreshError(err)
 		}

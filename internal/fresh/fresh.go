@@ -71,6 +71,10 @@ type Options struct {
 	Grace time.Duration
 	// Now is the clock; nil: time.Now (tests move it).
 	Now func() time.Time
+	// SharedStorage: others change CIPHERDIR too (the mount's
+	// --shared-storage), so the path of a backing fd is asked of the
+	// kernel each time rather than cached (pathcache.go).
+	SharedStorage bool
 }
 
 // DefaultGrace is Options.Grace's default: a day, longer than a sync tool
@@ -92,6 +96,7 @@ type Vault struct {
 	batchMu sync.Mutex                 // one batch at a time
 	touchMu sync.Mutex                 // guards touched only: an operation never waits for a check
 	touched map[string]map[string]bool // backing dir (relative) -> names
+	paths   *pathCache                 // nil with SharedStorage
 	mu      sync.Mutex                 // guards the rest
 	state   *State
 	own     map[[fc.IDSize]byte]fc.EpochEntry
@@ -152,6 +157,9 @@ func New(dir string, masterKey []byte, o Options) (*Vault, error) {
 	}
 	v := &Vault{dir: dir, real: real, o: o, stateDir: o.StateDir, keyed: keyed, self: [fc.IDSize]byte(st.Device),
 		lock: lock, state: st, touched: map[string]map[string]bool{}}
+	if !o.SharedStorage {
+		v.paths = newPathCache()
+	}
 	if lock != nil && !ok {
 		lock.Close()
 		v.lock = nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"golang.org/x/sys/unix"
 )
 
 // Feeding the writer: the session's tree writes CIPHERDIR through a
@@ -24,11 +25,29 @@ type observer struct{ v *Vault }
 func (o observer) Observe(ev backing.Event) {
 	v := o.v
 	switch ev.Op {
-	case backing.OpOpen, backing.OpMkdir, backing.OpSymlink, backing.OpMknod, backing.OpWriteFile, backing.OpUnlink:
+	case backing.OpOpen:
+		if dir, ok := v.touchAt(ev.Dir, ev.Name); ok && ev.Fd >= 0 && v.paths != nil && ev.Name != names.DirIDFile {
+			if k, isDir, ok := stat(ev.Fd); ok && !isDir {
+				v.paths.put(k, filepath.Join(dir, ev.Name), false)
+			}
+		}
+	case backing.OpMkdir, backing.OpSymlink, backing.OpMknod, backing.OpWriteFile:
 		v.touchAt(ev.Dir, ev.Name)
-	case backing.OpLink, backing.OpRename:
+	case backing.OpUnlink:
+		if dir, ok := v.touchAt(ev.Dir, ev.Name); ok {
+			v.paths.forget(filepath.Join(dir, ev.Name))
+		}
+	case backing.OpLink:
 		v.touchAt(ev.Dir, ev.Name)
 		v.touchAt(ev.Dir2, ev.Name2)
+	case backing.OpRename:
+		from, ok1 := v.touchAt(ev.Dir, ev.Name)
+		to, ok2 := v.touchAt(ev.Dir2, ev.Name2)
+		if ok1 && ok2 {
+			v.paths.renamed(filepath.Join(from, ev.Name), filepath.Join(to, ev.Name2), ev.Flags&unix.RENAME_EXCHANGE != 0)
+		} else {
+			v.paths.renamed("", "", true) // forget everything
+		}
 	case backing.OpSetxattr, backing.OpRemovexattr, backing.OpWrite, backing.OpTruncate, backing.OpPunch:
 		v.touchFd(ev.Fd)
 	case backing.OpFsync:
@@ -39,8 +58,28 @@ func (o observer) Observe(ev backing.Event) {
 }
 
 // relPath is the path of fd relative to CIPHERDIR ("" for the root);
-// ok is false for anything outside it or deleted.
+// ok is false for anything outside it or deleted. From the path cache
+// when it knows fd's inode.
 func (v *Vault) relPath(fd int) (string, bool) {
+	if v.paths == nil {
+		return v.procPath(fd)
+	}
+	k, isDir, ok := stat(fd)
+	if !ok {
+		return "", false
+	}
+	if p, ok := v.paths.lookup(k); ok {
+		return p, true
+	}
+	p, ok := v.procPath(fd)
+	if ok {
+		v.paths.put(k, p, isDir)
+	}
+	return p, ok
+}
+
+// procPath is relPath from the kernel: the link /proc/self/fd/N.
+func (v *Vault) procPath(fd int) (string, bool) {
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil || strings.HasSuffix(p, " (deleted)") {
 		return "", false
@@ -55,18 +94,22 @@ func (v *Vault) relPath(fd int) (string, bool) {
 	return rel, true
 }
 
-func (v *Vault) touchAt(dirfd int, name string) {
+// touchAt notes name in directory dirfd and returns the directory's
+// path (ok false if it is outside CIPHERDIR or deleted).
+func (v *Vault) touchAt(dirfd int, name string) (string, bool) {
 	dir, ok := v.relPath(dirfd)
 	if !ok {
-		return
+		return "", false
 	}
+	d, n := dir, name
 	if name == names.DirIDFile { // a directory's ID (mkdir, rebinding): its entry in its parent
 		if dir == "" {
-			return
+			return dir, true
 		}
-		dir, name = parentOf(dir), filepath.Base(dir)
+		d, n = parentOf(dir), filepath.Base(dir)
 	}
-	v.touch(dir, name)
+	v.touch(d, n)
+	return dir, true
 }
 
 func (v *Vault) touchFd(fd int) {

@@ -47,6 +47,8 @@ func (o Options) freshnessFor(p config.Params) *fresh.Options {
 		VaultID:  p.VaultID,
 		Offline:  o.FreshnessUse == FreshnessCheck,
 		Log:      o.FreshnessLog,
+
+		SharedStorage: o.SharedStorage,
 	}
 }
 

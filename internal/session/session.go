@@ -83,6 +83,9 @@ type Options struct {
 	// errors (the mount's log); nil: none.
 	FreshnessStateDir string
 	FreshnessLog      func(string)
+	// SharedStorage: others change CIPHERDIR too (mount --shared-storage);
+	// freshness then caches no backing paths (fresh.Options).
+	SharedStorage bool
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
