@@ -309,7 +309,19 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 			return nil, 0, n.errno(err, "truncate")
 		}
 	}
-	return &handle{n: n, of: of, append: flags&unix.O_APPEND != 0}, n.r.keepCache(of), 0
+	return &handle{n: n, of: of, append: flags&unix.O_APPEND != 0}, n.r.keepCache(of) | n.r.noFlush(flags), 0
+}
+
+// noFlush is FOPEN_NOFLUSH for a handle that cannot write (opened
+// read-only, without O_TRUNC) on a vault whose FLUSH does something (see
+// Flush): such a handle never leaves a file to settle, so the FLUSH of
+// its close would be a round trip for nothing (one of five requests of
+// an open, read and close: md5sum over a tree).
+func (r *Root) noFlush(flags uint32) uint32 {
+	if r.engine.Roots() && flags&unix.O_ACCMODE == unix.O_RDONLY && flags&unix.O_TRUNC == 0 {
+		return fuse.FOPEN_NOFLUSH
+	}
+	return 0
 }
 
 // Read reads plaintext.
@@ -376,9 +388,17 @@ func (h *handle) killPriv(ctx context.Context) {
 // ahead given back). Left to the asynchronous RELEASE, those writes moved
 // the file's mtime after close had returned: a stat in between, or a
 // utimensat that found no open file, saw it change (the posix suites and
-// fsx's reopen caught it). Costs one request per close on such a vault.
+// fsx's reopen caught it). Costs one request per close on such a vault,
+// except for a handle opened read-only, which owes nothing: it is opened
+// with FOPEN_NOFLUSH (openFlags), and the kernel sends it no FLUSH.
+//
+// The answer depends on the vault, never on the file: ENOSYS stops FLUSH
+// for every file of the mount, so it must not be given for the one file
+// of a vault with roots that has no header yet (an empty file; that once
+// turned FLUSH off for the whole mount at the first close of an empty
+// file).
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
-	if !h.of.file.Roots() {
+	if !h.n.r.engine.Roots() {
 		return syscall.ENOSYS
 	}
 	if err := h.of.file.Settle(); err != nil {
