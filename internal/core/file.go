@@ -124,8 +124,7 @@ func (f *File) Close() error {
 	if f.closed {
 		return ErrClosed
 	}
-	f.trimReserved()
-	err := f.finalize(false)
+	err := f.settleLocked()
 	f.closed = true
 	f.dropTail()
 	return err
@@ -145,8 +144,7 @@ func (f *File) Reload() error {
 	if f.closed {
 		return ErrClosed
 	}
-	f.trimReserved()
-	if err := f.finalize(false); err != nil {
+	if err := f.settleLocked(); err != nil {
 		return err
 	}
 	nf, err := f.e.openWith(f.b, f.place, f.e.binder != nil, false)
@@ -176,6 +174,11 @@ func (f *File) Settle() error {
 	if f.closed {
 		return ErrClosed
 	}
+	return f.settleLocked()
+}
+
+// settleLocked is Settle with mu held for writing.
+func (f *File) settleLocked() error {
 	f.trimReserved()
 	return f.finalize(false)
 }
