@@ -143,10 +143,12 @@ func (a *App) runDaemonChild(c *config.Config, cipherDir, mountPoint string, m m
 	// mount's log (stderr until ready: the user's terminal).
 	s, err := openSession(cipherDir, c, secret, m.secretIsKey || m.unlock.masterKey, a.mountSessionOptions(cipherDir, c, m, mountFreshness(m), logger))
 	if err != nil {
-		return mountFreshError(err)
+		return mountFreshError(err, cipherDir)
 	}
 	defer s.Close()
-	mountChecked(s, cipherDir, m, logger)
+	if err := mountChecked(s, cipherDir, m, logger); err != nil {
+		return err
+	}
 	return a.serve(s, cipherDir, mountPoint, m, logger, ready)
 }
 

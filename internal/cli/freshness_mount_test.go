@@ -166,6 +166,30 @@ func TestFreshnessMount(t *testing.T) {
 	if !strings.Contains(r.stdout, "rolled-back") || !strings.Contains(r.stdout, "epoch went back") {
 		t.Fatalf("fsck does not report the rollback:\n%s", r.stdout)
 	}
+
+	// --freshness strict refuses the rolled-back vault (28), read-only
+	// too, and says what to do; after accept it mounts.
+	notMounted := func() {
+		t.Helper()
+		if ents, err := os.ReadDir(mnt); err != nil || len(ents) != 0 || mountSource(mnt) != "" {
+			t.Fatalf("the refused mount is mounted: %v %v", ents, err)
+		}
+	}
+	r = run(t, "", "mount", "--passfile", pf, "--freshness", "strict", dir, mnt)
+	r.want(t, ExitFreshRolledBack)
+	if !strings.Contains(r.stderr, "rolled back") || !strings.Contains(r.stderr, "encryptfs freshness accept") {
+		t.Fatalf("strict mount's refusal:\n%s", r.stderr)
+	}
+	notMounted()
+	run(t, "", "mount", "--passfile", pf, "-o", "freshness=strict,ro", dir, mnt).want(t, ExitFreshRolledBack)
+	notMounted()
+	run(t, "", "mount", "--passfile", pf, "--freshness", "sometimes", dir, mnt).want(t, ExitUsage)
+	run(t, "", "freshness", "accept", "--passfile", pf, dir).want(t, 0)
+	run(t, "", "mount", "--passfile", pf, "--freshness", "strict", dir, mnt).want(t, 0)
+	if _, err := os.Stat(filepath.Join(mnt, "top.txt")); err != nil {
+		t.Fatalf("after accept: %v", err)
+	}
+	run(t, "", "unmount", mnt).want(t, 0)
 }
 
 // TestFreshnessUpgradeAndUnsupported: a vault without the flag (format 1,

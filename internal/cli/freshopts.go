@@ -61,7 +61,18 @@ func (a *App) freshOptions(dir string, c *config.Config, use session.FreshnessUs
 func (a *App) mountSessionOptions(dir string, c *config.Config, m mountFlags, use session.FreshnessUse, logger *log.Logger) session.Options {
 	o := a.freshOptions(dir, c, use, m.stateDir, logger)
 	o.SharedStorage = m.sharedStorage
+	o.FreshnessStrict = m.freshness == "strict"
 	return o
+}
+
+// checkFreshnessMode refuses a --freshness / -o freshness= value other
+// than warn and strict.
+func checkFreshnessMode(m mountFlags) error {
+	switch m.freshness {
+	case "", "warn", "strict":
+		return nil
+	}
+	return usageErrorf("mount: --freshness %q: want warn or strict", m.freshness)
 }
 
 // freshLog turns freshness's start-up report into one line (the mount
@@ -107,27 +118,37 @@ func mountFreshness(m mountFlags) session.FreshnessUse {
 
 // mountChecked logs what a read-only mount's check at start finds, as a
 // recording mount's start does (one line, freshLog).
-func mountChecked(s *session.Session, dir string, m mountFlags, logger *log.Logger) {
+// With --freshness strict a read-only mount refuses a vault that went
+// back, as a recording one does (fresh.ErrRolledBack).
+func mountChecked(s *session.Session, dir string, m mountFlags, logger *log.Logger) error {
 	fv := s.Freshness()
 	if fv == nil || !m.readOnly {
-		return
+		return nil
 	}
 	rep, err := fv.Check()
 	if err != nil {
 		logger.Printf("freshness: check: %v", err)
-		return
+		return nil
 	}
 	if rep.Status != fresh.OK && !rep.NothingRecorded() {
+		if rep.Status == fresh.RolledBack && m.freshness == "strict" {
+			return mountFreshError(fmt.Errorf("%w: %d issue(s)", fresh.ErrRolledBack, len(rep.Issues)), dir)
+		}
 		freshLog(dir, func(s string) { logger.Print(s) })(rep.String())
 	}
+	return nil
 }
 
-// mountFreshError explains a refusal of the state lock: another mount on
-// this machine records the vault (or a synced copy of it: the same
-// VaultID) in the same state directory.
-func mountFreshError(err error) error {
+// mountFreshError explains a refusal of the state lock (another mount on
+// this machine records the vault, or a synced copy of it: the same
+// VaultID, in the same state directory) and a strict mount's refusal of
+// a vault in dir that went back (exit 28, with the next steps).
+func mountFreshError(err error, dir string) error {
 	if errors.Is(err, fresh.ErrLocked) {
 		return fmt.Errorf("%w: is this vault (or a synced copy of it) mounted already? A second mount on this machine needs its own --state-dir (another device)", err)
+	}
+	if errors.Is(err, fresh.ErrRolledBack) {
+		return withCode(ExitFreshRolledBack, fmt.Errorf("%w; not mounted (--freshness strict): see encryptfs freshness status %s, or take the vault as it is with encryptfs freshness accept %s", err, dir, dir))
 	}
 	return err
 }

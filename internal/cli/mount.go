@@ -37,6 +37,9 @@ func (a *App) newMountCommand() *cobra.Command {
 		if _, err := m.transportMode(os.Getenv); err != nil {
 			return err
 		}
+		if err := checkFreshnessMode(m); err != nil {
+			return err
+		}
 		load := a.loadConfig
 		if m.rev.enabled {
 			load = a.loadReverseConfig
@@ -77,7 +80,7 @@ func (a *App) newMountCommand() *cobra.Command {
 		}
 		s, err := a.unlockVaultWith(cipherDir, c, m.unlock, "Password", a.mountSessionOptions(cipherDir, c, m, use, logger))
 		if err != nil {
-			return mountFreshError(err)
+			return mountFreshError(err, cipherDir)
 		}
 		if !m.foreground {
 			key := s.MasterKey()
@@ -88,7 +91,9 @@ func (a *App) newMountCommand() *cobra.Command {
 			return a.daemonize(a.cmdArgs, wire, true)
 		}
 		defer s.Close()
-		mountChecked(s, cipherDir, m, logger)
+		if err := mountChecked(s, cipherDir, m, logger); err != nil {
+			return err
+		}
 		return a.serve(s, cipherDir, mountPoint, m, logger, nil)
 	}
 	return cmd

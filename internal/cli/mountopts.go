@@ -27,6 +27,7 @@ type mountFlags struct {
 	transport     string   // auto, uring or classic; "": $ENCRYPTFS_TRANSPORT, else auto
 	rev           reverseFlags
 	stateDir      string // freshness state directory (--state-dir, -o state_dir=); "": the default
+	freshness     string // what a rolled-back vault does: warn (log, mount; "" too) or strict (refuse)
 
 	notifyFD int // internal: set in the daemon child (pipe to the parent)
 	secretFD int // internal: set in the daemon child (password or master key)
@@ -48,6 +49,7 @@ func (m *mountFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&m.fsName, "fsname", "", "file system `NAME` shown in /proc/mounts (default: CIPHERDIR)")
 	flagGroup(fs, groupMountOpt, "foreground", "options", "ro", "allow-other", "shared-storage", "show-undecryptable", "force-owner", "idle", "fsname")
 	registerStateDir(fs, &m.stateDir)
+	fs.StringVar(&m.freshness, "freshness", "warn", "a vault that went back since this machine last saw it (format 2, docs/format.md §15): warn (log one line and mount) or strict (refuse, exit 28; after an unclean end of the last mount it warns)")
 	m.rev.register(fs)
 	fs.StringVar(&m.transport, "transport", "", "how requests reach the daemon: auto (io_uring when the kernel offers it, else classic), uring or classic (default $"+transportEnv+", else auto)")
 	fs.BoolVar(&m.debug, "debug", false, "log every FUSE request (debugging only: the log shows plaintext names and data)")
@@ -119,6 +121,8 @@ func (m *mountFlags) parseOptions(s string) error {
 			m.fsName = val
 		case key == "state_dir" && hasVal:
 			m.stateDir = val
+		case key == "freshness" && hasVal:
+			m.freshness = val
 		case key == "transport" && hasVal:
 			m.transport = val
 		case key == "idle" && hasVal:

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -152,5 +153,94 @@ func TestSecondWriter(t *testing.T) {
 	_, v2 := openWriter(t, dir, filepath.Join(t.TempDir(), "other"), &log)
 	if err := v2.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStrictRefusesRollback: a strict writer (mount --freshness strict)
+// refuses a vault put back to an older copy, and opens it once the state
+// is accepted; after an unclean end of the last writer it opens and logs
+// instead (its own unrecorded changes would look the same).
+func TestStrictRefusesRollback(t *testing.T) {
+	dir, state := newVault(t)
+	var log logLines
+	strict := func() (*session.Session, error) {
+		return session.Open(dir, password, session.Options{BoundVaultID: vaultID,
+			Freshness: &fresh.Options{StateDir: state, Interval: -1, Log: log.log, Strict: true}})
+	}
+	write := func(name string, crash bool) {
+		t.Helper()
+		s, v := openWriter(t, dir, state, &log)
+		if err := v.WriteFile(name, []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if crash {
+			if err := s.Freshness().Flush(); err != nil {
+				t.Fatal(err)
+			}
+			fresh.Crash(s.Freshness())
+			return
+		}
+		if err := v.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snapshot := func() string {
+		t.Helper()
+		snap := filepath.Join(t.TempDir(), "snap")
+		if out, err := exec.Command("cp", "-a", dir, snap).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v: %s", err, out)
+		}
+		return snap
+	}
+	restore := func(snap string) {
+		t.Helper()
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("cp", "-a", snap, dir).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v: %s", err, out)
+		}
+	}
+
+	write("a", false)
+	old := snapshot()
+	write("b", false)
+	restore(old)
+	if s, err := strict(); !errors.Is(err, fresh.ErrRolledBack) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("strict open of a rolled-back vault: %v, want ErrRolledBack", err)
+	}
+	if rep := status(t, dir, state); rep.Status != fresh.RolledBack {
+		t.Fatalf("the refused open changed the state: %s", rep)
+	}
+	s, err := session.Open(dir, password, options(state, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Freshness().Accept(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = strict()
+	if err != nil {
+		t.Fatalf("strict open after accept: %v", err)
+	}
+	s.Close()
+
+	// After a crash: the vault as it is is recorded, with a log line.
+	old = snapshot()
+	write("c", true)
+	write("d", true)
+	restore(old)
+	log = logLines{}
+	s, err = strict()
+	if err != nil {
+		t.Fatalf("strict open after an unclean end: %v", err)
+	}
+	s.Close()
+	if !strings.Contains(log.String(), "did not end cleanly") {
+		t.Fatalf("the open after the crash logged:\n%s", log.String())
 	}
 }

@@ -41,6 +41,9 @@ var (
 	ErrBadState = fault.New(fault.Other, "fresh: local freshness state is corrupt")
 	// ErrLocked: another process (a mount) writes this vault's state.
 	ErrLocked = fault.New(fault.Other, "fresh: the vault's local freshness state is held by a mount on this machine")
+	// ErrRolledBack: a strict start (Options.Strict) found that the
+	// vault went back.
+	ErrRolledBack = fault.New(fault.Other, "freshness: the vault was rolled back")
 )
 
 // DefaultInterval is how often a mount writes its manifests.
@@ -71,6 +74,11 @@ type Options struct {
 	Grace time.Duration
 	// Now is the clock; nil: time.Now (tests move it).
 	Now func() time.Time
+	// Strict: Start refuses a vault that went back (ErrRolledBack)
+	// instead of logging it and going on, unless the last mount on this
+	// machine did not end cleanly (its own unrecorded changes would look
+	// the same) or this device records the vault for the first time.
+	Strict bool
 	// SharedStorage: others change CIPHERDIR too (the mount's
 	// --shared-storage), so the path of a backing fd is asked of the
 	// kernel each time rather than cached (pathcache.go).
@@ -209,6 +217,8 @@ func (v *Vault) Start() error {
 	case first:
 		// The first device of a vault records all of it.
 		err = v.batch(true)
+	case rep.Status == RolledBack && v.o.Strict:
+		return fmt.Errorf("%w: %d issue(s)", ErrRolledBack, len(rep.Issues))
 	case rep.Status != OK:
 		v.log(rep.String())
 	}

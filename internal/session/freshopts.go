@@ -49,6 +49,7 @@ func (o Options) freshnessFor(p config.Params) *fresh.Options {
 		Log:      o.FreshnessLog,
 
 		SharedStorage: o.SharedStorage,
+		Strict:        o.FreshnessStrict,
 	}
 }
 

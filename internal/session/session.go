@@ -86,6 +86,9 @@ type Options struct {
 	// SharedStorage: others change CIPHERDIR too (mount --shared-storage);
 	// freshness then caches no backing paths (fresh.Options).
 	SharedStorage bool
+	// FreshnessStrict: a recording session refuses a vault that went
+	// back (fresh.Options.Strict, fresh.ErrRolledBack).
+	FreshnessStrict bool
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
