@@ -105,6 +105,9 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/fresh.ErrNoState":          {fresh.ErrNoState, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/fresh.ErrBadState":         {fresh.ErrBadState, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/fresh.ErrLocked":           {fresh.ErrLocked, fault.Other, syscall.EIO, cli.ExitError, nil},
+	// A strict mount's refusal: the mount command gives it exit 28
+	// (cli.mountFreshError); anywhere else it is an ordinary error.
+	"internal/fresh.ErrRolledBack": {fresh.ErrRolledBack, fault.Other, syscall.EIO, cli.ExitError, nil},
 
 	"internal/crypto/content.ErrBadHeader":    {content.ErrBadHeader, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/content.ErrCorruptChunk": {content.ErrCorruptChunk, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
