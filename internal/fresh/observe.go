@@ -26,9 +26,13 @@ func (o observer) Observe(ev backing.Event) {
 	v := o.v
 	switch ev.Op {
 	case backing.OpOpen:
+		var gen uint64
+		if v.paths != nil {
+			gen = v.paths.generation()
+		}
 		if dir, ok := v.touchAt(ev.Dir, ev.Name); ok && ev.Fd >= 0 && v.paths != nil && ev.Name != names.DirIDFile {
 			if k, isDir, ok := stat(ev.Fd); ok && !isDir {
-				v.paths.put(k, filepath.Join(dir, ev.Name), false)
+				v.paths.putIf(gen, k, filepath.Join(dir, ev.Name), false)
 			}
 		}
 	case backing.OpMkdir, backing.OpSymlink, backing.OpMknod, backing.OpWriteFile:
@@ -68,12 +72,13 @@ func (v *Vault) relPath(fd int) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if p, ok := v.paths.lookup(k); ok {
+	p, gen, ok := v.paths.lookup(k)
+	if ok {
 		return p, true
 	}
-	p, ok := v.procPath(fd)
+	p, ok = v.procPath(fd)
 	if ok {
-		v.paths.put(k, p, isDir)
+		v.paths.putIf(gen, k, p, isDir)
 	}
 	return p, ok
 }

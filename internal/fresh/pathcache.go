@@ -24,6 +24,10 @@ type pathCache struct {
 	mu     sync.Mutex
 	byKey  map[inoKey]cachedPath
 	byPath map[string]inoKey
+	// gen counts the forgets and renames: a path learnt before one of
+	// them (a readlink racing a rename in another goroutine) may be
+	// stale, so putIf drops it.
+	gen uint64
 }
 
 // inoKey is a backing inode.
@@ -51,18 +55,30 @@ func stat(fd int) (inoKey, bool, bool) {
 	return inoKey{uint64(st.Dev), st.Ino}, st.Mode&unix.S_IFMT == unix.S_IFDIR, true
 }
 
-// lookup returns the cached path of inode k.
-func (c *pathCache) lookup(k inoKey) (string, bool) {
+// lookup returns the cached path of inode k, or the generation to give
+// putIf with the path found elsewhere.
+func (c *pathCache) lookup(k inoKey) (path string, gen uint64, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p, ok := c.byKey[k]
-	return p.path, ok
+	return p.path, c.gen, ok
 }
 
-// put records that inode k (a directory if dir) lies at path.
-func (c *pathCache) put(k inoKey, path string, dir bool) {
+// generation returns the count putIf checks.
+func (c *pathCache) generation() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.gen
+}
+
+// putIf records that inode k (a directory if dir) lies at path, a path
+// learnt at generation gen: unless a forget or rename came since.
+func (c *pathCache) putIf(gen uint64, k inoKey, path string, dir bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
+	}
 	if len(c.byKey) >= maxCachedPaths {
 		clear(c.byKey)
 		clear(c.byPath)
@@ -70,7 +86,7 @@ func (c *pathCache) put(k inoKey, path string, dir bool) {
 	if old, ok := c.byKey[k]; ok {
 		delete(c.byPath, old.path)
 	}
-	c.forgetLocked(path)
+	c.dropLocked(path)
 	c.byKey[k] = cachedPath{path, dir}
 	c.byPath[path] = k
 }
@@ -86,6 +102,12 @@ func (c *pathCache) forget(path string) {
 }
 
 func (c *pathCache) forgetLocked(path string) {
+	c.gen++
+	c.dropLocked(path)
+}
+
+// dropLocked removes the entry at path, if any.
+func (c *pathCache) dropLocked(path string) {
 	if k, ok := c.byPath[path]; ok {
 		delete(c.byPath, path)
 		delete(c.byKey, k)
@@ -100,6 +122,7 @@ func (c *pathCache) renamed(from, to string, exchange bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	k, ok := c.byPath[from]
 	if !ok || c.byKey[k].dir || exchange {
 		clear(c.byKey)
@@ -107,7 +130,7 @@ func (c *pathCache) renamed(from, to string, exchange bool) {
 		return
 	}
 	delete(c.byPath, from)
-	c.forgetLocked(to) // replaced
+	c.dropLocked(to) // replaced
 	c.byKey[k] = cachedPath{path: to}
 	c.byPath[to] = k
 }

@@ -131,3 +131,30 @@ func (v *Vault) takeTouched() map[string]map[string]bool {
 	v.touched = map[string]map[string]bool{}
 	return t
 }
+
+// TestPathCacheDropsRacedPaths: a path learnt before a rename or an
+// unlink that another goroutine noted meanwhile is not cached (it may
+// name where the inode was), while a put between two lookups of the same
+// generation is.
+func TestPathCacheDropsRacedPaths(t *testing.T) {
+	c := newPathCache()
+	k := inoKey{1, 2}
+	_, gen, _ := c.lookup(k)
+	c.renamed("d", "e", false)
+	c.putIf(gen, k, "d/f", false)
+	if p, _, ok := c.lookup(k); ok {
+		t.Fatalf("a path learnt before a rename was cached: %q", p)
+	}
+	_, gen, _ = c.lookup(k)
+	c.forget("x")
+	c.putIf(gen, k, "d/f", false)
+	if _, _, ok := c.lookup(k); ok {
+		t.Fatal("a path learnt before an unlink was cached")
+	}
+	_, gen, _ = c.lookup(k)
+	c.putIf(gen, inoKey{1, 3}, "d", true) // a put does not make others stale
+	c.putIf(gen, k, "d/f", false)
+	if p, _, ok := c.lookup(k); !ok || p != "d/f" {
+		t.Fatalf("lookup after put: %q %v", p, ok)
+	}
+}
