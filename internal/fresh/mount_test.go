@@ -2,14 +2,12 @@ package fresh_test
 
 import (
 	"bytes"
-	"crypto/rand"
 	"log"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/fstest"
 	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
@@ -50,27 +48,14 @@ func status(t *testing.T, dir, state string) *fresh.Report {
 // from CIPHERDIR afterwards is reported on its plaintext path.
 func TestMountRecords(t *testing.T) {
 	fstest.RequireFUSE(t)
-	tmp := t.TempDir()
-	dir, state, mnt := filepath.Join(tmp, "cipher"), filepath.Join(tmp, "state"), filepath.Join(tmp, "mnt")
-	for _, d := range []string{dir, mnt} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	k, err := session.NewKDFParams(rand.Reader, 1, 8192, 1)
-	if err != nil {
+	dir, state := newVault(t)
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s, master, err := session.Create(dir, password, session.CreateOptions{
-		Params: config.NewParams(string(session.AES256GCM), 4096, k), Options: session.Options{BoundVaultID: vaultID}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clear(master)
-	s.Close()
 
 	var logb strings.Builder
-	s, err = session.Open(dir, password, options(state, false))
+	s, err := session.Open(dir, password, options(state, false))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,25 +20,7 @@ import (
 // into a clean file is reported as bad-root (every chunk authenticates
 // under v1's rules: --repair would accept it, as v1 reads it).
 func TestRootsDirtyReplayed(t *testing.T) {
-	fx, v := newBoundFixtureWith(t, nil, true)
-	plain := bytes.Repeat([]byte("0123456789abcdef"), 3*chunk/16+5)
-	if err := v.WriteFile("f", plain, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rel, err := v.EncryptPath("f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bpath := filepath.Join(fx.dir, rel)
-	older, _ := os.ReadFile(bpath)
-
-	f, err := v.OpenFile("f", os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt([]byte("NEW"), 10); err != nil {
-		t.Fatal(err)
-	}
+	fx, bpath, older, plain, f := rewrittenFile(t)
 	copy(plain[10:], "NEW")
 	raw, _ := os.ReadFile(bpath)
 	dirty := bytes.Clone(raw[:content.HeaderSizeV2])
@@ -112,24 +94,7 @@ func TestRootsDirtyReplayed(t *testing.T) {
 // authenticate is reported and left alone (bad-root and bad-chunk).
 func TestRootsBadRootPowerLoss(t *testing.T) {
 	for _, damaged := range []bool{false, true} {
-		fx, v := newBoundFixtureWith(t, nil, true)
-		plain := bytes.Repeat([]byte("0123456789abcdef"), 3*chunk/16+5)
-		if err := v.WriteFile("f", plain, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		rel, err := v.EncryptPath("f")
-		if err != nil {
-			t.Fatal(err)
-		}
-		bpath := filepath.Join(fx.dir, rel)
-		older, _ := os.ReadFile(bpath)
-		f, err := v.OpenFile("f", os.O_RDWR, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.WriteAt([]byte("NEW"), 10); err != nil {
-			t.Fatal(err)
-		}
+		fx, bpath, older, plain, f := rewrittenFile(t)
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -183,4 +148,31 @@ func TestRootsBadRootPowerLoss(t *testing.T) {
 			t.Fatalf("re-rooted file reads %d bytes, %v; want the old chunks", len(got), err)
 		}
 	}
+}
+
+// rewrittenFile writes "f" (three chunks and some) into a fixture with
+// file roots, opens it and writes "NEW" at offset 10 without closing it:
+// the file is DIRTY. It returns the backing file's path, its bytes before
+// the rewrite, the plaintext after it and the open file.
+func rewrittenFile(t *testing.T) (fx *boundFixture, bpath string, older, plain []byte, f *vault.File) {
+	t.Helper()
+	fx, v := newBoundFixtureWith(t, nil, true)
+	plain = bytes.Repeat([]byte("0123456789abcdef"), 3*chunk/16+5)
+	if err := v.WriteFile("f", plain, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := v.EncryptPath("f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bpath = filepath.Join(fx.dir, rel)
+	older, _ = os.ReadFile(bpath)
+	f, err = v.OpenFile("f", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("NEW"), 10); err != nil {
+		t.Fatal(err)
+	}
+	return fx, bpath, older, plain, f
 }
