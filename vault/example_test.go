@@ -95,17 +95,7 @@ func regenerateExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, data := range exampleFiles {
-			if err := v.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := v.WriteFile(name, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := v.Symlink(exampleTarget, exampleLink); err != nil {
-			t.Fatal(err)
-		}
+		writeExampleContent(t, v)
 		v.Close()
 		// git keeps no modes but the executable bit; make the tree
 		// readable as checked out.

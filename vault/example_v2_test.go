@@ -102,6 +102,23 @@ func TestExampleVaultV2(t *testing.T) {
 	}
 }
 
+// writeExampleContent writes what every example vault holds (exampleFiles
+// and the symlink) into v, for the generators.
+func writeExampleContent(t *testing.T, v *Vault) {
+	t.Helper()
+	for name, data := range exampleFiles {
+		if err := v.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := v.WriteFile(name, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := v.Symlink(exampleTarget, exampleLink); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func checkExampleContent(t *testing.T, v *Vault) {
 	t.Helper()
 	if v.Cipher() != "aes-256-gcm" || v.ChunkSize() != 4096 {
@@ -168,17 +185,7 @@ func regenerateExampleV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range exampleFiles {
-		if err := v.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := v.WriteFile(name, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := v.Symlink(exampleTarget, exampleLink); err != nil {
-		t.Fatal(err)
-	}
+	writeExampleContent(t, v)
 	v.Close()
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {

@@ -548,17 +548,7 @@ func regenerateExampleV2Full(t *testing.T) {
 
 	// Epoch 0: the files of every example vault.
 	v := open(exampleV2FullOldPassword)
-	for name, data := range exampleFiles {
-		if err := v.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := v.WriteFile(name, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := v.Symlink(exampleTarget, exampleLink); err != nil {
-		t.Fatal(err)
-	}
+	writeExampleContent(t, v)
 	mustClose(t, v)
 
 	// passwd --revoke: a new password; the keyfile and age slots carried.
