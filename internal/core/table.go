@@ -284,6 +284,17 @@ func (en *tableEntry[V]) close() error {
 	return errors.Join(en.file.Close(), en.b.Close())
 }
 
+// Refs returns the number of references to inode key (0 if it is not
+// open).
+func (t *Table[V]) Refs(key FileKey) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if en := t.m[key]; en != nil {
+		return en.refs
+	}
+	return 0
+}
+
 // Len returns the number of open inodes.
 func (t *Table[V]) Len() int {
 	t.mu.Lock()

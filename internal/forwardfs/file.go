@@ -119,6 +119,11 @@ func (t *openFiles) hold(of *openFile) {
 	t.t.Hold(of.key.tableKey(), of)
 }
 
+// sole reports whether the caller's reference to of is the only one.
+func (t *openFiles) sole(of *openFile) bool {
+	return t.t.Refs(of.key.tableKey()) == 1
+}
+
 // put drops a reference and closes the file after the last one.
 func (t *openFiles) put(of *openFile) error {
 	return t.t.Release(of.key.tableKey(), of)
@@ -264,18 +269,29 @@ func (r *Root) openFuseFlags() uint32 {
 
 // keepCache returns the open flags for a new handle of of: FOPEN_KEEP_CACHE
 // (see openFuseFlags) unless the file was written through since it was last
-// opened. After writes that do not cover whole pages (tar writes 10 KiB
-// records, then sets mode and times), reading the file back from a kept
-// cache takes several READs, one per gap of pages that are not up to date
-// (measured: 1.64 READs a file for md5sum after tar x, against 1.02 when
-// the open drops the cache; see TestReadRequestsAfterWrites).
-// Dropping the cache is always safe; keeping it is the optimization.
+// opened and this handle is its only one. After writes that do not cover
+// whole pages (tar writes 10 KiB records, then sets mode and times),
+// reading the file back from a kept cache takes several READs, one per gap
+// of pages that are not up to date (measured: 1.64 READs a file for md5sum
+// after tar x, against 1.02 when the open drops the cache; see
+// TestReadRequestsAfterWrites).
+//
+// Dropping the cache is safe only while nobody writes the file. The
+// kernel's FUSE write path marks a fully written page up to date and
+// unlocks it before its WRITE reaches us; an invalidation in that window
+// followed by a read of the page (readahead of another reader) caches the
+// bytes from before the write for good (TestConcurrentWritesStayCoherent).
+// So the cache is dropped only when no other handle of the file is open:
+// every write needs an open handle, and the kernel sends RELEASE only
+// after the last one through it has returned. (The mount also turns off
+// the kernel's own invalidation on a changed mtime, which races the same
+// way: mount.serverConfig.explicitInval.)
 func (r *Root) keepCache(of *openFile) uint32 {
 	flags := r.openFuseFlags()
 	if flags&fuse.FOPEN_KEEP_CACHE == 0 {
 		return flags
 	}
-	if r.files.takeWritten(of.key) || of.wrote.Load() {
+	if r.files.sole(of) && (r.files.takeWritten(of.key) || of.wrote.Load()) {
 		flags &^= fuse.FOPEN_KEEP_CACHE
 	}
 	return flags

@@ -122,7 +122,10 @@ func Mount(opts Options) (*Server, error) {
 		// need not ask for security.capability before each write.
 		capabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
 		transport:    opts.Transport,
-		logger:       opts.Logger,
+		// Another writer of CIPHERDIR changes files behind the kernel's
+		// back: only then must a changed mtime drop the cache.
+		explicitInval: !opts.SharedStorage,
+		logger:        opts.Logger,
 	}, func() {
 		stopProfile()
 		root.Close()

@@ -25,7 +25,13 @@ type serverConfig struct {
 	capabilities uint64         // FUSE capabilities asked for beyond go-fuse's own
 	rootAttr     *fs.StableAttr // the root's inode; nil: go-fuse's default
 	transport    fuseuring.Mode // auto (""), uring or classic
-	logger       *log.Logger    // diagnostics; nil discards them
+	// explicitInval turns off the kernel's invalidation of a file's page
+	// cache when a GETATTR shows another mtime (auto_inval_data). For a
+	// mount that is the only writer of its files: every change went
+	// through the page cache already, and the invalidation races with a
+	// write of another process (forwardfs.Root.keepCache).
+	explicitInval bool
+	logger        *log.Logger // diagnostics; nil discards them
 }
 
 // serve mounts root with c and serves it over the transport c asks for
@@ -42,15 +48,16 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 		NullPermissions: true, // mode 0 stays 0
 		RootStableAttr:  c.rootAttr,
 		MountOptions: fuse.MountOptions{
-			AllowOther:        c.allowOther,
-			Options:           c.options,
-			FsName:            c.fsName,
-			Name:              c.typeName,
-			MaxWrite:          c.maxIO,
-			Debug:             c.debug,
-			Logger:            c.logger,
-			ExtraCapabilities: c.capabilities,
-			DirectMount:       true, // fall back to fusermount3 if this fails
+			AllowOther:               c.allowOther,
+			Options:                  c.options,
+			FsName:                   c.fsName,
+			Name:                     c.typeName,
+			MaxWrite:                 c.maxIO,
+			Debug:                    c.debug,
+			Logger:                   c.logger,
+			ExtraCapabilities:        c.capabilities,
+			ExplicitDataCacheControl: c.explicitInval,
+			DirectMount:              true, // fall back to fusermount3 if this fails
 			// Every READ answer is plaintext already in memory: splicing it
 			// through a pipe to /dev/fuse only adds a copy and three
 			// syscalls, and a 1 MiB READ (the readahead above) does not

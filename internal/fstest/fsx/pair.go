@@ -160,11 +160,32 @@ func (p *pair) compareRange(off, n int64) error {
 			return fmt.Errorf("read ref file at %d+%d: %w", off, k, errb)
 		}
 		if err := diff(a[:na], b[:nb], off); err != nil {
-			return err
+			return fmt.Errorf("%w; %s", err, p.uncached(off, b[:nb]))
 		}
 		off, n = off+k, n-k
 	}
 	return nil
+}
+
+// uncached reads the test side's [off, off+len(want)) again through a new
+// O_DIRECT descriptor, past the kernel's page cache, and says whether that
+// read agrees with the reference bytes want: it tells a file system that
+// stored wrong bytes from a page cache that kept stale ones.
+func (p *pair) uncached(off int64, want []byte) string {
+	fd, err := unix.Open(p.path(0), unix.O_RDONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Sprintf("an O_DIRECT open for a second read failed: %v", err)
+	}
+	defer unix.Close(fd)
+	got := make([]byte, len(want))
+	n, err := preadFull(fd, got, off)
+	if err != nil {
+		return fmt.Sprintf("an O_DIRECT read again failed: %v", err)
+	}
+	if err := diff(got[:n], want, off); err != nil {
+		return fmt.Sprintf("an O_DIRECT read again (past the page cache) differs too: %v", err)
+	}
+	return "an O_DIRECT read again (past the page cache) gives the reference bytes: the page cache held stale bytes"
 }
 
 // diff describes the first difference between test bytes a and ref bytes b
