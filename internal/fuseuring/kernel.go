@@ -30,6 +30,7 @@ const (
 	inHeaderSize  = 40 // struct fuse_in_header
 	outHeaderSize = 16 // struct fuse_out_header
 
+	opRead  = 15 // FUSE_READ
 	opWrite = 16 // FUSE_WRITE
 
 	// minReadBuffer is FUSE_MIN_READ_BUFFER: the smallest payload buffer

@@ -482,6 +482,16 @@ func (m *Mount) Describe() string {
 	return "classic /dev/fuse"
 }
 
+// ReadsAside is the number of large READs the rings have had answered on
+// other goroutines (offloadMin), over all queues.
+func (m *Mount) ReadsAside() uint64 {
+	var n uint64
+	for _, q := range m.queues {
+		n += q.aside.Load()
+	}
+	return n
+}
+
 // RingRequests is the number of requests each queue's ring has answered
 // (nil for a classic mount). Requests the classic /dev/fuse reader answers
 // are not counted.

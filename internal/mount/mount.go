@@ -148,6 +148,10 @@ func (s *Server) Transport() string { return s.conn.Transport }
 // or "classic /dev/fuse".
 func (s *Server) DescribeTransport() string { return s.conn.Describe() }
 
+// ReadsAside is the number of large READs the io_uring rings have had
+// answered off their threads (0 on the classic transport).
+func (s *Server) ReadsAside() uint64 { return s.conn.ReadsAside() }
+
 // RingRequests is the number of requests each CPU queue's io_uring ring
 // has answered; nil on the classic transport.
 func (s *Server) RingRequests() []uint64 { return s.conn.RingRequests() }

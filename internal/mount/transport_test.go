@@ -131,3 +131,45 @@ func setURingParam(t *testing.T, v string) (restore func()) {
 		}
 	}
 }
+
+// TestURingLargeReadsAside: a sequential read's 1 MiB READs are answered
+// off the ring's thread (fuseuring's offload), and what they return is
+// the file.
+func TestURingLargeReadsAside(t *testing.T) {
+	mounttest.RequireURing(t)
+	v := mounttest.NewVault(t, func(o *mount.Options) {
+		o.Transport = fuseuring.URing
+	})
+	want := make([]byte, 8<<20+123)
+	for i := range want {
+		want[i] = byte(i*7 + i>>13)
+	}
+	p := filepath.Join(v.Mnt, "big")
+	if err := os.WriteFile(p, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := v.Srv.ReadsAside()
+	// The first open after the writes drops the page cache: the reads
+	// below go to the daemon, as the kernel's readahead's READs.
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := make([]byte, 0, len(want))
+	buf := make([]byte, 128<<10)
+	for {
+		n, err := f.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if string(got) != string(want) {
+		t.Fatalf("read back %d bytes, not what was written", len(got))
+	}
+	if os.Geteuid() == 0 && v.Srv.ReadsAside() == before {
+		// Readahead is raised to 1 MiB for root's mounts only.
+		t.Errorf("no READ of the 8 MiB read was answered aside")
+	}
+}

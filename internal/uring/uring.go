@@ -31,6 +31,7 @@ const (
 	sqeSize           = 128 // with IORING_SETUP_SQE128
 	cqeSize           = 16
 	opNop             = 0
+	opRead            = 22 // IORING_OP_READ
 	OpURingCmd        = 46 // IORING_OP_URING_CMD
 	CmdAreaSize       = 80 // bytes of command data in a 128-byte SQE
 	sqeCmdAreaOffset  = 48
@@ -255,6 +256,18 @@ func (e *SQE) SetURingCmd(fd int, cmdOp uint32, addr uintptr, length uint32, use
 // SetNop makes e a no-op (IORING_OP_NOP) that completes with result 0.
 func (e *SQE) SetNop(userData uint64) {
 	e[0] = opNop
+	*(*uint64)(unsafe.Pointer(&e[32])) = userData
+}
+
+// SetRead makes e an IORING_OP_READ of len(buf) bytes from fd at the
+// fd's current position. buf must stay put until the read completes:
+// memory outside the Go heap, or kept alive by the caller.
+func (e *SQE) SetRead(fd int, buf []byte, userData uint64) {
+	e[0] = opRead
+	*(*int32)(unsafe.Pointer(&e[4])) = int32(fd)
+	*(*int64)(unsafe.Pointer(&e[8])) = -1
+	*(*uint64)(unsafe.Pointer(&e[16])) = uint64(uintptr(unsafe.Pointer(&buf[0])))
+	*(*uint32)(unsafe.Pointer(&e[24])) = uint32(len(buf))
 	*(*uint64)(unsafe.Pointer(&e[32])) = userData
 }
 

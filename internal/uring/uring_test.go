@@ -3,6 +3,9 @@ package uring
 import (
 	"runtime"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestNopRoundTrip submits no-ops and reads their completions back, in
@@ -45,6 +48,47 @@ func TestNopRoundTrip(t *testing.T) {
 			t.Fatal("extra completion")
 		}
 	}
+}
+
+// TestReadOfEventfd: a read of an eventfd stays pending until another
+// thread writes to it, and then completes with the counter in the buffer
+// (the io_uring transport's wake-up).
+func TestReadOfEventfd(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r, err := New(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(efd)
+	buf := make([]byte, 8)
+	r.NextSQE().SetRead(efd, buf, 42)
+	if err := r.Submit(0); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.PopCQE(); ok {
+		t.Fatal("the read completed before anything was written")
+	}
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		unix.Write(efd, []byte{3, 0, 0, 0, 0, 0, 0, 0})
+	}()
+	if err := r.Submit(1); err != nil {
+		t.Fatal(err)
+	}
+	c, ok := r.PopCQE()
+	if !ok || c.UserData != 42 || c.Res != 8 {
+		t.Fatalf("completion %+v, %v; want user data 42, 8 bytes", c, ok)
+	}
+	if buf[0] != 3 {
+		t.Errorf("read %v, want the counter 3", buf)
+	}
+	runtime.KeepAlive(buf)
 }
 
 // TestSQESetURingCmd checks the byte layout of a URING_CMD entry against
