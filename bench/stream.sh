@@ -10,7 +10,9 @@
 # tmpfs pages is slow: see issue 9).
 #
 # Usage (as root): bench/stream.sh A-BINARY B-BINARY
-# Environment: ROUNDS=5, TRANSPORT=auto|classic|uring, MIB=1000,
+# Environment: ROUNDS=5, TRANSPORT=auto|classic|uring (A_TRANSPORT and
+# B_TRANSPORT override it per side: one binary, classic against io_uring),
+# MIB=1000,
 # PROFILE=dir (B's daemon writes cpu-<round>.pprof there:
 # ENCRYPTFS_CPUPROFILE). Results are noisy on a shared machine: compare
 # the medians of one run only.
@@ -24,6 +26,7 @@ die() { echo "stream.sh: $*" >&2; exit 1; }
 [ $# = 2 ] || die "usage: stream.sh A-BINARY B-BINARY"
 [ "$(id -u)" = 0 ] || die "must run as root (tmpfs)"
 BINS=("$(realpath "$1")" "$(realpath "$2")")
+TRANSPORTS=("${A_TRANSPORT:-$TRANSPORT}" "${B_TRANSPORT:-$TRANSPORT}")
 
 WORK=$(mktemp -d /tmp/encryptfs-stream.XXXXXX)
 mount -t tmpfs -o size=$((MIB * 3 + 512))m tmpfs "$WORK"
@@ -41,7 +44,7 @@ echo "benchmark password" >"$WORK/pw"
 mnt() {
 	local env=()
 	[ "$1" = 1 ] && [ -n "${PROFILE:-}" ] && env=(ENCRYPTFS_CPUPROFILE="$PROFILE/cpu-$2-${3:-0}.pprof")
-	env "${env[@]}" "${BINS[$1]}" mount -f --passfile "$WORK/pw" --transport "$TRANSPORT" "$WORK/cipher-$1" "$WORK/mnt-$1" 2>>"$WORK/log-$1" &
+	env "${env[@]}" "${BINS[$1]}" mount -f --passfile "$WORK/pw" --transport "${TRANSPORTS[$1]}" "$WORK/cipher-$1" "$WORK/mnt-$1" 2>>"$WORK/log-$1" &
 	PID=$!
 	for _ in $(seq 100); do mountpoint -q "$WORK/mnt-$1" && return; sleep 0.1; done
 	die "mount $1 did not come up: $(cat "$WORK/log-$1")"
@@ -86,7 +89,7 @@ for round in $(seq "$ROUNDS"); do
 	echo "round $round: $(grep -c . "$WORK/results") figures" >&2
 done
 
-python3 - "$WORK/results" "${BINS[@]}" <<'EOF'
+python3 - "$WORK/results" "${BINS[0]} (${TRANSPORTS[0]})" "${BINS[1]} (${TRANSPORTS[1]})" <<'EOF'
 import sys, statistics
 rows = {}
 for line in open(sys.argv[1]):

@@ -81,9 +81,10 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 	if err != nil {
 		return nil, nil, err
 	}
-	// A sequential read should come as READs as large as a WRITE may be
-	// (raiseReadahead); a mount by a non-root user keeps 128 KiB.
-	if err := raiseReadahead(c.mountPoint, c.maxIO>>10); err != nil && os.Geteuid() == 0 {
+	// A sequential read should come as READs as large as a WRITE may be,
+	// two at a time (raiseReadahead); a mount by a non-root user keeps
+	// 128 KiB.
+	if err := raiseReadahead(c.mountPoint, readaheadREADs*c.maxIO>>10); err != nil && os.Geteuid() == 0 {
 		logf("readahead of %s stays at the kernel's default: %v", c.mountPoint, err)
 	}
 	return srv, conn, nil
