@@ -11,8 +11,8 @@ import (
 // readaheadREADs is how many READs of the largest size (max_pages, 1 MiB)
 // the readahead window spans. With one, the kernel asks for the next
 // window only as the reader reaches the current one, so the daemon
-// decrypts one READ while the reader waits (both CPUs were 70-80% busy
-// during a dd read). With two, one READ is answered while the reader
+// decrypts one READ while the reader waits (during a dd read neither CPU
+// was saturated: 66-93% busy, /proc/stat). With two, one READ is answered while the reader
 // copies the pages of the other: dd bs=128k of 1000 MiB, 5 interleaved
 // rounds, medians, 1 MiB -> 2 MiB window: classic 1316 -> 1471 MiB/s
 // (1.12x), io_uring 1151 -> 1399 (1.22x); a 4 MiB window gave 1.14x and
