@@ -374,9 +374,12 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	// clean header written) before its times are reported: written later,
 	// at close, the header would move the mtime a stat has already seen
 	// (docs/format.md §16).
+	// A settle that fails (a chunk a failed write left damaged) is logged
+	// and does not fail the stat: the file stays DIRTY, its reads of that
+	// chunk give EIO, and fsck reports it; the attributes are still right.
 	if of != nil && of.file.Roots() {
 		if err := of.file.Settle(); err != nil {
-			return n.errno(err, "getattr")
+			n.errno(err, "getattr")
 		}
 	}
 	if _, ok := f.(*handle); ok {
