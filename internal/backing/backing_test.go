@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -165,4 +166,38 @@ func itoa(i int) string {
 		return digits[i : i+1]
 	}
 	return itoa(i/10) + digits[i%10:i%10+1]
+}
+
+// TestReadFileAtSizesByFile: a generous limit does not size the buffer
+// (freshness files may be up to 64 MiB, and are read per manifest); the
+// file's own size does, and a file over the limit is still refused.
+func TestReadFileAtSizesByFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "small"), []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 5000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Close(fd)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b, err := ReadFileAt(fd, "small", 64<<20)
+	runtime.ReadMemStats(&after)
+	if err != nil || string(b) != "0123456789" {
+		t.Fatalf("small: %q, %v", b, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("reading 10 bytes with a 64 MiB limit allocated %d bytes", got)
+	}
+	if b, err := ReadFileAt(fd, "big", 5000); err != nil || len(b) != 5000 {
+		t.Errorf("big at its limit: %d bytes, %v", len(b), err)
+	}
+	if _, err := ReadFileAt(fd, "big", 4999); !errors.Is(err, ErrTooBig) {
+		t.Errorf("big over its limit: %v", err)
+	}
 }

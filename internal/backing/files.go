@@ -168,26 +168,65 @@ func OpenRegular(dirfd int, name string, flags int) (int, unix.Stat_t, error) {
 // the place of a metadata file must not hang the caller) and files longer
 // than limit bytes (metadata files are small; a huge one is corrupt). The
 // fd is only read once, so O_NONBLOCK stays on it.
+//
+// The buffer starts at the size fstat reports (at most limit+1 bytes) and
+// grows only while the file keeps giving bytes, so a generous limit costs
+// nothing for the small files that are the rule, and a size claimed by
+// the backing store never sizes an allocation beyond limit.
 func ReadFileAt(dirfd int, name string, limit int) ([]byte, error) {
-	fd, _, err := OpenRegular(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK)
+	fd, st, err := OpenRegular(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
 	defer Close(fd)
-	buf := make([]byte, limit+1)
+	buf := make([]byte, min(max(st.Size, 0), int64(limit))+1)
 	total := 0
-	for total < len(buf) {
+	for {
+		if total == len(buf) {
+			if total > limit {
+				return nil, fmt.Errorf("%w: %s", ErrTooBig, name)
+			}
+			buf = append(buf, make([]byte, min(len(buf), limit+1-len(buf)))...)
+		}
 		n, err := retryN(func() (int, error) { return unix.Read(fd, buf[total:]) })
 		if err != nil {
 			return nil, err
 		}
 		if n == 0 {
-			break
+			return buf[:total], nil
 		}
 		total += n
 	}
-	if total > limit {
-		return nil, fmt.Errorf("%w: %s", ErrTooBig, name)
+}
+
+// ReadDirAt lists directory rel of dirfd (as OpenDir finds it: beneath
+// dirfd, no symlink followed) through a descriptor of its own, so that
+// callers sharing dirfd never race on its offset.
+func ReadDirAt(dirfd int, rel string) ([]Dirent, error) {
+	fd, err := OpenDir(dirfd, rel)
+	if err != nil {
+		return nil, err
 	}
-	return buf[:total], nil
+	defer Close(fd)
+	return ReadDir(fd)
+}
+
+// ReplaceFileAt makes name in todirfd a new file holding data, through tmp
+// in dirfd: whatever stands at tmp (a leftover, or a symlink or FIFO
+// planted there) is removed first, tmp is created exclusively (nothing
+// followed, nothing opened but the new file), written and fsynced, then
+// renamed over name (rename replaces a symlink at name, never follows
+// it). The caller fsyncs the directories it needs durable.
+func ReplaceFileAt(dirfd int, tmp string, todirfd int, name string, data []byte, mode uint32) error {
+	if err := Unlinkat(dirfd, tmp, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
+	}
+	if err := WriteFileAt(dirfd, tmp, data, mode); err != nil {
+		return err
+	}
+	if err := Renameat2(dirfd, tmp, todirfd, name, 0); err != nil {
+		Unlinkat(dirfd, tmp, 0)
+		return err
+	}
+	return nil
 }

@@ -2,8 +2,6 @@ package fresh
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -18,7 +16,7 @@ func (v *Vault) loadOwn() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.own = map[[fc.IDSize]byte]fc.EpochEntry{}
-	if b, err := readSmall(filepath.Join(v.dir, epochName(v.self))); err == nil {
+	if b, err := readSmall(v.root, epochName(v.self)); err == nil {
 		if e, err := v.keyed.ParseEpoch(b); err == nil && e.Device == v.self && e.Counter >= v.state.seen(v.Device()).Epoch {
 			for _, m := range e.Manifests {
 				v.own[m.DirID] = m
@@ -32,9 +30,9 @@ func (v *Vault) loadOwn() {
 // ownFromManifests sets v.own to this device's manifests as they are.
 func (v *Vault) ownFromManifests() {
 	v.own = map[[fc.IDSize]byte]fc.EpochEntry{}
-	ents, _ := os.ReadDir(filepath.Join(v.dir, manifestsDir(v.self)))
+	ents, _ := backing.ReadDirAt(v.root, manifestsDir(v.self))
 	for _, e := range ents {
-		if id, ok := fc.DecodeID(e.Name()); ok {
+		if id, ok := fc.DecodeID(e.Name); ok {
 			if mf := v.readManifest(v.self, [fc.IDSize]byte(id)); mf.err == nil {
 				v.own[mf.m.DirID] = fc.EpochEntry{DirID: mf.m.DirID, Counter: mf.m.Counter, Hash: mf.hash}
 			}
@@ -272,7 +270,6 @@ func (v *Vault) plainPath(d walkDir, n string) string {
 	return d.path + "/" + p
 }
 
-// openRoot opens CIPHERDIR.
-func (v *Vault) openRoot() (int, error) {
-	return unix.Open(v.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-}
+// openRoot opens CIPHERDIR again (a descriptor of the caller's own, to
+// list and walk from).
+func (v *Vault) openRoot() (int, error) { return backing.OpenDir(v.root, "") }

@@ -2,16 +2,21 @@ package fresh
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
+	"fmt"
 	"strings"
 
+	"github.com/encryptfs/encryptfs/internal/backing"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
+	"golang.org/x/sys/unix"
 )
 
-// The freshness files in CIPHERDIR (format.md §15), read and written with
-// plain os calls: they are not part of the plaintext tree, so they stay
-// out of the observed backing FS (and the writer never observes itself).
+// The freshness files in CIPHERDIR (format.md §15). They are not part of
+// the plaintext tree, so they are written through the free functions of
+// internal/backing, not the observed backing FS (the writer never observes
+// itself); but like every file of CIPHERDIR they are reached from the
+// root's fd beneath it, with no symlink followed and no FIFO opened: a
+// sync peer or a cloud provider writes CIPHERDIR, and the daemon often
+// runs as root.
 
 func epochName(dev [fc.IDSize]byte) string { return fc.EpochPrefix + fc.EncodeID(dev[:]) }
 
@@ -25,19 +30,19 @@ type epochFile struct {
 
 // readEpochs reads every device's epoch file in the root.
 func (v *Vault) readEpochs() (map[[fc.IDSize]byte]epochFile, error) {
-	ents, err := os.ReadDir(v.dir)
+	ents, err := backing.ReadDirAt(v.root, "")
 	if err != nil {
 		return nil, err
 	}
 	out := map[[fc.IDSize]byte]epochFile{}
 	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), fc.EpochPrefix)
+		rest, ok := strings.CutPrefix(e.Name, fc.EpochPrefix)
 		id, ok2 := fc.DecodeID(rest)
 		if !ok || !ok2 {
 			continue
 		}
 		dev := [fc.IDSize]byte(id)
-		b, err := readSmall(filepath.Join(v.dir, e.Name()))
+		b, err := readSmall(v.root, e.Name)
 		var ep *fc.Epoch
 		if err == nil {
 			ep, err = v.keyed.ParseEpoch(b)
@@ -52,14 +57,14 @@ func (v *Vault) readEpochs() (map[[fc.IDSize]byte]epochFile, error) {
 
 // devices lists the devices that have a manifests directory.
 func (v *Vault) devices() ([][fc.IDSize]byte, error) {
-	ents, err := os.ReadDir(v.dir)
+	ents, err := backing.ReadDirAt(v.root, "")
 	if err != nil {
 		return nil, err
 	}
 	var out [][fc.IDSize]byte
 	for _, e := range ents {
-		rest, ok := strings.CutPrefix(e.Name(), fc.ManifestsPrefix)
-		if id, ok2 := fc.DecodeID(rest); ok && ok2 && e.IsDir() {
+		rest, ok := strings.CutPrefix(e.Name, fc.ManifestsPrefix)
+		if id, ok2 := fc.DecodeID(rest); ok && ok2 && (e.Type == unix.DT_DIR || e.Type == unix.DT_UNKNOWN) {
 			out = append(out, [fc.IDSize]byte(id))
 		}
 	}
@@ -75,7 +80,12 @@ type manifestFile struct {
 
 // readManifest reads device dev's manifest of directory dirID.
 func (v *Vault) readManifest(dev, dirID [fc.IDSize]byte) manifestFile {
-	b, err := readSmall(filepath.Join(v.dir, manifestsDir(dev), fc.EncodeID(dirID[:])))
+	dir, err := backing.OpenSubdir(v.root, manifestsDir(dev))
+	if err != nil {
+		return manifestFile{err: err}
+	}
+	defer backing.Close(dir)
+	b, err := readSmall(dir, fc.EncodeID(dirID[:]))
 	if err != nil {
 		return manifestFile{err: err}
 	}
@@ -99,6 +109,17 @@ func (v *Vault) dirRecords(devs [][fc.IDSize]byte, dirID [fc.IDSize]byte) dirRec
 	return out
 }
 
+// openOwnManifests opens this device's manifests directory, creating it
+// if missing. Anything but a directory in its place (a symlink planted to
+// send the writes elsewhere, a file) is refused, never followed.
+func (v *Vault) openOwnManifests() (int, error) {
+	name := manifestsDir(v.self)
+	if err := backing.Mkdirat(v.root, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return -1, err
+	}
+	return backing.OpenSubdir(v.root, name)
+}
+
 // writeManifest writes this device's manifest durably except for the
 // directory fsync (one per batch, syncManifests) and returns its hash.
 func (v *Vault) writeManifest(m *fc.Manifest) ([fc.HashSize]byte, error) {
@@ -106,16 +127,13 @@ func (v *Vault) writeManifest(m *fc.Manifest) ([fc.HashSize]byte, error) {
 	if err != nil {
 		return [fc.HashSize]byte{}, err
 	}
-	dir := filepath.Join(v.dir, manifestsDir(v.self))
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+	dir, err := v.openOwnManifests()
+	if err != nil {
 		return [fc.HashSize]byte{}, err
 	}
+	defer backing.Close(dir)
 	name := fc.EncodeID(m.DirID[:])
-	tmp := filepath.Join(dir, name+fc.TempSuffix)
-	if err := writeSynced(tmp, b, 0o600); err != nil {
-		return [fc.HashSize]byte{}, err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+	if err := backing.ReplaceFileAt(dir, name+fc.TempSuffix, dir, name, b, 0o600); err != nil {
 		return [fc.HashSize]byte{}, err
 	}
 	return fc.Hash(b), nil
@@ -128,49 +146,38 @@ func (v *Vault) writeEpoch(e *fc.Epoch) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(v.dir, manifestsDir(v.self))
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return err
-	}
-	tmp := filepath.Join(dir, "epoch"+fc.TempSuffix)
-	if err := writeSynced(tmp, b, 0o600); err != nil {
-		return err
-	}
-	if err := syncDir(dir); err != nil { // the manifests renamed before it
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(v.dir, epochName(v.self))); err != nil {
-		return err
-	}
-	return syncDir(v.dir)
-}
-
-// writeSynced writes b to path (created with mode, or truncated) and
-// fsyncs it; the caller renames it into place.
-func writeSynced(path string, b []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	dir, err := v.openOwnManifests()
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
+	defer backing.Close(dir)
+	// The epoch is written in the manifests directory and moved into the
+	// root, so that the root never holds a temporary file a sync tool
+	// would upload; the manifests renamed before it are made durable
+	// first (the epoch commits to them).
+	tmp := "epoch" + fc.TempSuffix
+	if err := backing.Unlinkat(dir, tmp, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return err
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err := backing.WriteFileAt(dir, tmp, b, 0o600); err != nil {
+		return err
 	}
-	return err
+	if err := backing.Fsync(dir); err != nil {
+		return err
+	}
+	if err := backing.Renameat2(dir, tmp, v.root, epochName(v.self), 0); err != nil {
+		return err
+	}
+	return backing.Fsync(v.root)
 }
 
-// readSmall reads a freshness file, refusing one over fc.MaxFileSize and
-// anything but a regular file.
-func readSmall(path string) ([]byte, error) {
-	st, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
+// readSmall reads a freshness file of dirfd through internal/backing (no
+// symlink followed, no FIFO opened), refusing one over fc.MaxFileSize and
+// anything but a regular file as malformed.
+func readSmall(dirfd int, name string) ([]byte, error) {
+	b, err := backing.ReadFileAt(dirfd, name, fc.MaxFileSize)
+	if errors.Is(err, backing.ErrNotRegular) || errors.Is(err, backing.ErrTooBig) || errors.Is(err, unix.ELOOP) {
+		return nil, fmt.Errorf("%w: %s", fc.ErrMalformed, name)
 	}
-	if !st.Mode().IsRegular() || st.Size() > fc.MaxFileSize {
-		return nil, fc.ErrMalformed
-	}
-	return os.ReadFile(path)
+	return b, err
 }

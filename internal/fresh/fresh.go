@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/encryptfs/encryptfs/internal/backing"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 	"github.com/encryptfs/encryptfs/internal/fault"
 )
@@ -94,6 +95,7 @@ const DefaultGrace = 24 * time.Hour
 type Vault struct {
 	dir      string // CIPHERDIR as given
 	real     string // CIPHERDIR with symlinks resolved (what /proc/self/fd shows)
+	root     int    // CIPHERDIR's fd: every freshness file is reached beneath it
 	o        Options
 	stateDir string
 	keyed    *fc.Keyed
@@ -157,13 +159,17 @@ func New(dir string, masterKey []byte, o Options) (*Vault, error) {
 		return nil, fmt.Errorf("fresh: state directory: %w", err)
 	}
 	st, err := loadState(o.StateDir, o.Rand, ok)
+	var root int
+	if err == nil {
+		root, err = backing.OpenRoot(dir)
+	}
 	if err != nil {
 		if lock != nil {
 			lock.Close()
 		}
 		return nil, err
 	}
-	v := &Vault{dir: dir, real: real, o: o, stateDir: o.StateDir, keyed: keyed, self: [fc.IDSize]byte(st.Device),
+	v := &Vault{dir: dir, real: real, root: root, o: o, stateDir: o.StateDir, keyed: keyed, self: [fc.IDSize]byte(st.Device),
 		lock: lock, state: st, touched: map[string]map[string]bool{}}
 	if !o.SharedStorage {
 		v.paths = newPathCache()
@@ -294,6 +300,10 @@ func (v *Vault) Close() error {
 	if v.lock != nil {
 		v.lock.Close()
 		v.lock = nil
+	}
+	if v.root >= 0 {
+		backing.Close(v.root)
+		v.root = -1
 	}
 	v.keyed.Wipe()
 	return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/encryptfs/encryptfs/internal/backing"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 	"golang.org/x/sys/unix"
 )
@@ -94,7 +95,7 @@ func (s *State) seen(dev string) *Seen {
 // loadState reads dir's state; a missing file gives a new state with a
 // random DeviceID from rand when create is set (ErrNoState otherwise).
 func loadState(dir string, rand io.Reader, create bool) (*State, error) {
-	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	b, err := readLocal(dir, stateFile)
 	if errors.Is(err, os.ErrNotExist) {
 		if !create {
 			return nil, ErrNoState
@@ -125,34 +126,65 @@ func (s *State) save(dir string) error {
 	return writeDurable(dir, stateFile, b, 0o600)
 }
 
-// writeDurable replaces dir/name with data: temporary file, fsync,
-// rename, fsync of dir.
-func writeDurable(dir, name string, data []byte, mode os.FileMode) error {
-	tmp := filepath.Join(dir, name+fc.TempSuffix)
-	err := writeSynced(tmp, data, mode)
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, name))
-	}
+// The state directory is the user's (its path is followed as given), but
+// its entries are used like CIPHERDIR's, through internal/backing: no
+// symlink followed, no FIFO opened, no size trusted, so that a state
+// directory put somewhere shared (--state-dir) cannot be turned against
+// the daemon either.
+
+// maxStateFile bounds the state file a reader loads.
+const maxStateFile = fc.MaxFileSize
+
+// readLocal reads entry name of state directory dir.
+func readLocal(dir, name string) ([]byte, error) {
+	fd, err := backing.OpenRoot(dir)
 	if err != nil {
-		os.Remove(tmp)
-		return err
+		return nil, err
 	}
-	return syncDir(dir)
+	defer backing.Close(fd)
+	return backing.ReadFileAt(fd, name, maxStateFile)
 }
 
-func syncDir(dir string) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// writeDurable replaces dir/name with data: temporary file, fsync,
+// rename, fsync of dir.
+func writeDurable(dir, name string, data []byte, mode uint32) error {
+	fd, err := backing.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(fd)
-	return unix.Fsync(fd)
+	defer backing.Close(fd)
+	if err := backing.ReplaceFileAt(fd, name+fc.TempSuffix, fd, name, data, mode); err != nil {
+		return err
+	}
+	return backing.Fsync(fd)
+}
+
+// openLock opens (creating it) the lock file of state directory dir:
+// a regular file, never a symlink or FIFO planted in its place.
+func openLock(dir string, flags int) (*os.File, error) {
+	dfd, err := backing.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer backing.Close(dfd)
+	fd, err := backing.Openat(dfd, lockFile, flags|unix.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := backing.Fstat(fd); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		backing.Close(fd)
+		if err == nil {
+			err = fmt.Errorf("%w: %s", backing.ErrNotRegular, filepath.Join(dir, lockFile))
+		}
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir, lockFile)), nil
 }
 
 // lockState takes dir's writer lock without waiting; ok is false if
 // another process (a mount) holds it.
 func lockState(dir string) (f *os.File, ok bool, err error) {
-	f, err = os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err = openLock(dir, unix.O_RDWR|unix.O_CREAT)
 	if err != nil {
 		return nil, false, err
 	}

@@ -3,7 +3,6 @@ package fresh
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -18,7 +17,7 @@ import (
 func WaitUnlocked(dir string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDONLY, 0)
+		f, err := openLock(dir, unix.O_RDONLY)
 		if errors.Is(err, os.ErrNotExist) {
 			return true
 		}
