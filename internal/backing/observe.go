@@ -87,6 +87,9 @@ func (f *FS) note(ev Event) {
 // observed reports whether events are reported at all.
 func (f *FS) observed() bool { return f != nil && f.obs != nil }
 
+// Observed reports whether f reports its events to an Observer.
+func (f *FS) Observed() bool { return f.observed() }
+
 // Openat is the package's Openat, reported as OpOpen when flags may change
 // the file system (O_CREAT, O_TRUNC).
 func (f *FS) Openat(dirfd int, name string, flags int, mode uint32) (int, error) {

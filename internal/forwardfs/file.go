@@ -162,7 +162,7 @@ func (r *Root) adopt(fd int, want uint64, place core.Place) (*openFile, error) {
 	key := fileKey(st.Ino)
 	// The mount does not refuse writers on a read-only backing fd (the
 	// write fails instead), so every open shares as a reader.
-	return r.files.t.AcquireAt(key.tableKey(), backing.NewFile(fd, &st), place, false, false, func(file *core.File) *openFile {
+	return r.files.t.AcquireAt(key.tableKey(), r.tree.NewFile(fd, &st), place, false, false, func(file *core.File) *openFile {
 		of := &openFile{key: key, fd: fd, file: file}
 		of.mode.Store(st.Mode)
 		return of

@@ -21,6 +21,7 @@ import (
 	"io"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
@@ -129,4 +130,18 @@ func (t *Tree) InitRoot(rootfd int) ([]byte, error) {
 		return nil, err
 	}
 	return id, nil
+}
+
+// NewFile wraps the fd of a file's contents, opened by a door, for the
+// engine: when the vault's changes are observed (freshness, crash replay)
+// its writes, truncates and fsyncs are reported like every change the
+// tree makes, so that contents changed through the mount are recorded as
+// those changed through the vault package are; unobserved, it is the
+// plain backing.File (nothing added to the write path). st, if not nil,
+// is fd's current stat (backing.NewFile).
+func (t *Tree) NewFile(fd int, st *unix.Stat_t) core.OwnedBacking {
+	if t.fs.Observed() {
+		return t.fs.NewFile(fd, st)
+	}
+	return backing.NewFile(fd, st)
 }
