@@ -158,6 +158,17 @@ func TestDirtyHeaderReplay(t *testing.T) {
 			run(t, "", "mount", "--passfile", pf, "--freshness", "strict", dir, mnt).want(t, ExitFreshRolledBack)
 			r = run(t, "", "fsck", "--passfile", pf, dir)
 			r.want(t, ExitFsckProblems)
+			if !strings.Contains(r.stdout, "replayed-root") || strings.Contains(r.stdout, "dirty-root") {
+				t.Errorf("fsck does not tell the replay from a crash:\n%s", r.stdout)
+			}
+			// --repair must not re-root the replayed state.
+			r = run(t, "", "fsck", "--repair", "--passfile", pf, dir)
+			r.want(t, ExitFsckProblems)
+			if strings.Contains(r.stdout, "repair: ") {
+				t.Errorf("fsck --repair re-rooted a replayed state:\n%s", r.stdout)
+			}
+			r = run(t, "", "freshness", "status", "--passfile", pf, dir)
+			r.want(t, ExitFreshRolledBack)
 			must(t, os.Remove(b))
 			cpA(t, clean, b)
 		})

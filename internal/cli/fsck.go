@@ -72,7 +72,14 @@ func (a *App) newFsckCommand() *cobra.Command {
 		case mountedAt(dir) != "":
 			use = session.FreshnessOff
 		}
-		s, err := a.unlockVaultWith(dir, c, u, "Password", a.freshOptions(dir, c, use, stateDir, log.New(a.Stderr, "encryptfs: ", 0)))
+		// fsck reports freshness's findings itself (as problems and
+		// notes): the start-up line a recording session logs would say
+		// the same again; --repair's last batch error comes from Close.
+		var freshLog *log.Logger
+		if !*repair {
+			freshLog = log.New(a.Stderr, "encryptfs: ", 0)
+		}
+		s, err := a.unlockVaultWith(dir, c, u, "Password", a.freshOptions(dir, c, use, stateDir, freshLog))
 		if errors.Is(err, config.ErrWrongPassword) {
 			return errorfCode(ExitWrongPassword, "wrong password, or the parameters in encryptfs.conf were edited "+
 				"(either makes the key unwrap fail); with the master key, fsck --masterkey checks the data without it")
@@ -94,7 +101,11 @@ func (a *App) newFsckCommand() *cobra.Command {
 		defer stop()
 		opts := fsck.Options{Salvage: *salvage}
 		if *repair {
-			return a.fsckRepair(ctx, s, dir, *asJSON)
+			err := a.fsckRepair(ctx, s, dir, *asJSON)
+			if cerr := s.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("fsck: the repairs are made, but recording them for freshness failed: %w", cerr)
+			}
+			return err
 		}
 		prog := a.newProgress("fsck", *asJSON)
 		if prog != nil {

@@ -52,6 +52,9 @@ type Issue struct {
 	// Since is when this client first saw the issue (Behind issues that
 	// turn into RolledBack when they outlast Options.Grace).
 	Since time.Time
+	// OlderVersion: the entry is the recorded file at a lower generation
+	// (an older header put back: fsck tells it from a crash's DIRTY file).
+	OlderVersion bool
 	// key identifies a Behind issue across checks ("" never escalates).
 	key string
 }
@@ -289,7 +292,8 @@ func (v *Vault) checkDir(d walkDir, devs [][fc.IDSize]byte, rep *Report) {
 			return s != nil && r.rec.Stamp <= s.Confirmed && older(a, r.rec, old)
 		})
 		rep.add(Issue{Status: verdict(confirmedOlder), Device: fc.EncodeID(r.dev[:]), Path: path,
-			What: describe(a, r.rec), Recorded: r.rec.Stamp, key: "entry " + fc.EncodeID(d.id[:]) + " " + n})
+			What: describe(a, r.rec), Recorded: r.rec.Stamp, key: "entry " + fc.EncodeID(d.id[:]) + " " + n,
+			OlderVersion: a.present && a.kind == fc.KindFile && a.id == r.rec.ObjectID && a.gen < r.rec.Gen})
 	}
 }
 

@@ -2,6 +2,7 @@ package fsck
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/encryptfs/encryptfs/internal/fresh"
 )
@@ -14,6 +15,13 @@ const (
 	// deleted in a way no sync explains (or was behind for longer than
 	// the grace period).
 	KindRolledBack Kind = "rolled-back"
+	// KindReplayedRoot: a file whose header is DIRTY, or whose root does
+	// not match, while freshness records a later generation of it: not
+	// what a crash leaves (a crash leaves the newest header this device
+	// wrote), but an older state put back, typically a DIRTY header
+	// copied while the file was open for writing. --repair does not
+	// re-root it: a root would vouch for the replayed state.
+	KindReplayedRoot Kind = "replayed-root"
 )
 
 // checkFreshness adds what the session's freshness check finds: what
@@ -46,5 +54,26 @@ func (w *walker) checkFreshness(fv *fresh.Vault) {
 			path = "/"
 		}
 		w.rep.Problems = append(w.rep.Problems, Problem{Kind: KindRolledBack, CipherPath: ".", PlainPath: path, Detail: fmt.Sprintf("freshness: %s", i)})
+		if i.OlderVersion {
+			w.markReplayed(path)
+		}
 	}
+}
+
+// markReplayed turns the dirty-root or bad-root problem of the file at
+// plaintext path p, which freshness found at an older generation than
+// recorded, into a replayed-root problem, and drops its re-rooting fix.
+func (w *walker) markReplayed(p string) {
+	for k := range w.rep.Problems {
+		pr := &w.rep.Problems[k]
+		if pr.PlainPath != p || pr.Kind != KindDirtyRoot && pr.Kind != KindBadRoot {
+			continue
+		}
+		pr.Kind = KindReplayedRoot
+		pr.Detail = "the file's header is older than the generation freshness recorded for it (" + pr.Detail +
+			"): an older state was put back (a DIRTY header copied while the file was open), not left by a crash; --repair does not re-root it: restore the file from a backup, or take it as it is with encryptfs freshness accept"
+	}
+	w.fixes = slices.DeleteFunc(w.fixes, func(f Fix) bool {
+		return f.PlainPath == p && f.action == fixRecomputeRoot
+	})
 }
