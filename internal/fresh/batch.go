@@ -47,8 +47,8 @@ func (v *Vault) batch(all bool) error {
 	v.batchMu.Lock()
 	defer v.batchMu.Unlock()
 	v.touchMu.Lock()
-	touched := v.touched
-	v.touched = map[string]map[string]bool{}
+	touched, expects := v.touched, v.expects
+	v.touched, v.expects = map[string]map[string]bool{}, map[string]map[string]expected{}
 	v.touchMu.Unlock()
 	if !all && len(touched) == 0 {
 		return nil
@@ -71,8 +71,8 @@ func (v *Vault) batch(all bool) error {
 		return err
 	}
 	written := map[[fc.IDSize]byte]fc.EpochEntry{}
-	record := func(dirfd int, dirID [fc.IDSize]byte, names []string) error {
-		m, changed := v.recordDir(dirfd, dirID, names, counter, devs)
+	record := func(dirfd int, dirID [fc.IDSize]byte, names []string, exp map[string]expected) error {
+		m, changed := v.recordDir(dirfd, dirID, names, counter, devs, exp)
 		if !changed {
 			return nil
 		}
@@ -83,9 +83,9 @@ func (v *Vault) batch(all bool) error {
 		return err
 	}
 	if all {
-		err = v.walk(func(d walkDir) error { return record(d.fd, d.id, nil) })
+		err = v.walk(func(d walkDir) error { return record(d.fd, d.id, nil, nil) })
 	} else {
-		err = v.recordTouched(touched, record)
+		err = v.recordTouched(touched, expects, record)
 	}
 	if err != nil {
 		return err
@@ -120,7 +120,8 @@ func (v *Vault) batch(all bool) error {
 // recordTouched records the noted names, directory by directory. A
 // directory gone since (removed, or renamed with an ancestor) is skipped:
 // its parent's record says where it went.
-func (v *Vault) recordTouched(touched map[string]map[string]bool, record func(int, [fc.IDSize]byte, []string) error) error {
+func (v *Vault) recordTouched(touched map[string]map[string]bool, expects map[string]map[string]expected,
+	record func(int, [fc.IDSize]byte, []string, map[string]expected) error) error {
 	dirs := make([]string, 0, len(touched))
 	for d := range touched {
 		dirs = append(dirs, d)
@@ -141,7 +142,7 @@ func (v *Vault) recordTouched(touched map[string]map[string]bool, record func(in
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		err = record(fd, readDirID(fd), names)
+		err = record(fd, readDirID(fd), names, expects[d])
 		backing.Close(fd)
 		if err != nil {
 			return err
@@ -166,7 +167,7 @@ func (v *Vault) allDevices() ([][fc.IDSize]byte, error) {
 // (nil: every name on disk or in a manifest): a name whose current
 // records do not say exactly what it is gets a new record of this
 // device. changed reports whether the manifest needs writing.
-func (v *Vault) recordDir(dirfd int, dirID [fc.IDSize]byte, names []string, counter uint64, devs [][fc.IDSize]byte) (*fc.Manifest, bool) {
+func (v *Vault) recordDir(dirfd int, dirID [fc.IDSize]byte, names []string, counter uint64, devs [][fc.IDSize]byte, exp map[string]expected) (*fc.Manifest, bool) {
 	recs := v.dirRecords(devs, dirID)
 	own := recs[v.self]
 	if own == nil {
@@ -183,6 +184,9 @@ func (v *Vault) recordDir(dirfd int, dirID [fc.IDSize]byte, names []string, coun
 			continue
 		}
 		refs := byName[n]
+		if e, ok := exp[n]; ok {
+			a = e.apply(a, refs)
+		}
 		cur, _ := current(refs)
 		if !a.present && len(refs) == 0 || slices.ContainsFunc(cur, func(r ref) bool { return exact(a, r.rec) }) {
 			continue

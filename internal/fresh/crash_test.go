@@ -20,6 +20,12 @@ import (
 // state directory of the device that will write it.
 func newVault(t *testing.T) (dir, state string) {
 	t.Helper()
+	return newVaultWith(t, session.Options{BoundVaultID: vaultID})
+}
+
+// newVaultWith is newVault whose session (creation) options are o.
+func newVaultWith(t *testing.T, o session.Options) (dir, state string) {
+	t.Helper()
 	tmp := t.TempDir()
 	dir, state = filepath.Join(tmp, "cipher"), filepath.Join(tmp, "state")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -30,7 +36,7 @@ func newVault(t *testing.T) (dir, state string) {
 		t.Fatal(err)
 	}
 	s, master, err := session.Create(dir, password, session.CreateOptions{
-		Params: config.NewParams(string(session.AES256GCM), 4096, k), Options: session.Options{BoundVaultID: vaultID}})
+		Params: config.NewParams(string(session.AES256GCM), 4096, k), Options: o})
 	if err != nil {
 		t.Fatal(err)
 	}

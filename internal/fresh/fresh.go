@@ -103,11 +103,12 @@ type Vault struct {
 	self     [fc.IDSize]byte
 	lock     *os.File // nil: another process holds the state (read-only)
 
-	batchMu sync.Mutex                 // one batch at a time
-	touchMu sync.Mutex                 // guards touched only: an operation never waits for a check
-	touched map[string]map[string]bool // backing dir (relative) -> names
-	paths   *pathCache                 // nil with SharedStorage
-	mu      sync.Mutex                 // guards the rest
+	batchMu sync.Mutex                     // one batch at a time
+	touchMu sync.Mutex                     // guards touched only: an operation never waits for a check
+	touched map[string]map[string]bool     // backing dir (relative) -> names
+	expects map[string]map[string]expected // what this device made of them (expect.go)
+	paths   *pathCache                     // nil with SharedStorage
+	mu      sync.Mutex                     // guards the rest
 	state   *State
 	own     map[[fc.IDSize]byte]fc.EpochEntry
 	started bool
@@ -170,7 +171,7 @@ func New(dir string, masterKey []byte, o Options) (*Vault, error) {
 		return nil, err
 	}
 	v := &Vault{dir: dir, real: real, root: root, o: o, stateDir: o.StateDir, keyed: keyed, self: [fc.IDSize]byte(st.Device),
-		lock: lock, state: st, touched: map[string]map[string]bool{}}
+		lock: lock, state: st, touched: map[string]map[string]bool{}, expects: map[string]map[string]expected{}}
 	if !o.SharedStorage {
 		v.paths = newPathCache()
 	}

@@ -30,7 +30,13 @@ func options(state string, offline bool) session.Options {
 // status is encryptfs freshness status.
 func status(t *testing.T, dir, state string) *fresh.Report {
 	t.Helper()
-	s, err := session.Open(dir, password, options(state, true))
+	return statusWith(t, dir, options(state, true))
+}
+
+// statusWith is status with the session options o (Freshness Offline).
+func statusWith(t *testing.T, dir string, o session.Options) *fresh.Report {
+	t.Helper()
+	s, err := session.Open(dir, password, o)
 	if err != nil {
 		t.Fatal(err)
 	}

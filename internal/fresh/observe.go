@@ -30,29 +30,41 @@ func (o observer) Observe(ev backing.Event) {
 		if v.paths != nil {
 			gen = v.paths.generation()
 		}
-		if dir, ok := v.touchAt(ev.Dir, ev.Name); ok && ev.Fd >= 0 && v.paths != nil && ev.Name != names.DirIDFile {
+		dir, ok := v.touchAt(ev.Dir, ev.Name)
+		if ok && ev.Flags&unix.O_CREAT != 0 {
+			v.expectAt(dir, ev.Name, nil) // made again: what it is now is the disk's to say
+		}
+		if ok && ev.Fd >= 0 && v.paths != nil && ev.Name != names.DirIDFile {
 			if k, isDir, ok := stat(ev.Fd); ok && !isDir {
 				v.paths.putIf(gen, k, filepath.Join(dir, ev.Name), false)
 			}
 		}
 	case backing.OpMkdir, backing.OpSymlink, backing.OpMknod, backing.OpWriteFile:
-		v.touchAt(ev.Dir, ev.Name)
+		if dir, ok := v.touchAt(ev.Dir, ev.Name); ok {
+			v.expectAt(dir, ev.Name, nil)
+		}
 	case backing.OpUnlink:
 		if dir, ok := v.touchAt(ev.Dir, ev.Name); ok {
 			v.paths.forget(filepath.Join(dir, ev.Name))
+			v.expectAt(dir, ev.Name, &expected{})
 		}
 	case backing.OpLink:
 		v.touchAt(ev.Dir, ev.Name)
-		v.touchAt(ev.Dir2, ev.Name2)
+		if dir, ok := v.touchAt(ev.Dir2, ev.Name2); ok {
+			v.expectAt(dir, ev.Name2, nil)
+		}
 	case backing.OpRename:
 		from, ok1 := v.touchAt(ev.Dir, ev.Name)
 		to, ok2 := v.touchAt(ev.Dir2, ev.Name2)
 		if ok1 && ok2 {
 			v.paths.renamed(filepath.Join(from, ev.Name), filepath.Join(to, ev.Name2), ev.Flags&unix.RENAME_EXCHANGE != 0)
+			v.expectRenamed(from, ev.Name, to, ev.Name2, ev.Flags&unix.RENAME_EXCHANGE != 0)
 		} else {
 			v.paths.renamed("", "", true) // forget everything
 		}
-	case backing.OpSetxattr, backing.OpRemovexattr, backing.OpWrite, backing.OpTruncate, backing.OpPunch:
+	case backing.OpWrite:
+		v.touchWrite(ev.Fd, ev.Off, ev.Data)
+	case backing.OpSetxattr, backing.OpRemovexattr, backing.OpTruncate, backing.OpPunch:
 		v.touchFd(ev.Fd)
 	case backing.OpFsync:
 		if ev.Fd >= 0 {
@@ -125,6 +137,62 @@ func (v *Vault) touchFd(fd int) {
 	v.touch(parentOf(p), filepath.Base(p))
 }
 
+// touchWrite is touchFd for a write of data at off; a write at offset 0
+// that begins with an authentic header is this device's version of the
+// file (expect.go).
+func (v *Vault) touchWrite(fd int, off int64, data []byte) {
+	p, ok := v.relPath(fd)
+	if !ok || p == "" {
+		return
+	}
+	dir, name := parentOf(p), filepath.Base(p)
+	v.touch(dir, name)
+	if off != 0 || v.r.Header == nil || len(data) < v.r.HeaderSize {
+		return
+	}
+	id, gen, err := v.r.Header(data[:v.r.HeaderSize])
+	if err == nil {
+		v.expectAt(dir, name, &expected{present: true, known: true, id: id, gen: gen})
+	}
+}
+
+// expectAt sets the expectation of name in dir (nil forgets it).
+func (v *Vault) expectAt(dir, name string, e *expected) {
+	name, ok := recordedName(name)
+	if !ok {
+		return
+	}
+	v.touchMu.Lock()
+	defer v.touchMu.Unlock()
+	v.expectLocked(dir, name, e)
+}
+
+// expectRenamed moves the expectation of a renamed name: the new name is
+// what the old one was (or unknown), the old one is gone (or, for an
+// exchange, what the new one was).
+func (v *Vault) expectRenamed(fromDir, from, toDir, to string, exchange bool) {
+	from, ok1 := recordedName(from)
+	to, ok2 := recordedName(to)
+	v.touchMu.Lock()
+	defer v.touchMu.Unlock()
+	var src, dst *expected
+	if e, ok := v.expects[fromDir][from]; ok1 && ok {
+		src = &e
+	}
+	if e, ok := v.expects[toDir][to]; ok2 && ok {
+		dst = &e
+	}
+	if ok2 {
+		v.expectLocked(toDir, to, src)
+	}
+	if ok1 {
+		if !exchange {
+			dst = &expected{}
+		}
+		v.expectLocked(fromDir, from, dst)
+	}
+}
+
 func parentOf(rel string) string {
 	if d := filepath.Dir(rel); d != "." {
 		return d
@@ -132,12 +200,19 @@ func parentOf(rel string) string {
 	return ""
 }
 
-// touch notes name of dir (a long name's sidecar stands for its entry).
-func (v *Vault) touch(dir, name string) {
+// recordedName is the name a manifest records for backing name name (a
+// long name's sidecar stands for its entry), and whether it records one.
+func recordedName(name string) (string, bool) {
 	if long, ok := strings.CutSuffix(name, names.LongNameSuffix); ok && names.IsLongName(long) {
 		name = long
 	}
-	if !recorded(name) {
+	return name, recorded(name)
+}
+
+// touch notes name of dir (a long name's sidecar stands for its entry).
+func (v *Vault) touch(dir, name string) {
+	name, ok := recordedName(name)
+	if !ok {
 		return
 	}
 	v.touchMu.Lock()

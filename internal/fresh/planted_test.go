@@ -21,12 +21,18 @@ import (
 // and the session (also at cleanup when the test did not).
 func mountWriter(t *testing.T, dir, state string) (mnt string, s *session.Session, unmount func() error) {
 	t.Helper()
+	return mountWith(t, dir, options(state, false))
+}
+
+// mountWith is mountWriter with the session options o.
+func mountWith(t *testing.T, dir string, o session.Options) (mnt string, s *session.Session, unmount func() error) {
+	t.Helper()
 	fstest.RequireFUSE(t)
 	mnt = filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(mnt, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s, err := session.Open(dir, password, options(state, false))
+	s, err := session.Open(dir, password, o)
 	if err != nil {
 		t.Fatal(err)
 	}

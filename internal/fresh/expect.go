@@ -1,0 +1,79 @@
+package fresh
+
+import (
+	"slices"
+
+	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
+)
+
+// What this device did to a name, as the observed events say (not as the
+// disk says at the batch): a batch records a name from the disk, but the
+// disk is the storage's, and whoever writes CIPHERDIR could put an older
+// header back, or delete a file, or put a deleted one back, in the
+// seconds between the device's change and the batch that records it. A
+// batch that recorded that state as the device's own would hide it from
+// every later check (format.md §15). So each observed change leaves an
+// expectation, and the batch records the device's change where the disk
+// contradicts it:
+//   - a header this device wrote (its first bytes, authenticated with the
+//     session's header parser) at a generation the disk no longer shows;
+//   - a file this device wrote and did not remove or rename, missing;
+//   - an object this device removed (unlinked, or renamed away), present
+//     again.
+// Xattrs are not covered: a value is only known encrypted at the event,
+// and the record holds a digest of every value (docs/format.md §15).
+
+// expected is what this device last made of one name.
+type expected struct {
+	present bool
+	id      [fc.IDSize]byte // a file's ID and gen, from the header it wrote
+	gen     uint64
+	known   bool // present with a header this device wrote (id, gen)
+}
+
+// expect sets the expectation of name in dir (both as touch normalizes
+// them); e nil forgets it (a change whose outcome is not known here).
+// Called with touchMu held.
+func (v *Vault) expectLocked(dir, name string, e *expected) {
+	if e == nil {
+		if v.expects[dir] != nil {
+			delete(v.expects[dir], name)
+		}
+		return
+	}
+	if v.expects[dir] == nil {
+		v.expects[dir] = map[string]expected{}
+	}
+	if old, ok := v.expects[dir][name]; ok && old.known && e.known && old.id == e.id && old.gen > e.gen {
+		return // headers of one file only go up; keep the newest seen
+	}
+	v.expects[dir][name] = *e
+}
+
+// apply returns what the batch records for a name found as a, given what
+// this device made of it (e) and the name's records (refs).
+func (e expected) apply(a actual, refs []ref) actual {
+	switch {
+	case !e.present:
+		// Removed by this device: the object it removed is back.
+		if a.present && slices.ContainsFunc(refs, func(r ref) bool {
+			return r.rec.Kind != fc.KindDeleted && r.rec.ObjectID == a.id
+		}) {
+			return actual{}
+		}
+	case !e.known:
+	case !a.present:
+		// Written by this device, and gone without its doing.
+		out := actual{present: true, kind: fc.KindFile, id: e.id, gen: e.gen}
+		for _, r := range refs {
+			if r.rec.ObjectID == e.id {
+				out.xattrs = r.rec.Xattrs
+			}
+		}
+		return out
+	case a.kind == fc.KindFile && a.id == e.id && a.gen < e.gen:
+		// An older header of the file this device wrote.
+		a.gen = e.gen
+	}
+	return a
+}

@@ -1,0 +1,111 @@
+package fresh_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	fr "github.com/encryptfs/encryptfs/internal/fresh"
+	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/vault"
+)
+
+// backingName is the backing path of plaintext name (a file of the root)
+// of the vault in dir.
+func backingName(t *testing.T, dir, name string) string {
+	t.Helper()
+	s, err := session.Open(dir, password, session.Options{BoundVaultID: vaultID, FileRoots: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := vault.FromSession(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	b, err := v.EncryptPath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, b)
+}
+
+// TestBatchRecordsWhatTheDeviceDid (issue 18 M3): the storage changes a
+// name in the seconds between the mount's change and the batch that
+// records it. The batch must record what the mount did, not what it
+// reads back, so that the next check reports the storage's change (the
+// batch used to record it as the device's own, and every check after it
+// said OK):
+//   - an older version of a file rewritten through the mount put back;
+//   - a file written through the mount deleted;
+//   - a file removed through the mount put back.
+func TestBatchRecordsWhatTheDeviceDid(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		// act changes file f through the mount and, as the storage,
+		// before the batch, in CIPHERDIR (b is f's backing path, old a
+		// copy of it from before the mount's change).
+		act  func(t *testing.T, f, b, old string)
+		want string
+		// status: an older header is a rollback at once; a deletion or
+		// a name back is behind (a sync in flight could explain it)
+		// until the grace period ends, as any deletion is.
+		status fr.Status
+	}{
+		{"older version put back", func(t *testing.T, f, b, old string) {
+			must(os.WriteFile(f, []byte("the second version"), 0o644))
+			must(os.Remove(b))
+			must(os.WriteFile(b, mustRead(t, old), 0o600))
+		}, "older version", fr.RolledBack},
+		{"written file deleted", func(t *testing.T, f, b, old string) {
+			must(os.WriteFile(f, []byte("the second version"), 0o644))
+			must(os.Remove(b))
+		}, "deleted", fr.Behind},
+		{"removed file put back", func(t *testing.T, f, b, old string) {
+			must(os.Remove(f))
+			must(os.WriteFile(b, mustRead(t, old), 0o600))
+		}, "present again", fr.Behind},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// File roots: a header's generation tells versions apart.
+			dir, state := newVaultWith(t, session.Options{BoundVaultID: vaultID, FileRoots: true})
+			o := options(state, false)
+			o.FileRoots = true
+			mnt, s, unmount := mountWith(t, dir, o)
+			f := filepath.Join(mnt, "f")
+			must(os.WriteFile(f, []byte("the first version"), 0o644))
+			must(s.Freshness().Flush())
+			must(unmount())
+			b := backingName(t, dir, "f")
+			old := filepath.Join(t.TempDir(), "old")
+			must(os.WriteFile(old, mustRead(t, b), 0o600))
+
+			mnt, s, unmount = mountWith(t, dir, o)
+			c.act(t, filepath.Join(mnt, "f"), b, old)
+			must(s.Freshness().Flush())
+			must(unmount())
+			o.Freshness.Offline = true
+			rep := statusWith(t, dir, o)
+			if rep.Status != c.status || !strings.Contains(rep.String(), c.want) {
+				t.Fatalf("want %s, %q:\n%s", c.status, c.want, rep)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
