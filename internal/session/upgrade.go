@@ -214,7 +214,7 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 	// The flags and the VaultID last: every object is v2 with a root
 	// and durable.
 	if err := s.editConfig(func(c *config.Config, master []byte) error {
-		up, err := c.UpgradeParams(master, p)
+		up, err := c.UpgradeParams(master, p, s.rand)
 		if err != nil {
 			return err
 		}
