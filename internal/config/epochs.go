@@ -139,10 +139,11 @@ func epochAD(rawParams []byte, e uint32) []byte {
 }
 
 // sealEpochs seals chain (K_0 … K_{e-1}) under current (K_e). Why a random
-// 12-byte nonce is safe: every K_e is fresh random and seals exactly one
-// chain, the one made with it by Revoke, so the seal key is never used
-// twice (the nonce could be fixed; random costs nothing and does not rest
-// on that argument alone).
+// 12-byte nonce is safe: every K_e is fresh random and seals one chain,
+// the one made with it by Revoke, again (the same chain, new AD) only when
+// an upgrade changes the Params bytes (resealEpochs): a handful of seals
+// per key, each with its own random 96-bit nonce, far inside GCM's bound
+// for random nonces (a fixed nonce would not be safe here).
 func sealEpochs(current, rawParams []byte, e uint32, chain [][]byte, rand io.Reader) ([]byte, error) {
 	aead, err := epochAEAD(current)
 	if err != nil {
@@ -187,6 +188,31 @@ func (c *Config) EpochKeys(current []byte) ([][]byte, error) {
 		chain[i] = plain[i*keys.MasterKeySize : (i+1)*keys.MasterKeySize : (i+1)*keys.MasterKeySize]
 	}
 	return chain, nil
+}
+
+// resealEpochs returns c's epoch state with the older keys sealed again
+// for Params bytes rawParams (UpgradeParams: the AD binds them), under the
+// same current key and epoch number; c's own at epoch 0 (nothing sealed).
+// current must be c's key, its MAC checked.
+func (c *Config) resealEpochs(current, rawParams []byte, rand io.Reader) (epochState, error) {
+	e := c.epochs.current
+	if e == 0 {
+		return c.epochs, nil
+	}
+	chain, err := c.EpochKeys(current)
+	if err != nil {
+		return epochState{}, err
+	}
+	defer func() {
+		for _, k := range chain {
+			clear(k)
+		}
+	}()
+	sealed, err := sealEpochs(current, rawParams, e, chain, rand)
+	if err != nil {
+		return epochState{}, err
+	}
+	return epochState{current: e, sealed: sealed}, nil
 }
 
 // KeptSlot is a slot that Revoke keeps: its new header (the same ID; a

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 )
 
@@ -166,7 +167,18 @@ func decodeVaultID(raw json.RawMessage) ([]byte, error) {
 // SlotParams, which the wraps (and the slots added later) authenticate;
 // the config MAC, under the master key, covers Params, the slots and
 // SlotParams, so no one without the key can change either (§3a).
-func (c *Config) UpgradeParams(masterKey []byte, p Params) (*Config, error) {
+//
+// A config with master-key epochs (§3b) has its older keys sealed with
+// the Params bytes in the AD (epochAD), and unlike a slot's wrap that
+// seal needs only the current key (masterKey), which the upgrade has: the
+// chain is unsealed under the old Params and sealed again under the new
+// ones, with a fresh random nonce from rand. (Keeping the old AD, as the
+// slots do, would leave OldEpochs unopenable: every later open failed
+// with ErrTampered.) Why a second seal under the same K_e is safe: a
+// 96-bit random nonce per seal, and a key seals once per revoke plus once
+// per upgrade (a handful of times), far below GCM's random-nonce bound;
+// the plaintext is the same chain each time.
+func (c *Config) UpgradeParams(masterKey []byte, p Params, rand io.Reader) (*Config, error) {
 	if !c.IsV2() {
 		return nil, ErrNotV2
 	}
@@ -197,6 +209,9 @@ func (c *Config) UpgradeParams(masterKey []byte, p Params) (*Config, error) {
 	next.Params, next.rawParams, next.raw = p, raw, nil
 	if next.rawSlotParams == nil {
 		next.rawSlotParams = slices.Clone(c.rawParams)
+	}
+	if next.epochs, err = c.resealEpochs(masterKey, raw, rand); err != nil {
+		return nil, err
 	}
 	if next.MAC, err = computeMAC(masterKey, next.rawParams, next.rawSlots, next.rawSlotParams, next.epochs.macTail()); err != nil {
 		return nil, err

@@ -2,7 +2,9 @@ package config
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -20,7 +22,7 @@ func TestBoundLocationsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, err := c.UpgradeParams(master, p)
+	up, err := c.UpgradeParams(master, p, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestBoundLocationsTamper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, err := c.UpgradeParams(master, p)
+	up, err := c.UpgradeParams(master, p, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,28 +176,28 @@ func TestUpgradeParamsRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrong := bytes.Repeat([]byte{9}, len(master))
-	if _, err := c.UpgradeParams(wrong, p); !errors.Is(err, ErrTampered) {
+	if _, err := c.UpgradeParams(wrong, p, rand.Reader); !errors.Is(err, ErrTampered) {
 		t.Errorf("wrong master key: %v", err)
 	}
 	q := p
 	q.ChunkSize *= 2
-	if _, err := c.UpgradeParams(master, q); err == nil {
+	if _, err := c.UpgradeParams(master, q, rand.Reader); err == nil {
 		t.Error("chunk size change accepted")
 	}
-	up, err := c.UpgradeParams(master, p)
+	up, err := c.UpgradeParams(master, p, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := up.Params
 	r.VaultID = bytes.Repeat([]byte{1}, VaultIDSize)
-	if _, err := up.UpgradeParams(master, r); err == nil {
+	if _, err := up.UpgradeParams(master, r, rand.Reader); err == nil {
 		t.Error("VaultID change accepted")
 	}
 	back := c.Params
-	if _, err := up.UpgradeParams(master, back); err == nil {
+	if _, err := up.UpgradeParams(master, back, rand.Reader); err == nil {
 		t.Error("feature removal accepted")
 	}
-	again, err := up.UpgradeParams(master, up.Params)
+	again, err := up.UpgradeParams(master, up.Params, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +224,7 @@ func TestWithFeatureFreshness(t *testing.T) {
 	if err != nil || len(again.FeatureFlags) != len(p.FeatureFlags) {
 		t.Fatalf("WithFeature twice: %v %v", err, again.FeatureFlags)
 	}
-	up, err := c.UpgradeParams(master, p)
+	up, err := c.UpgradeParams(master, p, rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,5 +236,67 @@ func TestWithFeatureFreshness(t *testing.T) {
 		if err != nil {
 			t.Errorf("credential %d: %v", i, err)
 		}
+	}
+}
+
+// TestUpgradeParamsAfterRevoke (issue 18, M5): UpgradeParams on a config
+// at epoch 2 seals the older keys again for the new Params (their AD binds
+// the Params bytes): the upgraded config parses, its slot opens, the MAC
+// verifies, and the chain unseals to the same keys. A second upgrade
+// (SlotParams kept) does the same.
+func TestUpgradeParamsAfterRevoke(t *testing.T) {
+	r := seededRand("upgrade after revoke")
+	h := SlotHeader{Type: SlotKeyfile, Label: "k", Salt: make([]byte, SlotSaltSize)}
+	secret := make([]byte, SlotSecretSize)
+	io.ReadFull(r, h.Salt)
+	io.ReadFull(r, secret)
+	c, current, err := CreateV2(NewParamsV2(string(content.AES256GCM), content.DefaultChunkSize), h, secret, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp, err := c.Params.WithBoundLocations(testVaultID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err = c.UpgradeParams(current, bp, r); err != nil {
+		t.Fatal(err)
+	}
+	h.ID = 1
+	var want [][]byte
+	for range 2 {
+		next := make([]byte, 32)
+		io.ReadFull(r, next)
+		n, err := c.Revoke(current, next, []KeptSlot{{h, secret}}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, current)
+		c, current = n, next
+	}
+	for _, flag := range []string{FlagFileRoots, FlagFreshness} {
+		p, err := c.Params.WithFeature(flag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, err := c.UpgradeParams(current, p, r)
+		if err != nil {
+			t.Fatalf("add %s: %v", flag, err)
+		}
+		back, err := Parse(mustMarshal(t, up))
+		if err != nil {
+			t.Fatalf("add %s: %v", flag, err)
+		}
+		key, err := back.OpenSlot(1, secret)
+		if err != nil || !bytes.Equal(key, current) {
+			t.Fatalf("add %s: slot 1: %v", flag, err)
+		}
+		chain, err := back.EpochKeys(key)
+		if err != nil {
+			t.Fatalf("add %s: the older epoch keys: %v", flag, err)
+		}
+		if len(chain) != len(want) || !bytes.Equal(chain[0], want[0]) || !bytes.Equal(chain[1], want[1]) {
+			t.Fatalf("add %s: the chain changed", flag)
+		}
+		c = back
 	}
 }

@@ -185,7 +185,7 @@ func generateFeatureVectors(t *testing.T, r io.Reader, base *Config, baseMaster 
 	if err != nil {
 		t.Fatal(err)
 	}
-	uc, err := base.UpgradeParams(baseMaster, up)
+	uc, err := base.UpgradeParams(baseMaster, up, r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,6 +193,7 @@ func (v *Vault) recordDir(dirfd int, dirID [fc.IDSize]byte, names []string, coun
 		}
 		rec := record(n, a, counter, v.self, refs)
 		if i := slices.IndexFunc(own.Records, func(r fc.Record) bool { return r.Name == n }); i >= 0 {
+			v.noteReplacedXattrs(own.Records[i], rec)
 			own.Records[i] = rec
 		} else {
 			own.Records = append(own.Records, rec)

@@ -289,7 +289,7 @@ func (v *Vault) checkDir(d walkDir, devs [][fc.IDSize]byte, rep *Report) {
 		r := cur[0]
 		confirmedOlder := slices.ContainsFunc(cur, func(r ref) bool {
 			s := v.state.Seen[fc.EncodeID(r.dev[:])]
-			return s != nil && r.rec.Stamp <= s.Confirmed && older(a, r.rec, old)
+			return s != nil && r.rec.Stamp <= s.Confirmed && (older(a, r.rec, old) || v.replacedXattrs(a, r.rec))
 		})
 		rep.add(Issue{Status: verdict(confirmedOlder), Device: fc.EncodeID(r.dev[:]), Path: path,
 			What: describe(a, r.rec), Recorded: r.rec.Stamp, key: "entry " + fc.EncodeID(d.id[:]) + " " + n,

@@ -1,6 +1,8 @@
 package fresh
 
 import (
+	"slices"
+
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 )
 
@@ -126,4 +128,39 @@ func record(name string, a actual, counter uint64, self [fc.IDSize]byte, refs []
 		}
 	}
 	return r
+}
+
+// noteReplacedXattrs keeps, in the local state, the xattr digest of this
+// device's record old of an object that its new record rec replaces with
+// another digest of the same object (saved with the batch's state).
+// Why a digest seen before proves a rollback: xattr values are sealed
+// under random nonces (format.md §9), so setting a value, even the same
+// one again, never gives a digest back; only a copy of the older backing
+// xattrs does. A file's gen orders its states the same way; a digest has
+// no order, and the manifests keep only each device's newest record.
+func (v *Vault) noteReplacedXattrs(old, rec fc.Record) {
+	if old.Kind == fc.KindDeleted || old.Kind != rec.Kind || old.ObjectID != rec.ObjectID ||
+		old.Xattrs == rec.Xattrs || old.Xattrs == ([fc.IDSize]byte{}) {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.state.Replaced == nil {
+		v.state.Replaced = map[string][]string{}
+	}
+	k, d := fc.EncodeID(old.ObjectID[:]), fc.EncodeID(old.Xattrs[:])
+	list := slices.DeleteFunc(v.state.Replaced[k], func(s string) bool { return s == d })
+	list = append(list, d)
+	v.state.Replaced[k] = list[max(0, len(list)-maxReplaced):]
+}
+
+// replacedXattrs reports whether a is the object r records with xattrs
+// this device recorded for it before and replaced (noteReplacedXattrs):
+// an older state, put back. The caller holds v.mu.
+func (v *Vault) replacedXattrs(a actual, r *fc.Record) bool {
+	if !a.present || r.Kind == fc.KindDeleted || a.kind != r.Kind || a.id != r.ObjectID ||
+		a.xattrs == r.Xattrs || a.xattrs == ([fc.IDSize]byte{}) {
+		return false
+	}
+	return slices.Contains(v.state.Replaced[fc.EncodeID(a.id[:])], fc.EncodeID(a.xattrs[:]))
 }

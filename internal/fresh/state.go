@@ -77,7 +77,20 @@ type State struct {
 	// first seen (Unix seconds): it is a rollback once older than
 	// Options.Grace.
 	Pending map[string]int64 `json:",omitempty"`
+	// Replaced keeps, per object (EncodeID of its file or directory ID),
+	// the xattr digests this device recorded for it and replaced since,
+	// newest last, at most maxReplaced (noteReplacedXattrs). A device
+	// replaces its own record of a name in place, so without this a
+	// one-device vault has no older xattr state to recognise (issue 18,
+	// I2): see replacedXattrs.
+	Replaced map[string][]string `json:",omitempty"`
 }
+
+// maxReplaced bounds the xattr digests kept per object in
+// State.Replaced: 8 × 22 bytes of JSON an object whose xattrs changed.
+// A replay of an older state than these is reported behind, and rolled
+// back once it outlasts the grace period.
+const maxReplaced = 8
 
 func (s *State) seen(dev string) *Seen {
 	if s.Seen == nil {

@@ -26,7 +26,7 @@ func (s *Session) AddFreshness() (added bool, err error) {
 		if err != nil {
 			return err
 		}
-		up, err := c.UpgradeParams(master, p)
+		up, err := c.UpgradeParams(master, p, s.rand)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
@@ -66,17 +67,31 @@ func upgraded(p config.Params) bool {
 }
 
 // unrootedSuite is the content suite of v2 headers without roots, for
-// vault Params p and master key: the upgrade reads such headers (a bound
-// vault's) and rewrites them with roots.
-func unrootedSuite(p config.Params, master []byte) (*content.Suite, error) {
-	k, err := keys.Derive(master)
-	if err != nil {
-		return nil, err
-	}
-	defer k.Wipe()
-	s, err := content.NewBoundSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
-	if err != nil {
-		return nil, fmt.Errorf("session: content suite: %w", err)
+// vault Params p and the vault's keys K_0 … K_e (one key without epochs):
+// the upgrade reads such headers (a bound vault's, of any epoch, §3b) and
+// rewrites them with roots.
+func unrootedSuite(p config.Params, chain [][]byte) (*content.Suite, error) {
+	var s *content.Suite
+	for e, key := range chain {
+		k, err := keys.Derive(key)
+		if err != nil {
+			if s != nil {
+				s.Wipe()
+			}
+			return nil, err
+		}
+		if e == 0 {
+			s, err = content.NewBoundSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
+		} else {
+			err = s.AddEpoch(uint32(e), k.Contents, k.HeaderMAC)
+		}
+		k.Wipe()
+		if err != nil {
+			if s != nil {
+				s.Wipe()
+			}
+			return nil, fmt.Errorf("session: content suite: %w", err)
+		}
 	}
 	return s, nil
 }
@@ -177,13 +192,20 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 		return res, err
 	}
 	// FreshnessOff: the upgrade's sessions only read and write objects;
-	// a vault with freshness keeps its records as they are.
-	b, err := New(s.dir, p, ring.master, Options{Backing: s.fs, Rand: s.rand, FreshnessUse: FreshnessOff})
+	// a vault with freshness keeps its records as they are. After a
+	// revoke (§3b) both need every epoch's keys: objects keep the epoch
+	// they record (a converted header keeps its epoch field).
+	o, err := Options{Backing: s.fs, Rand: s.rand, FreshnessUse: FreshnessOff}.withEpochs(ring.cfg, ring.master)
+	if err != nil {
+		return res, err
+	}
+	defer o.wipeEpochs()
+	b, err := New(s.dir, p, ring.master, o)
 	if err != nil {
 		return res, err
 	}
 	defer b.Close()
-	unrooted, err := unrootedSuite(p, ring.master)
+	unrooted, err := unrootedSuite(p, append(slices.Clone(o.epochs), ring.master))
 	if err != nil {
 		return res, err
 	}
@@ -214,7 +236,7 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 	// The flags and the VaultID last: every object is v2 with a root
 	// and durable.
 	if err := s.editConfig(func(c *config.Config, master []byte) error {
-		up, err := c.UpgradeParams(master, p)
+		up, err := c.UpgradeParams(master, p, s.rand)
 		if err != nil {
 			return err
 		}

@@ -329,7 +329,9 @@ func (u *upgrader) convertFile(dirfd int, f *upFile, flags uint16, places ...bin
 	if st.Dev != f.st.Dev || st.Ino != f.st.Ino {
 		return fmt.Errorf("the file changed during the upgrade")
 	}
-	h := content.Header{Flags: (f.hdr.Flags | flags) &^ content.FlagSparse, FileID: f.hdr.FileID}
+	// The epoch stays (a v1 header's is 0): the chunks are sealed under
+	// that epoch's file key, and the new header's MAC is of that epoch.
+	h := content.Header{Flags: (f.hdr.Flags | flags) &^ content.FlagSparse, FileID: f.hdr.FileID, Epoch: f.hdr.Epoch}
 	if f.fromV2 {
 		h.Bindings = f.hdr.Bindings
 	} else {

@@ -80,7 +80,7 @@ func (u *upgrader) copyRoots(out *backing.ObservedFile, srcfd int, f *upFile, h 
 // is not a hole to its roots offset in out.
 func (u *upgrader) rootsChunks(srcfd int, f *upFile, size int64, out *backing.ObservedFile) (int64, []byte, error) {
 	s := u.b.engine.Suite()
-	fc, err := s.FileOf(content.Header{FileID: f.hdr.FileID})
+	fc, err := s.FileOf(content.Header{FileID: f.hdr.FileID, Epoch: f.hdr.Epoch}) // the file key of its epoch (§3b)
 	if err != nil {
 		return 0, nil, err
 	}

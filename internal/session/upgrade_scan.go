@@ -126,6 +126,12 @@ func (u *upgrader) readDirID(dirfd int, p bind.Place) (id []byte, v2 bool, err e
 		return raw, false, nil
 	case dirIDSizeV2:
 		id, err := u.b.tree.ReadDirIDAt(dirfd, p)
+		if err == nil && u.v1.binder != nil {
+			// v1 lists the directory's names (scanDir): a bound v1
+			// session picks their key by the epoch it noted when it
+			// read and checked this ID file itself (§3b).
+			_, err = u.v1.tree.ReadDirIDAt(dirfd, p)
+		}
 		return id, true, err
 	}
 	return nil, false, fmt.Errorf("%w: %d bytes", tree.ErrCorruptDir, len(raw))

@@ -250,11 +250,13 @@ func (t *Tree) ReadDirIDUnchecked(dirfd int) (id []byte, bindings int, err error
 		return nil, 0, err
 	}
 	// Unchecked: fsck reads names under the directory's epoch even where
-	// it is misplaced. An epoch without keys is a corrupt ID file.
+	// it is misplaced. An epoch without keys is a corrupt ID file. Only a
+	// hint (epoch.go): it decrypts names of an ID no verified ID file has
+	// spoken for, and never picks the key a new name is encrypted with.
 	if !t.known(epoch) {
 		return nil, 0, fmt.Errorf("%w: master-key epoch %d has no key here", ErrCorruptDir, epoch)
 	}
-	t.noteEpoch(id, epoch)
+	t.hintEpoch(id, epoch)
 	for _, s := range slots {
 		if !s.IsZero() {
 			bindings++

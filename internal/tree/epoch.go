@@ -34,18 +34,29 @@ type Epoch struct {
 
 // dirEpochs is the tree's epoch state: the names ciphers of epochs 1..,
 // the epoch of new directories, and the epochs of the directories seen
-// (by ID; only those of epoch ≥ 1, so a vault without epochs keeps none).
+// (by ID; none in a vault without epochs).
 // Why a map: the tree passes directory IDs, not ID files, to the name
 // functions; every ID it hands out was read (and checked) or made by it
 // first, which is when its epoch is noted. It grows by one entry (about
-// 50 bytes) per directory of a later epoch used while mounted.
+// 50 bytes) per directory used while mounted, in a vault with epochs.
+//
+// Why two maps (issue 18, I5): only an ID file whose bindings verified
+// (checkDir) or that the tree wrote itself may say which key encrypts a
+// directory's names (dir). An unbound ID file (ReadDirIDUnchecked: fsck
+// walking a misplaced directory, freshness naming a path for a report)
+// gives a hint, used only to decrypt names, only for an ID that no
+// verified file has spoken for, and never to encrypt one: else the
+// storage could plant a copy of a directory's ID file with an older epoch
+// anywhere the walk reads it, and names added to the real directory
+// afterwards would be under that epoch's key, which a revoked holder has.
 type dirEpochs struct {
 	names   []*names.Cipher // [i]: epoch i+1
 	binders []*bind.Binder
 	current uint32
 
-	mu  sync.RWMutex
-	dir map[[names.DirIDSize]byte]uint32
+	mu   sync.RWMutex
+	dir  map[[names.DirIDSize]byte]uint32 // verified (or made here)
+	hint map[[names.DirIDSize]byte]uint32 // unverified, ≥ 1, not in dir
 }
 
 // SetEpochs gives a bound tree the keys of epochs 1..len(epochs) and
@@ -94,37 +105,82 @@ func (t *Tree) checkDir(id []byte, e uint32, p bind.Place, slots []bind.Binding)
 	return nil
 }
 
-// noteEpoch records that directory id is of epoch e.
+// noteEpoch records that directory id is of epoch e, from an ID file
+// whose bindings verified or that the tree made: it replaces any hint.
+// Epoch 0 is noted too once the tree has epochs (so that no later hint
+// speaks for the directory); a vault without epochs keeps no entry.
 func (t *Tree) noteEpoch(id []byte, e uint32) {
-	if e == 0 || len(id) != names.DirIDSize {
+	if len(id) != names.DirIDSize || e == 0 && len(t.ep.names) == 0 {
 		return
 	}
+	k := [names.DirIDSize]byte(id)
 	t.ep.mu.Lock()
 	defer t.ep.mu.Unlock()
 	if t.ep.dir == nil {
 		t.ep.dir = map[[names.DirIDSize]byte]uint32{}
 	}
-	t.ep.dir[[names.DirIDSize]byte(id)] = e
+	t.ep.dir[k] = e
+	delete(t.ep.hint, k)
 }
 
-// dirEpoch is the epoch of directory id (0 if not noted).
-func (t *Tree) dirEpoch(id []byte) uint32 {
+// hintEpoch records that an unverified ID file says directory id is of
+// epoch e: used to decrypt its names while no verified file has spoken
+// for id (see dirEpochs), never to encrypt.
+func (t *Tree) hintEpoch(id []byte, e uint32) {
+	if len(id) != names.DirIDSize {
+		return
+	}
+	k := [names.DirIDSize]byte(id)
+	t.ep.mu.Lock()
+	defer t.ep.mu.Unlock()
+	if _, noted := t.ep.dir[k]; noted {
+		return
+	}
+	if e == 0 {
+		delete(t.ep.hint, k)
+		return
+	}
+	if t.ep.hint == nil {
+		t.ep.hint = map[[names.DirIDSize]byte]uint32{}
+	}
+	t.ep.hint[k] = e
+}
+
+// dirEpoch is the epoch of directory id (0 if not noted): the verified
+// one, and with hinted, else the hint.
+func (t *Tree) dirEpoch(id []byte, hinted bool) uint32 {
 	if len(id) != names.DirIDSize {
 		return 0
 	}
+	k := [names.DirIDSize]byte(id)
 	t.ep.mu.RLock()
 	defer t.ep.mu.RUnlock()
-	return t.ep.dir[[names.DirIDSize]byte(id)]
+	if e, ok := t.ep.dir[k]; ok || !hinted {
+		return e
+	}
+	return t.ep.hint[k]
 }
 
-// namesOf is the names cipher of directory dirID: its epoch's.
+// namesOf is the names cipher that decrypts the names of directory dirID:
+// its epoch's (a hint where no verified ID file has spoken).
 func (t *Tree) namesOf(dirID []byte) *names.Cipher {
-	if e := t.dirEpoch(dirID); e != 0 {
+	return t.namesOfEpoch(t.dirEpoch(dirID, true))
+}
+
+// namesToEncrypt is the names cipher that encrypts a new name in
+// directory dirID: its verified epoch's only.
+func (t *Tree) namesToEncrypt(dirID []byte) *names.Cipher {
+	return t.namesOfEpoch(t.dirEpoch(dirID, false))
+}
+
+func (t *Tree) namesOfEpoch(e uint32) *names.Cipher {
+	if e != 0 {
 		return t.ep.names[e-1]
 	}
 	return t.names
 }
 
-// DirEpoch is the master-key epoch of directory dirID, as noted when its
-// ID file was read or written (0 without epochs).
-func (t *Tree) DirEpoch(dirID []byte) uint32 { return t.dirEpoch(dirID) }
+// DirEpoch is the master-key epoch whose names key decrypts directory
+// dirID's names, as noted when its ID file was read or written (0 without
+// epochs): the verified one, else an unverified hint.
+func (t *Tree) DirEpoch(dirID []byte) uint32 { return t.dirEpoch(dirID, true) }

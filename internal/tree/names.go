@@ -54,7 +54,7 @@ func (t *Tree) Name(dirID []byte, plain string) (Name, error) {
 	if err := names.Validate(plain); err != nil {
 		return Name{}, err
 	}
-	enc, err := t.namesOf(dirID).Encrypt(dirID, plain)
+	enc, err := t.namesToEncrypt(dirID).Encrypt(dirID, plain)
 	if err != nil {
 		return Name{}, err
 	}

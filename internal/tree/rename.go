@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"golang.org/x/sys/unix"
 )
 
@@ -85,6 +86,12 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 		}
 		return err
 	}
+	// The replaced file, if it lives on under other names, loses newN's
+	// binding in step 3 (as UnlinkIn's).
+	replaced := noRebind
+	if newExists {
+		replaced = t.beginDropReplaced(newfd, newN, &nst, t.Place(newID, newN))
+	}
 	if isLink(ost) {
 		err = t.moveSymlink(oldfd, oldID, oldN, &ost, newfd, newID, newN, flags)
 	} else {
@@ -95,14 +102,50 @@ func (t *Tree) Rename(oldfd int, oldID []byte, oldN Name, newfd int, newID []byt
 	}
 	if err != nil {
 		rb.finish(false)
+		replaced.finish(false)
 		restore()
 		if created {
 			t.RemoveSidecar(newfd, newN)
 		}
 		return err
 	}
-	t.finishRebind([]int{newfd}, rb)
+	t.finishRebind([]int{newfd}, rb, replaced)
 	return t.removeEntrySidecar(oldfd, oldN, newfd)
+}
+
+// beginDropReplaced prepares step 3 for a regular file that a rename
+// replaces at place p (newN in newfd, backing stat st) but that lives on
+// under other names (link count ≥ 2): once the rename is durable, p's
+// binding is dropped from its header or links file, as an unlink of p
+// does (UnlinkIn). Without it the replaced contents would stay bound to p,
+// and the storage could put their backing file back under p's name and
+// have it read (issue 18, L4). The file is opened (and its binding to p
+// checked) before the rename, while p still names it. A file that does not
+// open at p (not bound to p, a damaged header) has no valid binding to p
+// to drop, and does not stop the rename; a drop that fails after the
+// rename leaves a stale binding, as a crash between steps 2 and 3 does
+// (fsck's stale-binding).
+func (t *Tree) beginDropReplaced(newfd int, newN Name, st *unix.Stat_t, p bind.Place) rebind {
+	if t.bind == nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+		return noRebind
+	}
+	f, release, err := t.openFile(newfd, newN.Backing, p)
+	if err != nil {
+		return noRebind
+	}
+	keep, err := keepTimes(newfd, newN.Backing, st)
+	if err != nil {
+		release()
+		return noRebind
+	}
+	return rebind{finish: func(ok bool) error {
+		var err error
+		if ok {
+			err = f.DropBinding(p)
+		}
+		keep()
+		return errors.Join(err, release())
+	}}
 }
 
 // finishRebind is step 3 of bound_rename.go for the objects of a rename
