@@ -44,6 +44,7 @@ func TestFreshnessInPlaceRollback(t *testing.T) {
 			return errors.Join(err, f.Close())
 		},
 		"truncate": func(p string) error { return unix.Truncate(p, 4) },
+		"xattr":    func(p string) error { return unix.Setxattr(p, "user.tag", []byte("new"), 0) },
 	}
 	run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, 0)
 	for name := range rewrites {
