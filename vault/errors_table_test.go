@@ -108,6 +108,9 @@ var sentinelTable = map[string]sentinelRow{
 	// A strict mount's refusal: the mount command gives it exit 28
 	// (cli.mountFreshError); anywhere else it is an ordinary error.
 	"internal/fresh.ErrRolledBack": {fresh.ErrRolledBack, fault.Other, syscall.EIO, cli.ExitError, nil},
+	// A config older than one this machine opened the vault with
+	// (docs/format.md §15a): every command exits 28.
+	"internal/fresh.ErrConfigRolledBack": {fresh.ErrConfigRolledBack, fault.Other, syscall.EIO, cli.ExitFreshRolledBack, nil},
 
 	"internal/crypto/content.ErrBadHeader":    {content.ErrBadHeader, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/content.ErrCorruptChunk": {content.ErrCorruptChunk, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/fresh"
 )
 
 // Exit codes. They are part of the interface (docs/cli.md): scripts test
@@ -63,6 +64,9 @@ func ExitCode(err error) int {
 	var ce *codedError
 	if errors.As(err, &ce) {
 		return ce.code
+	}
+	if errors.Is(err, fresh.ErrConfigRolledBack) {
+		return ExitFreshRolledBack
 	}
 	switch fault.Of(err) {
 	case fault.WrongPassword:

@@ -57,16 +57,36 @@ func (a *App) newFreshnessSubcommand(name, short string) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if !hasFreshness(c) {
-			return errorfCode(ExitUnsupported, "freshness: %s has no freshness (format %d without the feature flag %s): nothing records or checks rollback; encryptfs upgrade adds it", dir, c.Params.FormatVersion, config.FlagFreshness)
+		// The config itself first: this machine's memory of the vault
+		// (docs/format.md §15a) tells a config put back from before an
+		// upgrade or a revoke, also one without freshness at all.
+		use := session.SeenReport
+		if name == "accept" {
+			use = session.SeenAccept
 		}
-		s, err := a.unlockVault(dir, c, u, "Password")
+		s, err := a.unlockVaultWith(dir, c, u, "Password", session.Options{Config: c, Rand: a.Rand,
+			FreshnessUse: session.FreshnessOff, SeenDir: seenDir(*stateDir), SeenUse: use})
 		if err != nil {
 			return err
 		}
+		back := s.ConfigBack()
 		master := s.MasterKey()
 		params := s.Params()
 		s.Close()
+		for _, b := range back {
+			fmt.Fprintf(a.Stdout, "rolled back: encryptfs.conf: %s\n", b)
+		}
+		if !hasFreshness(c) {
+			clear(master)
+			switch {
+			case name == "accept":
+				fmt.Fprintf(a.Stdout, "freshness: recorded the config of %s as seen by this machine\n", dir)
+				return nil
+			case len(back) > 0:
+				return errorfCode(ExitFreshRolledBack, "freshness: %s was rolled back: its encryptfs.conf is older than one this machine opened it with (encryptfs freshness accept takes it)", dir)
+			}
+			return errorfCode(ExitUnsupported, "freshness: %s has no freshness (format %d without the feature flag %s): nothing records or checks rollback; encryptfs upgrade adds it", dir, c.Params.FormatVersion, config.FlagFreshness)
+		}
 		if master == nil {
 			return fmt.Errorf("freshness: %s: the session kept no master key", dir)
 		}
@@ -93,7 +113,11 @@ func (a *App) newFreshnessSubcommand(name, short string) *cobra.Command {
 			return err
 		}
 		defer fs.Close()
-		return a.runFreshness(name, dir, fs.Freshness())
+		err = a.runFreshness(name, dir, fs.Freshness())
+		if len(back) > 0 && name == "status" && ExitCode(err) != ExitFreshRolledBack {
+			return errorfCode(ExitFreshRolledBack, "freshness: %s was rolled back: its encryptfs.conf is older than one this machine opened it with (encryptfs freshness accept takes it)", dir)
+		}
+		return err
 	}
 	return cmd
 }

@@ -50,11 +50,24 @@ func (a *App) freshOptions(dir string, c *config.Config, use session.FreshnessUs
 		// it only chooses what to wait for.)
 		fresh.WaitUnlocked(session.FreshnessStateDir(stateDir, c.Params), stateLockWait)
 	}
-	o := session.Options{Config: c, Rand: a.Rand, FreshnessUse: use, FreshnessStateDir: stateDir}
+	o := session.Options{Config: c, Rand: a.Rand, FreshnessUse: use, FreshnessStateDir: stateDir, SeenDir: seenDir(stateDir)}
 	if logger != nil {
 		o.FreshnessLog = freshLog(dir, func(s string) { logger.Print(s) })
 	}
 	return o
+}
+
+// seenDir is where this machine remembers the configs it opened vaults
+// with (session.Options.SeenDir, docs/format.md §15a): beside the vaults'
+// freshness state, or in the state directory --state-dir names.
+func seenDir(stateDir string) string {
+	if stateDir != "" {
+		if abs, err := filepath.Abs(stateDir); err == nil {
+			stateDir = abs
+		}
+		return filepath.Join(stateDir, "seen")
+	}
+	return filepath.Join(fresh.DefaultStateRoot(os.Getenv), "seen")
 }
 
 // mountSessionOptions are freshOptions for a mount with flags m.

@@ -131,7 +131,7 @@ func (a *App) newPasswdCommand() *cobra.Command {
 // checkVaultMasterKey opens the forward vault in dir (config c) with
 // masterKey only to check the key against the vault's root names.
 func (a *App) checkVaultMasterKey(dir string, c *config.Config, masterKey []byte) (checked bool, err error) {
-	s, err := openSession(dir, c, masterKey, true, session.Options{FreshnessUse: session.FreshnessOff})
+	s, err := openSession(dir, c, masterKey, true, session.Options{FreshnessUse: session.FreshnessOff, SeenDir: seenDir("")})
 	if err != nil {
 		return false, err
 	}

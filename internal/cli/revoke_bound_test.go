@@ -86,7 +86,12 @@ func TestRevokeCLI(t *testing.T) {
 	}
 	amnt := t.TempDir()
 	cleanupMount(t, amnt)
-	run(t, "", "mount", "--ro", "--passfile", pf, atk, amnt).want(t, 0)
+	// This machine remembers the epoch it opened: it refuses the old
+	// config (docs/format.md §15a, TestConfigFromBeforeRevoke). The
+	// attacker mounts on a machine of their own (no memory of the vault:
+	// its own state directory).
+	run(t, "", "mount", "--ro", "--passfile", pf, atk, amnt).want(t, ExitFreshRolledBack)
+	run(t, "", "mount", "--ro", "--passfile", pf, "--state-dir", t.TempDir(), atk, amnt).want(t, 0)
 	if got, err := os.ReadFile(filepath.Join(amnt, "old.txt")); err != nil || string(got) != "before" {
 		t.Fatalf("old key, old file: %q %v", got, err)
 	}

@@ -45,7 +45,7 @@ func openSession(dir string, c *config.Config, secret []byte, isMasterKey bool, 
 // A key from an age slot that could not be checked against the vault's
 // names gets a one-line warning.
 func (a *App) unlockVault(dir string, c *config.Config, u unlockFlags, prompt string) (*session.Session, error) {
-	return a.unlockVaultWith(dir, c, u, prompt, session.Options{Config: c, Rand: a.Rand, FreshnessUse: session.FreshnessOff})
+	return a.unlockVaultWith(dir, c, u, prompt, session.Options{Config: c, Rand: a.Rand, FreshnessUse: session.FreshnessOff, SeenDir: seenDir("")})
 }
 
 // unlockVaultWith is unlockVault with session options o (upgrade opens a

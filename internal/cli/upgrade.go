@@ -196,11 +196,11 @@ func (a *App) upgradeConfig(dir string, c *config.Config, u unlockFlags, kf kdfF
 		return nil, err
 	}
 	s, err := session.OpenWith(dir, keyslot.Credentials{Password: func() ([]byte, error) { return bytes.Clone(pw), nil }},
-		session.Options{Config: next, Rand: a.Rand, Upgrading: true, FreshnessUse: session.FreshnessOff})
+		session.Options{Config: next, Rand: a.Rand, Upgrading: true, FreshnessUse: session.FreshnessOff, SeenDir: seenDir("")})
 	return a.opened(dir, s, err)
 }
 
 // unlockForUpgrade opens a format-2 vault for step 2, half-upgraded or not.
 func (a *App) unlockForUpgrade(dir string, c *config.Config, u unlockFlags) (*session.Session, error) {
-	return a.unlockVaultWith(dir, c, u, "Password", session.Options{Config: c, Rand: a.Rand, Upgrading: true, FreshnessUse: session.FreshnessOff})
+	return a.unlockVaultWith(dir, c, u, "Password", session.Options{Config: c, Rand: a.Rand, Upgrading: true, FreshnessUse: session.FreshnessOff, SeenDir: seenDir("")})
 }

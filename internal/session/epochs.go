@@ -60,7 +60,24 @@ func (o Options) openEpochs(dir string, c *config.Config, master []byte) (*Sessi
 		return nil, err
 	}
 	defer oe.wipeEpochs()
-	return New(dir, c.Params, master, oe)
+	k0 := master
+	if len(oe.epochs) > 0 {
+		k0 = oe.epochs[0]
+	}
+	sv, err := o.checkSeen(dir, c, k0)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(dir, c.Params, master, oe)
+	if err != nil {
+		return nil, err
+	}
+	if err := sv.record(c); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.seen = sv
+	return s, nil
 }
 
 // newEpochs is New for a vault at epoch e = len(o.epochs) ≥ 1 whose

@@ -258,6 +258,12 @@ func (s *Session) editConfig(edit func(c *config.Config, master []byte) error) e
 	}
 	*s.ring.cfg = next
 	s.ring.onDisk = data
+	// This machine now knows the new config (a new epoch after a
+	// revoke, the flags an upgrade added): the one from before, put
+	// back, is recognised from now on (docs/format.md §15a).
+	if err := s.seen.record(&next); err != nil {
+		return fmt.Errorf("session: encryptfs.conf is changed, but %w", err)
+	}
 	return nil
 }
 

@@ -89,6 +89,15 @@ type Options struct {
 	// FreshnessStrict: a recording session refuses a vault that went
 	// back (fresh.Options.Strict, fresh.ErrRolledBack).
 	FreshnessStrict bool
+	// SeenDir is this machine's memory of vaults' configs (fresh.Memory,
+	// docs/format.md §15a); "": none is kept or checked. With it, a
+	// config at a lower master-key epoch than one this machine opened
+	// the vault with is refused (fresh.ErrConfigRolledBack), as is, with
+	// FreshnessStrict, one of a lower format or without a feature flag
+	// seen before; otherwise that is logged (FreshnessLog) and listed by
+	// Session.ConfigBack. SeenUse changes what is done with it.
+	SeenDir string
+	SeenUse SeenUse
 	// Config is the vault's config when the caller has already loaded it
 	// (the CLI does, to tell a missing vault from a corrupt config before
 	// asking for the password); nil: Open and OpenWithMasterKey load it.
@@ -132,6 +141,7 @@ type Session struct {
 	// epochBinders are the binders of epochs 1.. (epochs.go).
 	epochBinders []*bind.Binder
 	fresh        *fresh.Vault // Options.Freshness; nil without
+	seen         *seenVault   // Options.SeenDir; nil without
 }
 
 // New builds the session of the vault in dir with parameters p from its

@@ -106,3 +106,33 @@ func (k *Keys) Wipe() {
 		clear(b)
 	}
 }
+
+// LabelLocalID is the HKDF label of a vault's local ID: the name under
+// which a machine remembers what it has seen of the vault (its format,
+// features and master-key epoch) outside CIPHERDIR, so that a config put
+// back from before an upgrade or a revoke is recognised
+// (docs/format.md §15a). Not written into the vault.
+const LabelLocalID = "encryptfs local vault id"
+
+// LocalIDSize is the length of a local ID.
+const LocalIDSize = 16
+
+// LocalID returns HKDF-SHA256(k0, salt = empty, info = LabelLocalID),
+// 16 bytes, from the vault's first master key K_0: the one key every
+// config of the vault opens, whatever its version (a format-1 config's
+// key is K_0; an upgrade keeps it; a revoke seals it under the new key).
+// Why safe: a distinct label makes it an independent PRF output of K_0,
+// and it is one-way: knowing it reveals no key. It is not secret from
+// the machine's other users in the sense of a key, only a name.
+func LocalID(k0 []byte) ([LocalIDSize]byte, error) {
+	var id [LocalIDSize]byte
+	if len(k0) != MasterKeySize {
+		return id, fmt.Errorf("%w (got %d)", ErrMasterKey, len(k0))
+	}
+	b, err := hkdf.Key(sha256.New, k0, nil, LabelLocalID, LocalIDSize)
+	if err != nil {
+		return id, fmt.Errorf("keys: derive %q: %w", LabelLocalID, err)
+	}
+	copy(id[:], b)
+	return id, nil
+}
