@@ -3,6 +3,7 @@ package backing
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,6 +32,12 @@ func (f *File) PunchHole(off, length int64) error { return PunchHole(int(f.fd), 
 // without hole tracking reports the whole file as data: callers may use the
 // answer to find a hole quickly, never to conclude that there is none.
 func (f *File) SeekHole(off int64) (int64, error) { return SeekHole(int(f.fd), off) }
+
+// SeekData returns the offset of the first data at or after off (lseek
+// SEEK_DATA), or io.EOF when only a hole follows off to the end of the
+// file (ENXIO). A file system without hole tracking reports the whole
+// file as data; every byte it skips reads as zeros.
+func (f *File) SeekData(off int64) (int64, error) { return SeekData(int(f.fd), off) }
 
 // ReserveSpace is File.ReserveSpace on a raw fd (for an *os.File's Fd).
 func ReserveSpace(fd int, off, length int64) error {
@@ -64,6 +71,19 @@ func SeekHole(fd int, off int64) (int64, error) {
 	pos, err := unix.Seek(fd, off, unix.SEEK_HOLE)
 	if err != nil {
 		return 0, fmt.Errorf("backing: seek hole from %d: %w", off, err)
+	}
+	return pos, nil
+}
+
+// SeekData is File.SeekData on a raw fd. It moves the fd's file offset,
+// which pread and pwrite do not use.
+func SeekData(fd int, off int64) (int64, error) {
+	pos, err := unix.Seek(fd, off, unix.SEEK_DATA)
+	if errors.Is(err, unix.ENXIO) {
+		return 0, io.EOF
+	}
+	if err != nil {
+		return 0, fmt.Errorf("backing: seek data from %d: %w", off, err)
 	}
 	return pos, nil
 }

@@ -270,6 +270,11 @@ func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) 
 	if err != nil {
 		return nil, fmt.Errorf("core: backing file of %d bytes: %w", cipherSize, err)
 	}
+	if e.lay.tagged && size > e.lay.maxSize {
+		// Past content.MaxRootsChunks the root's cost is unbounded: a
+		// backing file (hostile input) that long is refused, not hashed.
+		return nil, fmt.Errorf("core: backing file of %d bytes holds %d bytes: %w", cipherSize, size, ErrTooLarge)
+	}
 	f := &File{e: e, b: withFdSpace(b), size: size, place: p}
 	if cipherSize == 0 {
 		return f, nil

@@ -124,6 +124,31 @@ func (m *MemBacking) Stat() (os.FileInfo, error) {
 	return memInfo{size: int64(len(m.data))}, nil
 }
 
+// SeekData is lseek SEEK_DATA on a file system without hole tracking:
+// every byte is data, so it returns off, or io.EOF at or past the end.
+func (m *MemBacking) SeekData(off int64) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if off < 0 {
+		return 0, fs.ErrInvalid
+	}
+	if off >= int64(len(m.data)) {
+		return 0, io.EOF
+	}
+	return off, nil
+}
+
+// SeekHole is lseek SEEK_HOLE on a file system without hole tracking:
+// the only hole is the end of the file.
+func (m *MemBacking) SeekHole(off int64) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if off < 0 || off >= int64(len(m.data)) {
+		return 0, fs.ErrInvalid
+	}
+	return int64(len(m.data)), nil
+}
+
 // Sync does nothing: memory is always "durable" for a test.
 func (m *MemBacking) Sync() error { return nil }
 

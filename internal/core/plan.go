@@ -20,6 +20,15 @@ func (l layout) tagBlockOffset(g uint64) int64 {
 	return l.header + int64(g)*(content.TagBlockSize+content.TagEntries*l.cipherChunk)
 }
 
+// groupOf is the group whose bytes (tag block and chunks) hold backing
+// offset off (tagged layouts only; an offset in the header is group 0).
+func (l layout) groupOf(off int64) uint64 {
+	if off < l.header {
+		return 0
+	}
+	return uint64((off - l.header) / (content.TagBlockSize + content.TagEntries*l.cipherChunk))
+}
+
 // cipherOffset is where chunk i starts in the backing file. Only called for
 // chunks of files of at most maxSize bytes, so it cannot overflow.
 func (l layout) cipherOffset(i uint64) int64 {

@@ -1,9 +1,9 @@
 package core
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"io"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
@@ -38,11 +38,17 @@ import (
 // close after a write recomputes the tag blocks from the chunks and the
 // root.
 //
-// A File keeps the whole tag table in memory (16 bytes per chunk: 1/1024
-// of the file at 16 KiB chunks) with one SHA-256 per tag block, loaded and
-// checked against the root on the first read or write of a clean file (one
-// 4 KiB read per 256 chunks), so a read costs one 16-byte comparison per
-// chunk and no I/O beyond v1's.
+// A File keeps the tag table in memory sparse (tags.go): the tag blocks
+// holding a non-zero entry, each with its SHA-256, 4 KiB per 256 chunks
+// written (1/1024 of the data written at 16 KiB chunks, nothing for a hole
+// or the space a truncate adds). It is loaded and checked against the root
+// on the first read or write of a clean file: one 4 KiB read per group
+// that holds data, the groups in holes of the backing file skipped
+// (SEEK_DATA: a hole reads as zeros, so this is exactly a read of every
+// block). A read costs one map lookup and one 16-byte comparison per chunk
+// and no I/O beyond v1's; the root costs the hashing of the changed
+// blocks and one 32-byte HMAC write per 256 tag blocks (content.RootSparse),
+// bounded by the largest file (content.MaxRootsChunks).
 
 // rootState is the roots bookkeeping of one File (nil without roots).
 // Guarded by File.mu: changed only under the write lock.
@@ -64,9 +70,7 @@ type rootState struct {
 	// even if its header is clean.
 	unrooted bool
 
-	entries []byte              // tag blocks back to back, content.TagBlockSize each
-	hashes  [][sha256.Size]byte // content.TagBlockHash of each block
-	stale   []bool              // the block changed since its hash was taken
+	tags tagTable // the entries: trusted, or to be rebuilt (rebuildEntries)
 }
 
 // Roots reports whether the engine's files have file roots
@@ -78,49 +82,16 @@ func (e *Engine) chunksOf(size int64) uint64 {
 	return uint64((size + int64(e.chunkSize) - 1) / int64(e.chunkSize))
 }
 
-// entry returns chunk i's tag entry.
-func (rs *rootState) entry(i uint64) []byte {
-	return rs.entries[i*content.TagSize : (i+1)*content.TagSize]
-}
-
-// resize makes room for the tag blocks of n chunks; entries of chunks
-// n and above are zero afterwards (holes past the end do not exist).
-func (rs *rootState) resize(n uint64) {
-	blocks := int((n + content.TagEntries - 1) / content.TagEntries)
-	want := blocks * content.TagBlockSize
-	if want > len(rs.entries) {
-		rs.entries = append(rs.entries, make([]byte, want-len(rs.entries))...)
-	}
-	rs.entries = rs.entries[:want]
-	for len(rs.hashes) < blocks {
-		rs.hashes = append(rs.hashes, [sha256.Size]byte{})
-		rs.stale = append(rs.stale, true)
-	}
-	rs.hashes, rs.stale = rs.hashes[:blocks], rs.stale[:blocks]
-	if rest := rs.entries[int(n)*content.TagSize:]; !isZero(rest) {
-		clear(rest)
-		rs.stale[blocks-1] = true
-	}
-}
-
-// markStale records that the entries of chunks [first, last] changed.
-func (rs *rootState) markStale(first, last uint64) {
-	for g := first / content.TagEntries; g <= last/content.TagEntries; g++ {
-		rs.stale[g] = true
-	}
+// tagBlocksOf is the number of tag blocks of a file of size bytes.
+func (e *Engine) tagBlocksOf(size int64) uint64 {
+	return (e.chunksOf(size) + content.TagEntries - 1) / content.TagEntries
 }
 
 // root computes the root of the entries for a file of size bytes at gen,
 // rehashing the stale blocks.
 func (f *File) root(size int64, gen uint64) ([content.RootSize]byte, error) {
-	rs := f.rt
-	for g := range rs.hashes {
-		if rs.stale[g] {
-			rs.hashes[g] = content.TagBlockHash(rs.entries[g*content.TagBlockSize : (g+1)*content.TagBlockSize])
-			rs.stale[g] = false
-		}
-	}
-	return f.e.suite.Root(f.hdr.FileID, uint64(size), gen, rs.hashes)
+	count := f.e.tagBlocksOf(size)
+	return f.e.suite.RootSparse(f.hdr.FileID, uint64(size), gen, count, f.rt.tags.hashes(count))
 }
 
 // newRootState is the state of a File just opened on header h (or of a
@@ -168,13 +139,19 @@ func (f *File) loadRoots() error {
 		return nil
 	}
 	e := f.e
-	n := e.chunksOf(f.size)
-	rs.resize(n)
-	for g := range rs.hashes {
-		block := rs.entries[g*content.TagBlockSize : (g+1)*content.TagBlockSize]
-		if err := readFullAt(f.b, block, e.lay.tagBlockOffset(uint64(g))); err != nil {
+	rs.tags.cut(0)
+	buf := e.bufs.get(content.TagBlockSize)
+	defer e.bufs.put(buf)
+	block := (*buf)[:content.TagBlockSize]
+	err := f.forDataGroups(0, e.tagBlocksOf(f.size), func(g uint64) error {
+		if err := readFullAt(f.b, block, e.lay.tagBlockOffset(g)); err != nil {
 			return fmt.Errorf("core: tag block %d: %w", g, err)
 		}
+		rs.tags.load(g, block)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	root, err := f.root(f.size, f.hdr.Gen)
 	if err != nil {
@@ -240,7 +217,7 @@ func (f *File) markDirty() error {
 // its stored bytes are not looked at) and an error if the chunk's tag is
 // not its entry, or the last chunk is a hole.
 func (f *File) checkEntry(stored []byte, i uint64, final bool) (hole bool, err error) {
-	entry := f.rt.entry(i)
+	entry := f.rt.tags.entry(i)
 	if isZero(entry) {
 		if final {
 			return false, fmt.Errorf("%w: last chunk %d is a hole", content.ErrBadRoot, i)
@@ -263,43 +240,29 @@ func isZero(b []byte) bool {
 
 // setEntry records the tag of stored chunk i (sealed by this File).
 func (f *File) setEntry(i uint64, stored []byte) {
-	copy(f.rt.entry(i), f.fc.ChunkTag(stored))
+	f.rt.tags.blockFor(i)
+	f.rt.tags.set(i, f.fc.ChunkTag(stored))
 }
 
 // writeEntries writes the entries of chunks [first, last] (one group) to
-// their tag block and marks the block stale.
+// their tag block (zeros for a block not in the table).
 func (f *File) writeEntries(first, last uint64) error {
-	rs := f.rt
-	rs.markStale(first, last)
 	off := f.e.lay.tagBlockOffset(first/content.TagEntries) + int64(first%content.TagEntries)*content.TagSize
-	return writeFullAt(f.b, rs.entries[first*content.TagSize:(last+1)*content.TagSize], off)
+	return writeFullAt(f.b, f.rt.tags.entries(first, last, f.e.zeroStore), off)
 }
 
 // entryWrite returns the write of the entries of chunks [first, last] (one
 // group) for sealAndWrite, which may run it on another goroutine: the
-// block is marked stale now, and the entries written are not touched by
-// the sealing of other windows. A no-op without roots.
+// block was made before the sealing (blockFor), and the entries written
+// are not touched by the sealing of other windows. A no-op without roots.
 func (f *File) entryWrite(first, last uint64) func() error {
 	rs := f.rt
 	if rs == nil {
 		return func() error { return nil }
 	}
-	rs.markStale(first, last)
 	off := f.e.lay.tagBlockOffset(first/content.TagEntries) + int64(first%content.TagEntries)*content.TagSize
-	b := rs.entries[first*content.TagSize : (last+1)*content.TagSize]
+	b := rs.tags.entries(first, last, f.e.zeroStore)
 	return func() error { return writeFullAt(f.b, b, off) }
-}
-
-// writeEntryRange writes the entries of chunks [first, end) group by group.
-func (f *File) writeEntryRange(first, end uint64) error {
-	for first < end {
-		last := f.e.lay.runEnd(first, end-1)
-		if err := f.writeEntries(first, last); err != nil {
-			return err
-		}
-		first = last + 1
-	}
-	return nil
 }
 
 // finalize writes a clean header for a file this File changed: the
@@ -351,13 +314,16 @@ func (f *File) finalize(durable bool) error {
 // with v1's rules (each authenticated by file ID, index and final flag; an
 // all-zero non-final chunk is a hole), and writes the tag blocks. A chunk
 // that fails stops it: the file stays DIRTY, its damage is fsck's to
-// report. Called with mu held for writing.
+// report. Groups that lie in a hole of the backing file are skipped
+// (forDataGroups): their chunks and tag block read as zeros, that is
+// holes and zero entries, which is what they are rebuilt to; the last
+// group is always read (its last chunk is never a hole). Called with mu
+// held for writing.
 func (f *File) rebuildEntries() error {
 	e := f.e
 	rs := f.rt
 	n := e.chunksOf(f.size)
-	rs.resize(0)
-	rs.resize(n)
+	rs.tags.cut(0)
 	if n == 0 {
 		rs.trusted, rs.loaded = true, true
 		return nil
@@ -370,36 +336,86 @@ func (f *File) rebuildEntries() error {
 	defer e.bufs.put(plain)
 	// Window by window (at most windowChunks, inside one group), so the
 	// buffer stays small with 1 MiB chunks too.
-	for first := uint64(0); first <= last; {
-		wLast := e.lay.runEnd(first, min(first+win-1, last))
-		end := e.cipherOffset(wLast) + int64(e.plainLen(wLast, f.size)+e.overhead)
-		stored := (*buf)[:end-e.cipherOffset(first)]
-		if err := readFullAt(f.b, stored, e.cipherOffset(first)); err != nil {
-			return &ChunkError{Index: first, Offset: int64(first) * int64(e.chunkSize), Err: err}
-		}
-		for i := first; i <= wLast; i++ {
-			pos := int(i-first) * e.cipherChunk
-			c := stored[pos : pos+e.plainLen(i, f.size)+e.overhead]
-			if i != last && len(c) == e.cipherChunk && content.IsHole(c) {
-				continue // a hole: zero entry
+	group := func(g uint64) error {
+		gLast := min(last, g*content.TagEntries+content.TagEntries-1)
+		for first := g * content.TagEntries; first <= gLast; {
+			wLast := min(first+win-1, gLast)
+			end := e.cipherOffset(wLast) + int64(e.plainLen(wLast, f.size)+e.overhead)
+			stored := (*buf)[:end-e.cipherOffset(first)]
+			if err := readFullAt(f.b, stored, e.cipherOffset(first)); err != nil {
+				return &ChunkError{Index: first, Offset: int64(first) * int64(e.chunkSize), Err: err}
 			}
-			if _, err := f.fc.Open((*plain)[:0], c, i, i == last); err != nil {
-				return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+			for i := first; i <= wLast; i++ {
+				pos := int(i-first) * e.cipherChunk
+				c := stored[pos : pos+e.plainLen(i, f.size)+e.overhead]
+				if i != last && len(c) == e.cipherChunk && content.IsHole(c) {
+					continue // a hole: zero entry
+				}
+				if _, err := f.fc.Open((*plain)[:0], c, i, i == last); err != nil {
+					return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+				}
+				f.setEntry(i, c)
 			}
-			f.setEntry(i, c)
+			// The entries of the window and, after the file's last chunk, the
+			// zeros to the end of its block.
+			to := wLast
+			if wLast == last {
+				to = last | (content.TagEntries - 1)
+			}
+			if err := f.writeEntries(first, to); err != nil {
+				return err
+			}
+			first = wLast + 1
 		}
-		// The entries of the window and, after the file's last chunk, the
-		// zeros to the end of its block.
-		to := wLast
-		if wLast == last {
-			to = last | (content.TagEntries - 1)
-		}
-		if err := f.writeEntries(first, to); err != nil {
-			return err
-		}
-		first = wLast + 1
+		return nil
+	}
+	lastGroup := last / content.TagEntries
+	if err := f.forDataGroups(0, lastGroup, group); err != nil {
+		return err
+	}
+	if err := group(lastGroup); err != nil {
+		return err
 	}
 	rs.trusted, rs.loaded = true, true
+	return nil
+}
+
+// forDataGroups calls fn, in order, for the groups in [from, to) whose
+// bytes (tag block and chunks) may hold data: with SEEK_DATA on the
+// backing, the groups that lie wholly in a hole are skipped; they read as
+// zeros. Without it, or once a seek fails, every group is data. So the
+// cost follows the data stored, not the file's size.
+func (f *File) forDataGroups(from, to uint64, fn func(g uint64) error) error {
+	l := f.e.lay
+	ds, seek := f.b.(dataSeeker)
+	for g := from; g < to; {
+		if !seek {
+			if err := fn(g); err != nil {
+				return err
+			}
+			g++
+			continue
+		}
+		d, err := ds.SeekData(l.tagBlockOffset(g))
+		if err == io.EOF {
+			return nil // a hole to the end of the file
+		}
+		var h int64
+		if err == nil {
+			h, err = ds.SeekHole(d)
+		}
+		if err != nil || h <= d {
+			seek = false
+			continue
+		}
+		first, end := max(g, l.groupOf(d)), min(to, l.groupOf(h-1)+1)
+		for ; first < end; first++ {
+			if err := fn(first); err != nil {
+				return err
+			}
+		}
+		g = max(end, first)
+	}
 	return nil
 }
 
@@ -478,15 +494,28 @@ func (f *File) VerifyRoot() error {
 	}
 	e := f.e
 	n := e.chunksOf(f.size)
+	if n == 0 {
+		return nil
+	}
 	buf := e.bufs.get(e.cipherChunk)
 	defer e.bufs.put(buf)
-	for i := range n {
-		stored := (*buf)[:e.plainLen(i, f.size)+e.overhead]
-		if err := readFullAt(f.b, stored, e.cipherOffset(i)); err != nil {
-			return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
-		}
-		if _, err := f.checkEntry(stored, i, i == n-1); err != nil {
-			return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+	// Only the groups with a non-zero entry, and the last (its last chunk
+	// is never a hole): every chunk of another group has a zero entry,
+	// which checkEntry takes for a hole without reading the chunk.
+	lastGroup := (n - 1) / content.TagEntries
+	groups := f.rt.tags.groupsIn(0, lastGroup)
+	if len(groups) == 0 || groups[len(groups)-1] != lastGroup {
+		groups = append(groups, lastGroup)
+	}
+	for _, g := range groups {
+		for i := g * content.TagEntries; i < min(n, (g+1)*content.TagEntries); i++ {
+			stored := (*buf)[:e.plainLen(i, f.size)+e.overhead]
+			if err := readFullAt(f.b, stored, e.cipherOffset(i)); err != nil {
+				return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+			}
+			if _, err := f.checkEntry(stored, i, i == n-1); err != nil {
+				return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+			}
 		}
 	}
 	return nil

@@ -24,6 +24,12 @@ type (
 	holeSeeker interface {
 		SeekHole(off int64) (int64, error)
 	}
+	// dataSeeker finds the first data at or after off, io.EOF if none
+	// (backing.File.SeekData). What it skips reads as zeros.
+	dataSeeker interface {
+		SeekData(off int64) (int64, error)
+		SeekHole(off int64) (int64, error)
+	}
 )
 
 // fdSpace gives a backing that is a real file without the optional methods
@@ -38,6 +44,7 @@ func (b fdSpace) ReserveSpace(off, length int64) error {
 }
 func (b fdSpace) PunchHole(off, length int64) error { return backing.PunchHole(b.fd, off, length) }
 func (b fdSpace) SeekHole(off int64) (int64, error) { return backing.SeekHole(b.fd, off) }
+func (b fdSpace) SeekData(off int64) (int64, error) { return backing.SeekData(b.fd, off) }
 
 // withFdSpace wraps b in fdSpace when it has an fd but not the optional
 // methods; any other backing is returned as it is.
@@ -136,17 +143,49 @@ func (f *File) punchStored(first, end uint64) error {
 }
 
 // punchTagged is punchStored for a file with roots: the holes' tag
-// entries become zero first (a hole is a zero entry under the root), then
-// the chunks are punched group by group, never a tag block between them.
+// entries become zero (a hole is a zero entry under the root) and the
+// chunks are punched. Where the backing punches holes, the whole range is
+// one punch, the tag blocks between included: a block not in the table
+// is zeros and stays so, and the blocks in it that held entries of the
+// range are written back whole after it (the header is DIRTY: the order
+// of the two is free, finalize makes both durable before a clean header).
+// So a punch costs the blocks that held data, not the range's size.
+// Otherwise the chunks are overwritten with zeros group by group, never
+// a tag block between them: of the groups that held entries when the
+// entries are trusted (another chunk with a zero entry is a hole already),
+// of every group when they are not (they say nothing of the chunks).
 func (f *File) punchTagged(first, end uint64) error {
-	clear(f.rt.entries[first*content.TagSize : end*content.TagSize])
-	if err := f.writeEntryRange(first, end); err != nil {
-		f.afterFailedWrite()
-		return err
+	e := f.e
+	rs := f.rt
+	held := rs.tags.clear(first, end)
+	start, stop := e.cipherOffset(first), e.cipherOffset(end-1)+int64(e.cipherChunk)
+	if p, ok := f.b.(holePuncher); ok && p.PunchHole(start, stop-start) == nil {
+		for _, g := range held {
+			if err := f.writeEntries(g*content.TagEntries, g*content.TagEntries+content.TagEntries-1); err != nil {
+				f.afterFailedWrite()
+				return err
+			}
+		}
+		return nil
+	}
+	run := func(lo, hi uint64) error { // chunks [lo, hi] of one group
+		if err := f.writeEntries(lo, hi); err != nil {
+			f.afterFailedWrite()
+			return err
+		}
+		return f.punchRun(lo, hi+1)
+	}
+	if rs.trusted {
+		for _, g := range held {
+			if err := run(max(first, g*content.TagEntries), min(end-1, g*content.TagEntries+content.TagEntries-1)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	for first < end {
-		last := f.e.lay.runEnd(first, end-1)
-		if err := f.punchRun(first, last+1); err != nil {
+		last := e.lay.runEnd(first, end-1)
+		if err := run(first, last); err != nil {
 			return err
 		}
 		first = last + 1

@@ -52,7 +52,7 @@ func (f *File) truncateToEmpty() error {
 	}
 	f.size = 0
 	if f.rt != nil {
-		f.rt.resize(0)
+		f.rt.tags.cut(0)
 	}
 	f.dropTail()
 	f.forgetHoles(0)
@@ -121,7 +121,7 @@ func (f *File) cutTo(size int64, last []byte) error {
 	if rs := f.rt; rs != nil {
 		// The new last entry and zeros after it, to the end of its block:
 		// entries past the end are zero (a later grow leaves holes there).
-		rs.resize(newLast + 1)
+		rs.tags.cut(newLast + 1)
 		f.setEntry(newLast, *stored)
 		if err := f.writeEntries(newLast, newLast|(content.TagEntries-1)); err != nil {
 			f.afterFailedWrite()

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
 // WriteAt writes plaintext like os.File.WriteAt, growing the file as needed;
@@ -65,10 +63,7 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	if err := f.markDirty(); err != nil {
 		return err
 	}
-	if err := f.zeroHoleEntries(&pl, newSize); err != nil {
-		f.afterFailedWrite()
-		return err
-	}
+	f.zeroHoleEntries(&pl)
 	if err := f.store(&pl, p, off, newSize); err != nil {
 		f.forgetHoles(0)
 		if f.rt != nil {
@@ -244,6 +239,9 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 		}
 		j.runFirst, j.stored = wFirst, (*buf)[:size]
 		j.nonces = nonces[done*e.nonceSize : (done+n)*e.nonceSize]
+		if rs := j.f.rt; rs != nil {
+			rs.tags.blockFor(wFirst) // the workers fill its entries
+		}
 		if err := e.forChunks(n, j); err != nil {
 			wait() // the buffers go back to the pool only when no write uses them
 			return err
@@ -294,8 +292,8 @@ func (j *sealJob) work(lo, hi int) error {
 		if len(out) != n {
 			panic(fmt.Sprintf("core: sealed chunk is %d bytes, want %d", len(out), n))
 		}
-		if j.f.rt != nil {
-			j.f.setEntry(i, out) // distinct i per worker: disjoint entries
+		if rs := j.f.rt; rs != nil {
+			rs.tags.set(i, j.f.fc.ChunkTag(out)) // distinct i per worker: disjoint entries
 		}
 	}
 	return nil
@@ -315,21 +313,14 @@ func (j *sealJob) release() {
 }
 
 // zeroHoleEntries prepares the tag entries of a file with roots for a
-// write planned by pl: room for the chunks of newSize bytes, and zero
-// entries for the chunks the write leaves as holes. Only in memory: holes
-// are made past the old end, where the stored entries are zero already
-// (entries past the last chunk are kept zero: cutTo, rebuildEntries), or
-// in new tag blocks past the end of the backing file.
-func (f *File) zeroHoleEntries(pl *writePlan, newSize int64) error {
-	rs := f.rt
-	if rs == nil {
-		return nil
+// write planned by pl: zero entries for the chunks the write leaves as
+// holes. Only in memory: holes are made past the old end, where the stored
+// entries are zero already (entries past the last chunk are kept zero:
+// cutTo, rebuildEntries), or in new tag blocks past the end of the backing
+// file. The chunks up to newSize need no room: a block not in the table is
+// zeros (tags.go), so a hole of any size costs nothing here.
+func (f *File) zeroHoleEntries(pl *writePlan) {
+	if rs := f.rt; rs != nil {
+		rs.tags.clear(pl.holesFrom, pl.holesTo)
 	}
-	rs.resize(f.e.chunksOf(newSize))
-	if pl.holesTo <= pl.holesFrom {
-		return nil
-	}
-	clear(rs.entries[pl.holesFrom*content.TagSize : pl.holesTo*content.TagSize])
-	rs.markStale(pl.holesFrom, pl.holesTo-1)
-	return nil
 }

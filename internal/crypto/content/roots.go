@@ -126,10 +126,11 @@ func (s *Suite) plainSizeRoots(body int64) (int64, error) {
 	return plain + last - int64(s.Overhead()), nil
 }
 
-// maxPlainSizeRoots is MaxPlainSize with tag blocks: whole groups only.
+// maxPlainSizeRoots is MaxPlainSize with tag blocks: whole groups only,
+// and at most MaxRootsChunks chunks (the bound on the root's cost).
 func (s *Suite) maxPlainSizeRoots() int64 {
 	groups := (math.MaxInt64 - int64(s.HeaderSize())) / s.groupCipherSize()
-	return groups * TagEntries * int64(s.chunkSize)
+	return min(groups*TagEntries, MaxRootsChunks) * int64(s.chunkSize)
 }
 
 // ChunkTag returns the 16-byte AEAD tag of a stored chunk, the value of

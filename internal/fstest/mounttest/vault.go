@@ -83,6 +83,30 @@ func NewRootsVault(t testing.TB, mod func(*mount.Options)) *Vault {
 	return newVault(t, t.TempDir(), boundVaultID, true, mod)
 }
 
+// NewRootsVaultIn is NewRootsVault with CIPHERDIR in cipher, an empty
+// directory (a tmpfs one for files past ext4's 16 TiB).
+func NewRootsVaultIn(t testing.TB, cipher string, mod func(*mount.Options)) *Vault {
+	t.Helper()
+	return newVault(t, cipher, boundVaultID, true, mod)
+}
+
+// SparseDir returns an empty directory, removed in t.Cleanup, on a file
+// system that holds sparse files up to 2^63 bytes: under /dev/shm when it
+// is tmpfs, and "" otherwise (ext4, the usual temp dir, stops at 16 TiB).
+func SparseDir(t testing.TB) string {
+	t.Helper()
+	var st unix.Statfs_t
+	if unix.Statfs("/dev/shm", &st) != nil || st.Type != unix.TMPFS_MAGIC {
+		return ""
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "encryptfs-test")
+	if err != nil {
+		return ""
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // BoundEnv, set to 1, makes every vault of NewVault and NewVaultIn a
 // bound one (NewBoundVault), to run a package's whole suite with location
 // binding on: ENCRYPTFS_TEST_BOUND=1 go test ./internal/forwardfs/.

@@ -137,6 +137,28 @@ func testTruncate(t *testing.T, e *env) {
 	wantErrno(t, unix.Truncate(e.dir, 0), "truncate directory", unix.EISDIR)
 	wantErrno(t, unix.Truncate(e.p("missing"), 0), "truncate missing", unix.ENOENT)
 	wantErrno(t, unix.Truncate(e.p("f", "x"), 0), "truncate under a file", unix.ENOTDIR)
+
+	// pjdfstest truncate/12: a length past the largest file is EFBIG; one
+	// the file system takes (999999999999999 is below 1 PiB) gives that
+	// size, at once, and the file stays usable. It used to kill an
+	// EncryptFS daemon with file roots (issue 18: the whole tag table was
+	// allocated).
+	const huge = 999999999999999
+	t0 := time.Now()
+	if err := unix.Truncate(f, huge); err == nil {
+		if st := lstat(t, f); st.Size != huge {
+			t.Errorf("truncate %d: size %d", int64(huge), st.Size)
+		}
+	} else if err != unix.EFBIG {
+		t.Errorf("truncate %d: %v, want success or EFBIG", int64(huge), err)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("truncate %d took %v", int64(huge), d)
+	}
+	ok(t, unix.Truncate(f, 5), "truncate back to 5")
+	if got := readFile(t, f); !bytes.Equal(got, data[:5]) {
+		t.Errorf("after the huge truncate and back: %q", got)
+	}
 }
 
 // testUtimensat: exact nanoseconds, UTIME_NOW, UTIME_OMIT, symlinks, errnos.

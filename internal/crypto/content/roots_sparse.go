@@ -1,0 +1,141 @@
+package content
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+)
+
+// A file with roots may be sparse: a hole, or the space a truncate adds,
+// has zero tag entries, so most of the tag blocks of a large file can be
+// all zeros. RootSparse computes the same root as Root from the hashes of
+// the blocks that hold a non-zero entry only: an all-zero block's hash is
+// a constant (zeroLeaf), and so is the node of a group of TagEntries
+// all-zero blocks (zeroNode). Its cost is O(len(blocks)) hashing plus one
+// 32-byte HMAC write per TagEntries blocks, which is what bounds the
+// largest file with roots (MaxRootsChunks).
+
+// MaxRootsChunks is the largest number of chunks of a file with roots:
+// 2^38 chunks, 2^30 tag blocks, 2^22 second-level nodes. Why a bound: the
+// root's HMAC input holds one 32-byte node per group of TagEntries tag
+// blocks whatever the file holds, so a sparse file costs its size/2^24
+// chunks of hashing at every clean close and first read. At the bound
+// that input is 128 MiB (about 0.1 s with SHA-NI, measured in
+// docs/format.md §16); a size above it is refused (EFBIG), as ext4 refuses
+// files above 16 TiB. In bytes: 1 PiB at 4 KiB chunks, 4 PiB at the
+// default 16 KiB, 256 PiB at 1 MiB.
+const MaxRootsChunks = 1 << 38
+
+// BlockHash is the TagBlockHash of tag block Index, for RootSparse.
+type BlockHash struct {
+	Index uint64
+	Hash  [sha256.Size]byte
+}
+
+// zeroLeaf is the TagBlockHash of an all-zero tag block; zeroNode is the
+// rootNode of TagEntries of them. Both are constants, computed once.
+var (
+	zeroLeaf = TagBlockHash(make([]byte, TagBlockSize))
+	zeroNode = rootNode(repeatHash(zeroLeaf, TagEntries))
+)
+
+// ZeroTagBlockHash returns TagBlockHash of an all-zero tag block.
+func ZeroTagBlockHash() [sha256.Size]byte { return zeroLeaf }
+
+func repeatHash(h [sha256.Size]byte, n int) [][sha256.Size]byte {
+	out := make([][sha256.Size]byte, n)
+	for i := range out {
+		out[i] = h
+	}
+	return out
+}
+
+// RootSparse is Root for a file of count tag blocks of which every block
+// not in blocks is all zeros. blocks holds the TagBlockHash of the others,
+// sorted by Index, each Index below count (a block listed with the hash of
+// zeros is allowed). It equals Root over the full list of count hashes.
+func (s *Suite) RootSparse(id FileID, size, gen, count uint64, blocks []BlockHash) ([RootSize]byte, error) {
+	var root [RootSize]byte
+	for k := range blocks {
+		if blocks[k].Index >= count || k > 0 && blocks[k].Index <= blocks[k-1].Index {
+			return root, fmt.Errorf("content: sparse root: block %d out of order or past %d blocks", blocks[k].Index, count)
+		}
+	}
+	s.keyMu.RLock()
+	defer s.keyMu.RUnlock()
+	if s.wiped {
+		return root, ErrWiped
+	}
+	m := hmac.New(sha256.New, s.headerMACKey)
+	m.Write([]byte(rootLabel))
+	m.Write(id[:])
+	var nums [24]byte
+	binary.BigEndian.PutUint64(nums[0:], size)
+	binary.BigEndian.PutUint64(nums[8:], gen)
+	binary.BigEndian.PutUint64(nums[16:], count)
+	m.Write(nums[:])
+	if count <= TagEntries {
+		writeLeaves(m, 0, count, blocks)
+	} else {
+		writeNodes(m, count, blocks)
+	}
+	copy(root[:], m.Sum(nil))
+	return root, nil
+}
+
+// hashWriter is what the root's levels are written to.
+type hashWriter interface{ Write([]byte) (int, error) }
+
+// writeLeaves writes the hashes of blocks [from, to) to w: those in
+// blocks (sorted, all inside the range) and zeroLeaf for the others.
+func writeLeaves(w hashWriter, from, to uint64, blocks []BlockHash) {
+	k := 0
+	for j := from; j < to; j++ {
+		if k < len(blocks) && blocks[k].Index == j {
+			w.Write(blocks[k].Hash[:])
+			k++
+			continue
+		}
+		w.Write(zeroLeaf[:])
+	}
+}
+
+// writeNodes writes the second-level nodes of count blocks to m: a group
+// holding a listed block is hashed, a full group without one is zeroNode,
+// a partial last group without one is hashed from zeroLeaf.
+func writeNodes(m hashWriter, count uint64, blocks []BlockHash) {
+	groups := (count + TagEntries - 1) / TagEntries
+	// Runs of empty groups go out zeroRun nodes per Write.
+	const zeroRun = 64
+	var zeros [zeroRun * sha256.Size]byte
+	for i := range zeroRun {
+		copy(zeros[i*sha256.Size:], zeroNode[:])
+	}
+	node := func(grp uint64, in []BlockHash) {
+		h := sha256.New()
+		h.Write([]byte{1})
+		writeLeaves(h, grp*TagEntries, min((grp+1)*TagEntries, count), in)
+		var out [sha256.Size]byte
+		m.Write(h.Sum(out[:0]))
+	}
+	last := groups - 1
+	for grp := uint64(0); grp < groups; {
+		next := last // the next group to hash: one with blocks, or the last
+		if len(blocks) > 0 {
+			next = min(next, blocks[0].Index/TagEntries)
+		}
+		for run := next - grp; run > 0; {
+			n := min(run, zeroRun)
+			m.Write(zeros[:n*sha256.Size])
+			run -= n
+		}
+		k := 0
+		for k < len(blocks) && blocks[k].Index/TagEntries == next {
+			k++
+		}
+		node(next, blocks[:k])
+		blocks = blocks[k:]
+		grp = next + 1
+	}
+}
