@@ -21,7 +21,7 @@ import (
 // vault.tamperV2Attacks (vault/tamper_full_test.go) again, on a default
 // vault made by encryptfs init, with the state set up through a real
 // mount by the writes shells and programs make (`>`, `>>`, dd
-// conv=notrunc, mkdir, rename, unlink, setxattr), the storage attacker's
+// conv=notrunc, truncate, mkdir, rename, unlink, setxattr), the storage attacker's
 // change made to CIPHERDIR while unmounted, and the outcome checked the
 // way a user meets it: a read through a new mount fails with EIO (and
 // shows no bytes the file never held), or freshness status reports the
@@ -378,7 +378,9 @@ var tamperMountAttacks = map[string]func(t *testing.T, v *tamperVault){
 		q := bytes.Repeat([]byte{'q'}, 2*cs)
 		v.mount(t)
 		must(t, os.WriteFile(v.path("p"), bytes.Repeat([]byte{'p'}, 2*cs), 0o600))
-		must(t, os.WriteFile(v.path("q"), q, 0o600))
+		// q written longer, then cut back (truncate) to its 2 chunks.
+		must(t, os.WriteFile(v.path("q"), append(bytes.Clone(q), "tail"...), 0o600))
+		must(t, unix.Truncate(v.path("q"), int64(len(q))))
 		v.unmount(t)
 		pq := v.backing(t, "q")
 		cur := storedAs(t, s, pq, int64(2*cs))
