@@ -26,6 +26,9 @@ const (
 	ExitCorruptData   = 11 // file data or a name failed authentication (offline tools)
 	ExitNoSpace       = 12 // the file system written to is full (ENOSPC) or over quota (EDQUOT)
 	ExitKeySlot       = 13 // a key slot change refused: the last slot, no slot with that ID (or not of the kind asked), too many slots
+	// ExitUnrecorded: unmounted, but the mount could not write its last
+	// freshness records (a full CIPHERDIR); the next mount writes them.
+	ExitUnrecorded = 29
 )
 
 // codedError carries an explicit exit code.

@@ -196,13 +196,16 @@ func mountSource(mnt string) string {
 // (the default state directory; one a mount chose with --state-dir is
 // not known here), so that what runs next (a backup, status, another
 // mount) sees the vault as recorded. Bounded by stateLockWait.
-func waitMountEnded(cipherDir string) {
+// It returns that state directory ("" without freshness).
+func waitMountEnded(cipherDir string) string {
 	if cipherDir == "" {
-		return
+		return ""
 	}
 	c, err := config.Load(cipherDir)
 	if err != nil || !hasFreshness(c) {
-		return
+		return ""
 	}
-	fresh.WaitUnlocked(session.FreshnessStateDir("", c.Params), stateLockWait)
+	dir := session.FreshnessStateDir("", c.Params)
+	fresh.WaitUnlocked(dir, stateLockWait)
+	return dir
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/encryptfs/encryptfs/internal/fresh"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,7 +39,10 @@ func (a *App) newUnmountCommand() *cobra.Command {
 			return withCode(ExitUnmount, err)
 		}
 		if !*lazy {
-			waitMountEnded(src) // freshness's last batch (freshopts.go)
+			// freshness's last batch (freshopts.go)
+			if dir := waitMountEnded(src); dir != "" && fresh.HasUnrecorded(dir) {
+				return errorfCode(ExitUnrecorded, "unmounted %s, but the mount could not write its last freshness records in %s (is it full?); they are kept on this machine and the next mount writes them", mnt, src)
+			}
 		}
 		return nil
 	}

@@ -50,9 +50,30 @@ func (v *Vault) batch(all bool) error {
 	touched, expects := v.touched, v.expects
 	v.touched, v.expects = map[string]map[string]bool{}, map[string]map[string]expected{}
 	v.touchMu.Unlock()
+	v.mu.Lock()
+	all = all || v.fullPending
+	v.mu.Unlock()
 	if !all && len(touched) == 0 {
 		return nil
 	}
+	err := v.record(all, touched, expects)
+	if err == nil && all {
+		v.mu.Lock()
+		v.fullPending = false
+		v.mu.Unlock()
+	}
+	if err != nil {
+		// Nothing noted is lost to a failed batch (a full disk, a
+		// manifests directory the storage replaced): the next batch
+		// takes the names again, and Close keeps them in the local
+		// state for the next mount (unrecorded.go).
+		v.requeue(touched, expects)
+	}
+	return err
+}
+
+// record is batch's work on the names it took.
+func (v *Vault) record(all bool, touched map[string]map[string]bool, expects map[string]map[string]expected) error {
 	v.mu.Lock()
 	if v.own == nil {
 		v.mu.Unlock()

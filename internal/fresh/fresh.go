@@ -31,6 +31,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"golang.org/x/sys/unix"
 )
 
 // Errors of the package.
@@ -112,8 +113,11 @@ type Vault struct {
 	state   *State
 	own     map[[fc.IDSize]byte]fc.EpochEntry
 	started bool
-	stop    chan struct{}
-	done    chan struct{}
+	// fullPending: Start's whole-tree batch failed (no space); the
+	// next batches record the whole tree until one succeeds.
+	fullPending bool
+	stop        chan struct{}
+	done        chan struct{}
 }
 
 // New opens freshness for the vault in dir with its master key. It reads
@@ -220,19 +224,27 @@ func (v *Vault) Start() error {
 		if rep.Status != OK {
 			v.log("freshness: the last mount on this machine did not end cleanly; recording the vault as it is now. Before that it was:\n" + rep.String())
 		}
-		err = v.batch(true)
+		err = v.startBatch(true)
 	case first:
 		// The first device of a vault records all of it.
-		err = v.batch(true)
+		err = v.startBatch(true)
 	case rep.Status == RolledBack && v.o.Strict:
 		return fmt.Errorf("%w: %d issue(s)", ErrRolledBack, len(rep.Issues))
 	case rep.Status != OK:
 		v.log(rep.String())
 	}
+	if !v.state.Dirty && !first && len(v.state.Unrecorded) > 0 {
+		// The last mount ended cleanly but could not record these
+		// (unrecorded.go): recorded now, after the check, and nothing
+		// else adopted.
+		v.noteUnrecorded(v.state.Unrecorded)
+		err = v.startBatch(false)
+	}
 	if err != nil {
 		return err
 	}
 	v.mu.Lock()
+	v.state.Unrecorded = nil // noted again, or recorded
 	v.state.Dirty = true
 	err = v.state.save(v.stateDir)
 	v.started = true
@@ -274,6 +286,23 @@ func (v *Vault) log(s string) {
 // call it; so does a timer).
 func (v *Vault) Flush() error { return v.batch(false) }
 
+// startBatch is Start's batch. A batch that fails for want of space (a
+// full CIPHERDIR) does not keep the vault from mounting, which is how the
+// user frees space: it is logged, and the mount's batches take it up
+// again (a whole-tree batch stays pending until one succeeds). Other
+// failures refuse the mount, as before.
+func (v *Vault) startBatch(all bool) error {
+	err := v.batch(all)
+	if err == nil || !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+		return err
+	}
+	v.mu.Lock()
+	v.fullPending = v.fullPending || all
+	v.mu.Unlock()
+	v.log("freshness: could not record the vault (" + err.Error() + "); mounting anyway: the mount records it once CIPHERDIR has room again")
+	return nil
+}
+
 // Close ends a writer: the last batch, then a clean state (not dirty).
 // It is idempotent.
 func (v *Vault) Close() error {
@@ -291,12 +320,20 @@ func (v *Vault) Close() error {
 			<-v.done
 		}
 		err = v.batch(false)
-		if err == nil {
-			v.mu.Lock()
-			v.state.Dirty = false
-			err = v.state.save(v.stateDir)
-			v.mu.Unlock()
+		v.mu.Lock()
+		switch {
+		case err == nil:
+			v.state.Dirty, v.state.Unrecorded = false, nil
+		case !v.fullPending:
+			// A clean end with changes left to record: the next
+			// mount records them (unrecorded.go), and adopts nothing
+			// else, as it would after a crash.
+			v.state.Dirty, v.state.Unrecorded = false, v.unrecorded()
 		}
+		if serr := v.state.save(v.stateDir); err == nil {
+			err = serr
+		}
+		v.mu.Unlock()
 	}
 	if v.lock != nil {
 		v.lock.Close()

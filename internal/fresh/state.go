@@ -77,6 +77,9 @@ type State struct {
 	// first seen (Unix seconds): it is a rollback once older than
 	// Options.Grace.
 	Pending map[string]int64 `json:",omitempty"`
+	// Unrecorded are the changes the last mount's batches could not
+	// record (unrecorded.go): the next mount records them.
+	Unrecorded []Unrecorded `json:",omitempty"`
 	// Replaced keeps, per object (EncodeID of its file or directory ID),
 	// the xattr digests this device recorded for it and replaced since,
 	// newest last, at most maxReplaced (noteReplacedXattrs). A device

@@ -109,3 +109,51 @@ func mustRead(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// TestFailedLastBatchAdoptsNothing (issue 18 L1): the storage makes a
+// mount's last batch fail (a file in place of the manifests directory).
+// That used to leave the state as after a crash, and the next mount,
+// strict or not, recorded the vault as it was, adopting a deletion the
+// storage had made before. Now the mount ends cleanly with its changes
+// kept in the local state: the next mount records just those, and the
+// deletion stays reported.
+func TestFailedLastBatchAdoptsNothing(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, state := newVault(t)
+	mnt, s, unmount := mountWriter(t, dir, state)
+	must(os.WriteFile(filepath.Join(mnt, "a"), []byte("a"), 0o644))
+	must(os.WriteFile(filepath.Join(mnt, "b"), []byte("b"), 0o644))
+	must(s.Freshness().Flush())
+	must(unmount())
+	must(os.Remove(backingName(t, dir, "b"))) // the storage deletes b
+
+	mnt, _, unmount = mountWriter(t, dir, state)
+	must(os.WriteFile(filepath.Join(mnt, "c"), []byte("written in the second mount"), 0o644))
+	man := ownManifests(t, dir)
+	must(os.Rename(man, man+".aside"))
+	must(os.WriteFile(man, []byte("in the way"), 0o600))
+	if err := unmount(); err == nil {
+		t.Fatal("the last batch wrote through a file in place of the manifests directory")
+	}
+	must(os.Remove(man))
+	must(os.Rename(man+".aside", man))
+
+	// Strict: b's deletion is only behind (a sync could explain it), so
+	// the mount goes on; it records c and nothing else.
+	o := options(state, false)
+	o.FreshnessStrict = true
+	_, _, unmount = mountWith(t, dir, o)
+	must(unmount())
+	rep := status(t, dir, state)
+	if rep.Status == fr.OK || !strings.Contains(rep.String(), "/b: deleted") {
+		t.Fatalf("b's deletion was adopted:\n%s", rep)
+	}
+	if strings.Contains(rep.String(), "/c") {
+		t.Fatalf("c, written through the mount, is not recorded:\n%s", rep)
+	}
+}
