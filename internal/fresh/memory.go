@@ -78,9 +78,6 @@ type Memory string
 // memoryName is the file of the vault with local ID id.
 func memoryName(id []byte) string { return hex.EncodeToString(id) + ".json" }
 
-// maxMemoryFile bounds a memory file as read.
-const maxMemoryFile = 64 << 10
-
 // Load returns what this machine has seen of the vault with local ID id
 // (ok false: never opened here).
 func (m Memory) Load(id []byte) (s ConfigSeen, ok bool, err error) {
