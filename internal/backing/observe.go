@@ -56,10 +56,13 @@ type Event struct {
 	Name2  string
 	Target string
 	Fd     int
-	Off    int64
-	Len    int64
-	Data   []byte
-	Flags  uint
+	// Dev and Ino identify Fd's inode when the FS knows it without
+	// asking (an ObservedFile made with its stat); 0 otherwise.
+	Dev, Ino uint64
+	Off      int64
+	Len      int64
+	Data     []byte
+	Flags    uint
 }
 
 // Observer sees every successful mutation and barrier made through an FS,
@@ -202,20 +205,32 @@ func (f *FS) Fremovexattr(fd int, name string) error {
 // NewFile wraps fd like the package's NewFile; its writes, truncates,
 // punched holes and fsyncs are reported.
 func (f *FS) NewFile(fd int, st *unix.Stat_t) *ObservedFile {
-	return &ObservedFile{File: NewFile(fd, st), fs: f}
+	o := &ObservedFile{File: NewFile(fd, st), fs: f}
+	if st != nil {
+		o.dev, o.ino = uint64(st.Dev), st.Ino
+	}
+	return o
 }
 
 // ObservedFile is a File whose mutations an FS reports.
 type ObservedFile struct {
 	*File
-	fs *FS
+	fs       *FS
+	dev, ino uint64 // from NewFile's stat: an observer needs no fstat per write
+}
+
+// event is an event on o's fd.
+func (o *ObservedFile) event(op Op) Event {
+	return Event{Op: op, Dir: -1, Dir2: -1, Fd: o.fd, Dev: o.dev, Ino: o.ino}
 }
 
 // WriteAt writes p at off and reports OpWrite.
 func (o *ObservedFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := o.File.WriteAt(p, off)
 	if n > 0 && o.fs.observed() {
-		o.fs.note(Event{Op: OpWrite, Dir: -1, Dir2: -1, Fd: o.fd, Off: off, Data: p[:n]})
+		ev := o.event(OpWrite)
+		ev.Off, ev.Data = off, p[:n]
+		o.fs.note(ev)
 	}
 	return n, err
 }
@@ -224,7 +239,9 @@ func (o *ObservedFile) WriteAt(p []byte, off int64) (int, error) {
 func (o *ObservedFile) Truncate(size int64) error {
 	err := o.File.Truncate(size)
 	if err == nil {
-		o.fs.note(Event{Op: OpTruncate, Dir: -1, Dir2: -1, Fd: o.fd, Off: size})
+		ev := o.event(OpTruncate)
+		ev.Off = size
+		o.fs.note(ev)
 	}
 	return err
 }
@@ -233,7 +250,9 @@ func (o *ObservedFile) Truncate(size int64) error {
 func (o *ObservedFile) PunchHole(off, length int64) error {
 	err := o.File.PunchHole(off, length)
 	if err == nil && length > 0 {
-		o.fs.note(Event{Op: OpPunch, Dir: -1, Dir2: -1, Fd: o.fd, Off: off, Len: length})
+		ev := o.event(OpPunch)
+		ev.Off, ev.Len = off, length
+		o.fs.note(ev)
 	}
 	return err
 }
@@ -242,7 +261,7 @@ func (o *ObservedFile) PunchHole(off, length int64) error {
 func (o *ObservedFile) Sync() error {
 	err := o.File.Sync()
 	if err == nil {
-		o.fs.note(Event{Op: OpFsync, Dir: -1, Dir2: -1, Fd: o.fd})
+		o.fs.note(o.event(OpFsync))
 	}
 	return err
 }

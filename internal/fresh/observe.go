@@ -63,8 +63,10 @@ func (o observer) Observe(ev backing.Event) {
 			v.paths.renamed("", "", true) // forget everything
 		}
 	case backing.OpWrite:
-		v.touchWrite(ev.Fd, ev.Off, ev.Data)
-	case backing.OpSetxattr, backing.OpRemovexattr, backing.OpTruncate, backing.OpPunch:
+		v.touchWrite(ev, ev.Off, ev.Data)
+	case backing.OpTruncate, backing.OpPunch:
+		v.touchWrite(ev, -1, nil)
+	case backing.OpSetxattr, backing.OpRemovexattr:
 		v.touchFd(ev.Fd)
 	case backing.OpFsync:
 		if ev.Fd >= 0 {
@@ -93,6 +95,18 @@ func (v *Vault) relPath(fd int) (string, bool) {
 		v.paths.putIf(gen, k, p, isDir)
 	}
 	return p, ok
+}
+
+// fileRelPath is relPath of an event on a file's contents: an
+// ObservedFile made with its stat names its inode, so the path cache
+// answers without an fstat per write.
+func (v *Vault) fileRelPath(ev backing.Event) (string, bool) {
+	if v.paths != nil && ev.Ino != 0 {
+		if p, _, ok := v.paths.lookup(inoKey{ev.Dev, ev.Ino}); ok {
+			return p, true
+		}
+	}
+	return v.relPath(ev.Fd)
 }
 
 // procPath is relPath from the kernel: the link /proc/self/fd/N.
@@ -140,8 +154,8 @@ func (v *Vault) touchFd(fd int) {
 // touchWrite is touchFd for a write of data at off; a write at offset 0
 // that begins with an authentic header is this device's version of the
 // file (expect.go).
-func (v *Vault) touchWrite(fd int, off int64, data []byte) {
-	p, ok := v.relPath(fd)
+func (v *Vault) touchWrite(ev backing.Event, off int64, data []byte) {
+	p, ok := v.fileRelPath(ev)
 	if !ok || p == "" {
 		return
 	}
