@@ -3,7 +3,6 @@ package content
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"math"
 )
@@ -194,32 +193,13 @@ func rootNode(hashes [][sha256.Size]byte) [sha256.Size]byte {
 // a root is only ever valid for its own file, even across headers.
 // Why 16 bytes: as the header MAC, forgery is an online 2^-128 guess.
 func (s *Suite) Root(id FileID, size, gen uint64, hashes [][sha256.Size]byte) ([RootSize]byte, error) {
-	var root [RootSize]byte
-	s.keyMu.RLock()
-	defer s.keyMu.RUnlock()
-	if s.wiped {
-		return root, ErrWiped
+	// One computation for both forms: the dense list is the sparse one
+	// with every block listed (RootSparse, which the engine uses).
+	blocks := make([]BlockHash, len(hashes))
+	for i := range hashes {
+		blocks[i] = BlockHash{Index: uint64(i), Hash: hashes[i]}
 	}
-	m := hmac.New(sha256.New, s.headerMACKey)
-	m.Write([]byte(rootLabel))
-	m.Write(id[:])
-	var nums [24]byte
-	binary.BigEndian.PutUint64(nums[0:], size)
-	binary.BigEndian.PutUint64(nums[8:], gen)
-	binary.BigEndian.PutUint64(nums[16:], uint64(len(hashes)))
-	m.Write(nums[:])
-	if len(hashes) <= TagEntries {
-		for i := range hashes {
-			m.Write(hashes[i][:])
-		}
-	} else {
-		for at := 0; at < len(hashes); at += TagEntries {
-			n := rootNode(hashes[at:min(at+TagEntries, len(hashes))])
-			m.Write(n[:])
-		}
-	}
-	copy(root[:], m.Sum(nil))
-	return root, nil
+	return s.RootSparse(id, size, gen, uint64(len(hashes)), blocks)
 }
 
 // CheckRoot compares a computed root with the header's in constant time.
