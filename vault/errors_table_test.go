@@ -105,12 +105,10 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/fresh.ErrNoState":          {fresh.ErrNoState, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/fresh.ErrBadState":         {fresh.ErrBadState, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/fresh.ErrLocked":           {fresh.ErrLocked, fault.Other, syscall.EIO, cli.ExitError, nil},
-	// A strict mount's refusal: the mount command gives it exit 28
-	// (cli.mountFreshError); anywhere else it is an ordinary error.
-	"internal/fresh.ErrRolledBack": {fresh.ErrRolledBack, fault.Other, syscall.EIO, cli.ExitError, nil},
-	// A config older than one this machine opened the vault with
-	// (docs/format.md §15a): every command exits 28.
-	"internal/fresh.ErrConfigRolledBack": {fresh.ErrConfigRolledBack, fault.Other, syscall.EIO, cli.ExitFreshRolledBack, nil},
+	// A strict mount's refusal, and a config older than one this machine
+	// opened the vault with (docs/format.md §15a): exit 28 wherever.
+	"internal/fresh.ErrRolledBack":       {fresh.ErrRolledBack, fault.RolledBack, syscall.EIO, cli.ExitFreshRolledBack, nil},
+	"internal/fresh.ErrConfigRolledBack": {fresh.ErrConfigRolledBack, fault.RolledBack, syscall.EIO, cli.ExitFreshRolledBack, nil},
 
 	"internal/crypto/content.ErrBadHeader":    {content.ErrBadHeader, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/crypto/content.ErrCorruptChunk": {content.ErrCorruptChunk, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},

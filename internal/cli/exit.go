@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/fault"
-	"github.com/encryptfs/encryptfs/internal/fresh"
 )
 
 // Exit codes. They are part of the interface (docs/cli.md): scripts test
@@ -68,9 +67,6 @@ func ExitCode(err error) int {
 	if errors.As(err, &ce) {
 		return ce.code
 	}
-	if errors.Is(err, fresh.ErrConfigRolledBack) {
-		return ExitFreshRolledBack
-	}
 	switch fault.Of(err) {
 	case fault.WrongPassword:
 		return ExitWrongPassword
@@ -86,6 +82,8 @@ func ExitCode(err error) int {
 		return ExitNoSpace
 	case fault.KeySlot:
 		return ExitKeySlot
+	case fault.RolledBack:
+		return ExitFreshRolledBack
 	}
 	return ExitError
 }

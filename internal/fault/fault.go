@@ -97,12 +97,16 @@ const (
 	KeySlot
 	// Closed: a vault or file was used after Close.
 	Closed
+	// RolledBack: the vault went back to an older state than this machine
+	// saw (freshness, docs/format.md §15 and §15a): a strict mount's
+	// refusal, a config from before a revoke.
+	RolledBack
 )
 
 // Kinds lists every kind, for tests and documentation tables.
 func Kinds() []Kind {
-	ks := make([]Kind, 0, int(Closed)+1)
-	for k := Other; k <= Closed; k++ {
+	ks := make([]Kind, 0, int(RolledBack)+1)
+	for k := Other; k <= RolledBack; k++ {
 		ks = append(ks, k)
 	}
 	return ks
@@ -116,7 +120,7 @@ var kindNames = [...]string{
 	TooManyLinks: "too many links",
 	Corrupt:      "corrupt", WrongPassword: "wrong password", NoConfig: "no config",
 	CorruptConfig: "corrupt config", UnsupportedVault: "unsupported vault",
-	KeySlot: "key slot", Closed: "closed",
+	KeySlot: "key slot", Closed: "closed", RolledBack: "rolled back",
 }
 
 func (k Kind) String() string {

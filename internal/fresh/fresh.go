@@ -45,7 +45,7 @@ var (
 	ErrLocked = fault.New(fault.Other, "fresh: the vault's local freshness state is held by a mount on this machine")
 	// ErrRolledBack: a strict start (Options.Strict) found that the
 	// vault went back.
-	ErrRolledBack = fault.New(fault.Other, "freshness: the vault was rolled back")
+	ErrRolledBack = fault.New(fault.RolledBack, "freshness: the vault was rolled back")
 )
 
 // DefaultInterval is how often a mount writes its manifests.

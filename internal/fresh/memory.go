@@ -25,7 +25,7 @@ import (
 
 // ErrConfigRolledBack: the config is older than one this machine opened
 // the vault with before.
-var ErrConfigRolledBack = fault.New(fault.Other, "encryptfs.conf was put back to an older version")
+var ErrConfigRolledBack = fault.New(fault.RolledBack, "encryptfs.conf was put back to an older version")
 
 // ConfigSeen is what a machine has seen of one vault's configs.
 type ConfigSeen struct {
