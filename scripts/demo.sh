@@ -15,6 +15,9 @@ bin=$work/encryptfs
 cipher=$work/cipher
 mnt=$work/mnt
 pwfile=$work/password
+# The vault's freshness state on this machine (docs/cli.md, --state-dir)
+# goes under $work too, so that the demo leaves nothing behind.
+export XDG_STATE_HOME=$work/state
 
 mounted() { awk -v m="$mnt" '$2 == m {found=1} END {exit !found}' /proc/mounts; }
 cleanup() {
@@ -49,9 +52,41 @@ ls -lR "$mnt"
 
 step "the ciphertext side: names, contents and sizes on disk"
 find "$cipher" -printf '%M %10s  %P\n' | sort -k3
-echo "first bytes of the stored hello.txt (a 128-byte format-2 header: version 2, the file ID, its bindings to its place, a MAC; then the chunks):"
-stored=$(find "$cipher" -maxdepth 1 -type f ! -name 'encryptfs.*' -size -200c | head -n 1)
-od -A x -t x1z "$stored" | head -n 4
+# Where hello.txt is stored: encrypt-path asks the vault (names are
+# encrypted, and the layout may change), rather than guessing by size.
+stored=$cipher/$("$bin" encrypt-path --passfile "$pwfile" "$cipher" hello.txt)
+[ -f "$stored" ] || { echo "stored hello.txt not found at $stored" >&2; exit 1; }
+plain_size=$(stat -c %s "$mnt/hello.txt")
+stored_size=$(stat -c %s "$stored")
+# Format 2 (docs/format.md §14, §16): a 128-byte header; with file roots
+# (the default, feature flag FileRoots) a 4096-byte tag block before each
+# group of 256 chunks; then each chunk as nonce + ciphertext + 16-byte
+# tag, the nonce 16 bytes (aes-256-gcm, the default; aes-256-siv) or 24
+# (xchacha20-poly1305) (§5.3).
+"$bin" info "$cipher" >"$work/info"
+header=128
+if grep -q '^Feature flags:.*FileRoots' "$work/info"; then tagblock=4096; else tagblock=0; fi
+if grep -q '^Cipher: *xchacha20-poly1305' "$work/info"; then nonce=24; else nonce=16; fi
+chunk=$((stored_size - header - tagblock))
+echo "the stored hello.txt: ${stored#"$work"/}"
+echo "  $stored_size bytes on disk for $plain_size bytes of plaintext:"
+echo "  $header-byte header (version 2, flags, epoch, the file ID, size, generation, root, its bindings to its place, a MAC)"
+if [ "$tagblock" -gt 0 ]; then
+	echo "  + $tagblock-byte tag block (file roots: one 16-byte entry per chunk, that chunk's tag, i.e. its last 16 bytes; the rest zero)"
+fi
+echo "  + one $chunk-byte chunk ($nonce-byte nonce + $((chunk - nonce - 16)) bytes of ciphertext + 16-byte tag)"
+if [ "$chunk" -ne $((plain_size + nonce + 16)) ]; then
+	echo "unexpected stored size $stored_size for $plain_size bytes of plaintext" >&2
+	exit 1
+fi
+echo "header:"
+od -A d -t x1 -N "$header" "$stored"
+if [ "$tagblock" -gt 0 ]; then
+	echo "tag block (first entry, then all zero):"
+	od -A d -t x1 -j "$header" -N "$tagblock" "$stored"
+fi
+echo "chunk:"
+od -A d -t x1 -j $((header + tagblock)) "$stored"
 if grep -rq "Hello from EncryptFS" "$cipher"; then
 	echo "plaintext found in CIPHERDIR!" >&2
 	exit 1

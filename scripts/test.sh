@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every check: gofmt, go vet, staticcheck (when installable), and the
-# tests with the race detector. Packages that mount FUSE run one at a time.
+# Runs every check: the README's demo (scripts/demo.sh), gofmt, go vet,
+# staticcheck (when installable), and the tests with the race detector. Packages that mount FUSE run one at a time.
 # Fails if an encryptfs mount is left behind. On a fresh Debian 12 machine
 # it first installs what is missing (scripts/setup.sh).
 set -euo pipefail
@@ -18,6 +18,14 @@ ci_mounts() { awk '$3 ~ /^fuse\.encryptfs/ {print $2}' /proc/mounts | sort; }
 ci_before=$(ci_mounts)
 # Never rm -rf through a live mount.
 trap '[ -z "$(mounts_under "$test_tmp")" ] && rm -rf "$test_tmp"' EXIT
+
+echo "== demo (scripts/demo.sh, the README's first command)"
+# Early: it takes about 15 s, and a demo that fails on a clean clone is the
+# first thing a newcomer meets. It cleans up after itself (its mount too).
+if ! bash scripts/demo.sh; then
+	echo "scripts/demo.sh failed" >&2
+	exit 1
+fi
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(go list -f '{{.Dir}}' ./...))

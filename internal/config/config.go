@@ -178,6 +178,9 @@ type Config struct {
 	// maxKDFMemoryKiB, when not 0, is the most memory Unlock and Rewrap
 	// may give Argon2id (see LimitKDFMemory).
 	maxKDFMemoryKiB uint64
+	// passwordKDFRuns counts the Argon2id runs of PasswordSecret on this
+	// Config, for the tests that bound them (MaxPasswordSlots).
+	passwordKDFRuns int
 }
 
 // Raw returns the bytes c was parsed from, or nil if c was not parsed

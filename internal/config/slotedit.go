@@ -109,6 +109,9 @@ func (c *Config) AddSlot(masterKey []byte, h SlotHeader, secret []byte, rand io.
 	if len(c.Slots) >= MaxSlots {
 		return 0, fmt.Errorf("%w: at most %d", ErrSlotLimit, MaxSlots)
 	}
+	if h.Type == SlotPassword && passwordSlots(c.Slots) >= MaxPasswordSlots {
+		return 0, fmt.Errorf("%w: at most %d password slots (add a keyfile, age or recovery slot instead)", ErrSlotLimit, MaxPasswordSlots)
+	}
 	if h.ID == 0 {
 		h.ID = c.NextSlotID()
 	} else if _, _, err := c.SlotByID(h.ID); err == nil {

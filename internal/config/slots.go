@@ -24,6 +24,18 @@ const (
 	// MaxSlots: a vault needs a handful of ways in; 32 leaves room for a
 	// team without letting a config grow without bound.
 	MaxSlots = 32
+	// MaxPasswordSlots bounds the password slots, the only ones whose
+	// secret costs an Argon2id run: a password is tried on every password
+	// slot, each run before the config MAC (keyed by the master key) can
+	// say the slot was planted, so without this bound a storage attacker
+	// who adds copies of slots makes every unlock run Argon2id up to
+	// MaxSlots times (8 planted slots at the default cost: 18-31 s). A
+	// config with more is refused while parsing, before any KDF
+	// (docs/format.md §3a, "Bounds"): an unlock runs Argon2id at most this
+	// often, each run within format 1's bounds and the memory limit.
+	// People beyond a few share a vault through age, keyfile or recovery
+	// slots, which cost an HKDF.
+	MaxPasswordSlots = 4
 	// MinSlotID and MaxSlotID: IDs are small, stable numbers the user
 	// names slots by (key remove 3); 0 is never used.
 	MinSlotID, MaxSlotID = 1, 255
@@ -150,7 +162,13 @@ func validateSlots(slots []Slot) error {
 		return fmt.Errorf("%w: %w: %d (at most %d)", ErrCorrupt, ErrSlotLimit, len(slots), MaxSlots)
 	}
 	seen := map[int]bool{}
+	passwords := 0
 	for _, s := range slots {
+		if s.Header.Type == SlotPassword {
+			if passwords++; passwords > MaxPasswordSlots {
+				return fmt.Errorf("%w: %w: more than %d password slots (each costs an Argon2id run before the config MAC can be checked)", ErrCorrupt, ErrSlotLimit, MaxPasswordSlots)
+			}
+		}
 		if err := s.Header.Validate(); err != nil {
 			return err
 		}
@@ -163,6 +181,17 @@ func validateSlots(slots []Slot) error {
 		}
 	}
 	return nil
+}
+
+// passwordSlots is the number of password slots in slots.
+func passwordSlots(slots []Slot) int {
+	n := 0
+	for _, s := range slots {
+		if s.Header.Type == SlotPassword {
+			n++
+		}
+	}
+	return n
 }
 
 // MaxKDFMemoryKiB is the largest Argon2id memory cost unlocking c with a

@@ -46,6 +46,7 @@ func (c *Config) PasswordSecret(h SlotHeader, password []byte) ([]byte, error) {
 	if err := c.CheckKDFMemory(h.KDF.MemoryKiB); err != nil {
 		return nil, err
 	}
+	c.passwordKDFRuns++
 	secret, err := h.KDF.Key(password)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)

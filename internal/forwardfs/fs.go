@@ -49,6 +49,11 @@ type Options struct {
 	// must stay below the entry and attribute timeouts. 0: never (as with
 	// SharedStorage).
 	ListingCache time.Duration
+	// LookupHook, a test hook, is called at the start of every LOOKUP
+	// with the name looked up; nil: none. The panic tests make it panic
+	// on one name to show that the mount answers that request with EIO
+	// and goes on serving (internal/mount's PanicHandler).
+	LookupHook func(name string)
 }
 
 // Root is the root node of a mounted vault plus the state shared by all

@@ -292,6 +292,9 @@ func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out 
 // does (tree.Resolve): its own encrypted name, else an alias.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	n.r.touch()
+	if h := n.r.opts.LookupHook; h != nil {
+		h(name)
+	}
 	fd, id, release, err := n.openDir()
 	if err != nil {
 		return nil, n.errno(err, "lookup")

@@ -158,7 +158,7 @@ func (w *devWorker) run(pin bool) {
 func (w *devWorker) answer(n int) {
 	in := [1][]byte{w.in[:n]}
 	out := [1][]byte{w.out}
-	m, st := w.ps.HandleRequest(in[:], out[:])
+	m, st := serveRequest(w.ps, in[:], out[:], w.logf)
 	w.served.Add(1)
 	if n < inHeaderSize {
 		return

@@ -267,7 +267,7 @@ func (q *queue) answer(e *entry) {
 		}
 		in := [3][]byte{h[:inHeaderSize], h[hdrOpIn : hdrOpIn+opInSize], payload}
 		out := [2][]byte{h[:outHeaderSize], e.payload}
-		n, st = q.ps.HandleRequest(in[:], out[:])
+		n, st = serveRequest(q.ps, in[:], out[:], q.logf)
 	}
 	switch {
 	case !st.Ok():

@@ -38,6 +38,7 @@ type Options struct {
 	ExtraOptions      []string          // more -o options for the kernel
 	Transport         fuseuring.Mode    // auto (default), uring or classic
 	Logger            *log.Logger       // diagnostics; nil discards them
+	LookupHook        func(name string) // test hook: forwardfs.Options.LookupHook
 }
 
 // ErrNoSession is returned when Options.Session is nil.
@@ -84,6 +85,7 @@ func Mount(opts Options) (*Server, error) {
 		// Half the entry and attribute timeouts: a listing served from
 		// the kernel's cache finds its entries' attributes still cached.
 		ListingCache: cacheTimeout / 2,
+		LookupHook:   opts.LookupHook,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mount: %w", err)

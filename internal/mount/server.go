@@ -3,6 +3,7 @@ package mount
 import (
 	"log"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
@@ -64,6 +65,7 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 			// fit the 1 MiB pipe with its header, so go-fuse logged
 			// "trySplice: ... max pipe size" and fell back on every one.
 			DisableSplice: true,
+			PanicHandler:  panicHandler(c.logger),
 		},
 	}
 	logf := logfTo(c.logger)
@@ -97,6 +99,23 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 // first worker read until it is stuck (the lazy hand-off). A developer tool, like
 // cpuProfileEnv.
 const classicLoopEnv = "ENCRYPTFS_CLASSIC_LOOP"
+
+// panicHandler is the mount's fuse.MountOptions.PanicHandler: go-fuse
+// recovers a panic in a node method and answers that request with the
+// status returned here, EIO; the mount goes on serving. The panic and its
+// stack are logged once, to l (the mount's log: syslog for a daemon), or
+// to the standard logger when l is nil: a panic is a bug, never
+// discarded. (A panic in what go-fuse runs after its recover, a
+// ReadResult's methods, is fuseuring's: serveRequest there.)
+func panicHandler(l *log.Logger) func(any) fuse.Status {
+	if l == nil {
+		l = log.Default()
+	}
+	return func(r any) fuse.Status {
+		l.Printf("panic in a FUSE request handler (answered EIO; the mount goes on): %v\n%s", r, debug.Stack())
+		return fuse.EIO
+	}
+}
 
 // logfTo returns a Printf to l that discards everything when l is nil.
 func logfTo(l *log.Logger) func(format string, args ...any) {
