@@ -60,6 +60,9 @@ func (o Options) openEpochs(dir string, c *config.Config, master []byte) (*Sessi
 		return nil, err
 	}
 	defer oe.wipeEpochs()
+	if err := o.checkUpgrade(dir, c, master); err != nil {
+		return nil, err
+	}
 	k0 := master
 	if len(oe.epochs) > 0 {
 		k0 = oe.epochs[0]

@@ -78,9 +78,6 @@ func OpenWith(dir string, cr keyslot.Credentials, o Options) (*Session, error) {
 	}
 	// Before any credential is asked for or tried: a half-upgraded vault
 	// is refused whatever opens it.
-	if err := o.checkUpgrade(dir, c); err != nil {
-		return nil, err
-	}
 	r, err := keyslot.Unlock(c, cr)
 	if err != nil {
 		return nil, err

@@ -215,9 +215,6 @@ func Open(dir string, password []byte, o Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := o.checkUpgrade(dir, c); err != nil {
-		return nil, err
-	}
 	master, err := c.Unlock(password)
 	if err != nil {
 		return nil, err
@@ -283,9 +280,6 @@ func OpenWithMasterKey(dir string, masterKey []byte, o Options) (*Session, error
 		} else if err != nil {
 			return nil, err
 		}
-	}
-	if err := o.checkUpgrade(dir, c); err != nil {
-		return nil, err
 	}
 	return o.openEpochs(dir, c, masterKey)
 }

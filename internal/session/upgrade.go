@@ -2,12 +2,10 @@ package session
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -101,18 +99,29 @@ func unrootedSuite(p config.Params, chain [][]byte) (*content.Suite, error) {
 // lost to a crash: the content is complete, the vault opens. A marker
 // beside a bound config without FileRoots is an upgrade adding roots,
 // interrupted: some files have roots, which that config does not read.
-func (o Options) checkUpgrade(dir string, c *config.Config) error {
+//
+// Only a marker this vault wrote counts (its tag verifies under the
+// master key, keys.UpgradeMarkerTag): one planted by whoever writes
+// CIPHERDIR, copied from another vault, or left by a build before the
+// tag (16 bytes) does not block the vault (issue 18, L3). So the check
+// runs after the unlock, with the config's current key.
+func (o Options) checkUpgrade(dir string, c *config.Config, master []byte) error {
 	if o.Upgrading || upgraded(c.Params) {
 		return nil
 	}
-	_, err := os.Lstat(filepath.Join(dir, config.UpgradeMarkerName))
-	switch {
-	case err == nil:
-		return ErrUpgradeIncomplete
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
+	rootfd, err := backing.OpenRoot(dir)
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("session: %w", err)
+	defer backing.Close(rootfd)
+	m, err := readMarker(rootfd)
+	if err != nil || m == nil {
+		return err
+	}
+	if m.authentic(master) {
+		return ErrUpgradeIncomplete
+	}
+	return nil
 }
 
 // UpgradeProgress is how far UpgradeContent is: objects (files and
@@ -161,26 +170,38 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 		return UpgradeResult{}, err
 	}
 	defer backing.Close(rootfd)
-	marker, err := readMarker(rootfd)
+	m, err := readMarker(rootfd)
 	if err != nil {
 		return UpgradeResult{}, err
 	}
 	if upgraded(ring.cfg.Params) {
 		return UpgradeResult{AlreadyBound: true, VaultID: ring.cfg.Params.VaultID}, s.removeMarker(rootfd)
 	}
-	res := UpgradeResult{Resumed: marker != nil, VaultID: marker}
+	// A marker is resumed from when this vault wrote it (its tag), or,
+	// without a tag, when a build before the tag did: such a VaultID is
+	// only kept if objects an interrupted run converted verify under it
+	// (below); one planted in CIPHERDIR names nothing converted, and is
+	// replaced by a random VaultID of this run.
+	legacy := m != nil && m.tag == nil
+	var marked []byte
+	if m.authentic(ring.master) || legacy {
+		marked = m.vid
+	}
+	res := UpgradeResult{Resumed: marked != nil, VaultID: marked}
 	switch {
 	case ring.cfg.Params.Bound():
 		// Bound already (without roots): the VaultID stays. A marker
 		// holds the same one (written by this step's earlier run).
 		res.VaultID = ring.cfg.Params.VaultID
-		if marker != nil && !bytes.Equal(marker, res.VaultID) {
-			return res, fmt.Errorf("%w: %s names another VaultID than the config", tree.ErrCorruptDir, config.UpgradeMarkerName)
+		if marked != nil && !bytes.Equal(marked, res.VaultID) {
+			if !legacy {
+				return res, fmt.Errorf("%w: %s names another VaultID than the config", tree.ErrCorruptDir, config.UpgradeMarkerName)
+			}
+			marked, res.Resumed = nil, false
 		}
-	case marker == nil:
-		res.VaultID = make([]byte, config.VaultIDSize)
-		if _, err := io.ReadFull(s.rand, res.VaultID); err != nil {
-			return res, fmt.Errorf("session: random VaultID: %w", err)
+	case marked == nil:
+		if res.VaultID, err = s.newVaultID(); err != nil {
+			return res, err
 		}
 	}
 	bound, err := ring.cfg.Params.WithBoundLocations(res.VaultID)
@@ -214,12 +235,22 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 	if err := u.scan(); err != nil {
 		return res, err
 	}
+	if legacy && marked != nil && !ring.cfg.Params.Bound() && !u.anyConverted() {
+		// An untagged marker that no converted object vouches for:
+		// planted, or an old build's run interrupted before it
+		// converted anything. Start afresh with a VaultID of this run.
+		if err := s.removeMarker(rootfd); err != nil {
+			return res, err
+		}
+		return s.UpgradeContent(progress)
+	}
 	res.Skipped = u.skipped
 	if len(u.problems) > 0 {
 		return res, u.blocked()
 	}
-	if marker == nil {
-		if err := s.writeMarker(rootfd, res.VaultID); err != nil {
+	if !m.authentic(ring.master) || !bytes.Equal(m.vid, res.VaultID) {
+		// (Re)written with this build's tag, before any object changes.
+		if err := s.writeMarker(rootfd, res.VaultID, ring.master); err != nil {
 			return res, err
 		}
 	}
@@ -227,7 +258,7 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 		return res, err
 	}
 	res.Dirs, res.Files, res.Relinked = u.doneDirs, u.doneFiles, u.relinked
-	if marker != nil {
+	if res.Resumed {
 		// A config temporary beside the marker is this upgrade's own
 		// last step, interrupted: nothing else writes the config of a
 		// vault every other open refuses.
@@ -248,30 +279,63 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 	return res, s.removeMarker(rootfd)
 }
 
-// markerTemp is the temporary name the marker is written under.
-const markerTemp = config.UpgradeMarkerName + ".tmp"
-
-// readMarker returns the VaultID in CIPHERDIR's encryptfs.upgrade, or nil
-// if there is none.
-func readMarker(rootfd int) ([]byte, error) {
-	vid, err := backing.ReadFileAt(rootfd, config.UpgradeMarkerName, config.VaultIDSize)
-	switch {
-	case errors.Is(err, unix.ENOENT):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("session: read %s: %w", config.UpgradeMarkerName, err)
-	case len(vid) != config.VaultIDSize:
-		return nil, fmt.Errorf("%w: %s is %d bytes, want %d", tree.ErrCorruptDir, config.UpgradeMarkerName, len(vid), config.VaultIDSize)
+// newVaultID draws a VaultID for the vault being upgraded.
+func (s *Session) newVaultID() ([]byte, error) {
+	vid := make([]byte, config.VaultIDSize)
+	if _, err := io.ReadFull(s.rand, vid); err != nil {
+		return nil, fmt.Errorf("session: random VaultID: %w", err)
 	}
 	return vid, nil
 }
 
-// writeMarker makes encryptfs.upgrade durable before any object changes:
-// written under a temporary name and fsynced, renamed, and the root
-// fsynced, so that a crash leaves no marker or a whole one.
-func (s *Session) writeMarker(rootfd int, vid []byte) error {
+// markerTemp is the temporary name the marker is written under.
+const markerTemp = config.UpgradeMarkerName + ".tmp"
+
+// marker is CIPHERDIR's encryptfs.upgrade: the VaultID the upgrade
+// binds with and its tag (keys.UpgradeMarkerTag); a marker of a build
+// before the tag holds the VaultID alone (tag nil).
+type marker struct {
+	vid, tag []byte
+}
+
+// authentic reports whether m's tag verifies under master.
+func (m *marker) authentic(master []byte) bool {
+	if m == nil || m.tag == nil {
+		return false
+	}
+	want, err := keys.UpgradeMarkerTag(master, m.vid)
+	return err == nil && hmac.Equal(want[:], m.tag)
+}
+
+// readMarker returns CIPHERDIR's encryptfs.upgrade, or nil if there is
+// none or it is not a marker at all (any other size): nothing this
+// vault wrote, so nothing to resume or to refuse the vault for.
+func readMarker(rootfd int) (*marker, error) {
+	b, err := backing.ReadFileAt(rootfd, config.UpgradeMarkerName, config.VaultIDSize+keys.UpgradeMarkerTagSize)
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, backing.ErrTooBig), errors.Is(err, backing.ErrNotRegular), errors.Is(err, unix.ELOOP):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("session: read %s: %w", config.UpgradeMarkerName, err)
+	case len(b) == config.VaultIDSize:
+		return &marker{vid: b}, nil
+	case len(b) == config.VaultIDSize+keys.UpgradeMarkerTagSize:
+		return &marker{vid: b[:config.VaultIDSize], tag: b[config.VaultIDSize:]}, nil
+	}
+	return nil, nil
+}
+
+// writeMarker makes encryptfs.upgrade (the VaultID and its tag under
+// master) durable before any object changes: written under a temporary
+// name and fsynced, renamed, and the root fsynced, so that a crash
+// leaves no marker or a whole one.
+func (s *Session) writeMarker(rootfd int, vid, master []byte) error {
+	tag, err := keys.UpgradeMarkerTag(master, vid)
+	if err != nil {
+		return err
+	}
 	s.fs.Unlinkat(rootfd, markerTemp, 0)
-	if err := s.fs.WriteFileAt(rootfd, markerTemp, vid, 0o400); err != nil {
+	if err := s.fs.WriteFileAt(rootfd, markerTemp, append(slices.Clone(vid), tag[:]...), 0o400); err != nil {
 		return fmt.Errorf("session: write %s: %w", config.UpgradeMarkerName, err)
 	}
 	if err := s.fs.Renameat2(rootfd, markerTemp, rootfd, config.UpgradeMarkerName, 0); err != nil {

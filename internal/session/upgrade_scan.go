@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -47,6 +48,13 @@ type upgrader struct {
 	skipped  int
 
 	doneDirs, doneFiles, relinked int
+}
+
+// anyConverted reports whether the scan found an object an earlier run
+// converted (a v2 directory ID or a v2 file with roots, both bound to
+// the VaultID the upgrade binds with).
+func (u *upgrader) anyConverted() bool {
+	return len(u.v2) > 0 || slices.ContainsFunc(u.dirs, func(d *upDir) bool { return d.v2 })
 }
 
 // upDir is a directory found by the scan.

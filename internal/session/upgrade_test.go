@@ -10,6 +10,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 )
@@ -81,9 +82,7 @@ func TestParamsTurnBindingOn(t *testing.T) {
 // the marker is a lost last step and the vault opens.
 func TestHalfUpgradedRefused(t *testing.T) {
 	dir, master, _ := newV2Vault(t, "a")
-	if err := os.WriteFile(filepath.Join(dir, config.UpgradeMarkerName), testVaultID, 0o400); err != nil {
-		t.Fatal(err)
-	}
+	writeMarkerFile(t, dir, testVaultID, master)
 	for name, open := range map[string]func() (*Session, error){
 		"Open": func() (*Session, error) { return Open(dir, password, Options{}) },
 		"OpenWith": func() (*Session, error) {
@@ -203,5 +202,71 @@ func TestUpgradeAssignFirstDir(t *testing.T) {
 	}
 	if len(dirs[2].ops) != 1 || dirs[2].ops[0].kind != opPair {
 		t.Errorf("pair op in /c: %+v", dirs[2].ops)
+	}
+}
+
+// writeMarkerFile writes dir's upgrade marker for vid, tagged under
+// master (nil: untagged, as builds before the tag wrote it).
+func writeMarkerFile(t *testing.T, dir string, vid, master []byte) {
+	t.Helper()
+	b := bytes.Clone(vid)
+	if master != nil {
+		tag, err := keys.UpgradeMarkerTag(master, vid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, tag[:]...)
+	}
+	p := filepath.Join(dir, config.UpgradeMarkerName)
+	os.Remove(p)
+	if err := os.WriteFile(p, b, 0o400); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlantedUpgradeMarker (issue 18, L3): a marker this vault did not
+// write (untagged, garbage, or another vault's, tagged under its key)
+// neither blocks the vault nor makes its upgrade adopt the VaultID in it.
+func TestPlantedUpgradeMarker(t *testing.T) {
+	planted := bytes.Repeat([]byte{0xa7}, config.VaultIDSize)
+	_, otherMaster, _ := newV2Vault(t, "other")
+	for name, content := range map[string]func(dir string){
+		"untagged":      func(dir string) { writeMarkerFile(t, dir, planted, nil) },
+		"other vault's": func(dir string) { writeMarkerFile(t, dir, planted, otherMaster) },
+		"garbage": func(dir string) {
+			if err := os.WriteFile(filepath.Join(dir, config.UpgradeMarkerName), bytes.Repeat([]byte{1}, 40), 0o400); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, _, _ := newV2Vault(t, "a")
+			content(dir)
+			s, err := Open(dir, password, Options{})
+			if err != nil {
+				t.Fatalf("a planted marker blocks the vault: %v", err)
+			}
+			s.Close()
+			s, err = OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{Upgrading: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.UpgradeContent(nil)
+			s.Close()
+			if err != nil {
+				t.Fatalf("UpgradeContent: %v", err)
+			}
+			if res.Resumed || bytes.Equal(res.VaultID, planted) {
+				t.Fatalf("the upgrade adopted the planted marker: %+v", res)
+			}
+			s, err = Open(dir, password, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if bytes.Equal(s.Params().VaultID, planted) || !s.Tree().Bound() {
+				t.Fatalf("after the upgrade: VaultID %x, bound %v", s.Params().VaultID, s.Tree().Bound())
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ package keys
 
 import (
 	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -135,4 +136,38 @@ func LocalID(k0 []byte) ([LocalIDSize]byte, error) {
 	}
 	copy(id[:], b)
 	return id, nil
+}
+
+// LabelUpgradeMarker is the HKDF label of the key that authenticates
+// `encryptfs.upgrade`, the marker of a content upgrade in progress
+// (docs/format.md §14, "Upgrading").
+const LabelUpgradeMarker = "encryptfs v2 upgrade marker"
+
+// UpgradeMarkerTagSize is the length of the marker's tag.
+const UpgradeMarkerTagSize = 16
+
+// UpgradeMarkerTag returns HMAC-SHA256(HKDF-SHA256(master, salt = empty,
+// info = LabelUpgradeMarker), "encryptfs upgrade marker\x00" ‖ vaultID),
+// truncated to 16 bytes: the tag that makes a marker this vault's own.
+// Why: whoever writes CIPHERDIR could plant a marker to block every open
+// of a vault, or to make the next upgrade adopt a VaultID they chose;
+// without the master key they cannot make one that verifies. Why a key
+// of its own: a distinct label keeps it independent of every other
+// subkey. Why 16 bytes: forging is an online 2^-128 guess, as for the
+// header MAC. The caller compares tags with hmac.Equal.
+func UpgradeMarkerTag(master, vaultID []byte) ([UpgradeMarkerTagSize]byte, error) {
+	var tag [UpgradeMarkerTagSize]byte
+	if len(master) != MasterKeySize {
+		return tag, fmt.Errorf("%w (got %d)", ErrMasterKey, len(master))
+	}
+	k, err := hkdf.Key(sha256.New, master, nil, LabelUpgradeMarker, 32)
+	if err != nil {
+		return tag, fmt.Errorf("keys: derive %q: %w", LabelUpgradeMarker, err)
+	}
+	defer clear(k)
+	m := hmac.New(sha256.New, k)
+	m.Write([]byte("encryptfs upgrade marker\x00"))
+	m.Write(vaultID)
+	copy(tag[:], m.Sum(nil))
+	return tag, nil
 }
