@@ -141,7 +141,7 @@ func (a *App) newKeyListCommand() *cobra.Command {
 
 // unlockFlagsChanged tells whether any unlock flag was given.
 func unlockFlagsChanged(cmd *cobra.Command) bool {
-	for _, name := range []string{"passfile", "extpass", "masterkey", "keyfile", "identity", "credential"} {
+	for _, name := range []string{"passfile", "extpass", "recovery-key", "masterkey", "keyfile", "identity", "credential"} {
 		if cmd.Flags().Changed(name) {
 			return true
 		}

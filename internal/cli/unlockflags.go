@@ -17,7 +17,8 @@ import (
 
 // unlockFlags are the ways every command that opens a forward vault
 // unlocks it (docs/cli.md, "Unlocking"): a password (--passfile, --extpass,
-// the terminal or stdin), the master key or a recovery key (--masterkey),
+// the terminal or stdin), a recovery key or the master key (--recovery-key,
+// old name --masterkey),
 // keyfiles, age identity files and systemd credentials. All of them end in
 // one session.OpenWith (unlockVault).
 type unlockFlags struct {
@@ -32,7 +33,7 @@ type unlockFlags struct {
 // the password ("password", "current password").
 func (u *unlockFlags) register(fs *pflag.FlagSet, what string) {
 	passSourceFlags(fs, &u.src, what)
-	masterKeyFlag(fs, &u.masterKey, "read the master key, or on a format-2 vault a recovery key, from stdin instead of a password")
+	masterKeyFlag(fs, &u.masterKey, "unlock with the recovery key init printed (format 1: the master key), asked for on the terminal or read from stdin, instead of a password")
 	fs.StringArrayVar(&u.keyfiles, "keyfile", nil, "unlock with the keyfile `FILE` (repeatable; format-2 vaults)")
 	fs.StringArrayVar(&u.identities, "identity", nil, "unlock with the age identity file `FILE`: X25519, a plugin's (age-plugin-yubikey, -tpm, -fido2-hmac) or passphrase-protected (repeatable; format-2 vaults)")
 	fs.StringArrayVar(&u.credentials, "credential", nil, "unlock with the systemd credential `NAME`, $CREDENTIALS_DIRECTORY/NAME: a keyfile, identity file or password (repeatable)")
@@ -49,7 +50,7 @@ func (u unlockFlags) nonPassword() bool {
 // check refuses contradictory flags before anything is read.
 func (u unlockFlags) check() error {
 	if u.masterKey && u.src != (passSource{}) {
-		return usageErrorf("--masterkey replaces the password; drop --passfile/--extpass")
+		return usageErrorf("--recovery-key replaces the password; drop --passfile/--extpass")
 	}
 	for _, name := range u.credentials {
 		if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
