@@ -103,7 +103,7 @@ func (a *App) newKeyListCommand() *cobra.Command {
 		out := keyListJSON{}
 		slots := keyslot.List(c)
 		if *verify {
-			s, err := a.unlockVault(dir, c, u, "Password")
+			s, err := a.unlockVault(dir, c, u, unlockExistingPrompt)
 			if err != nil {
 				return err
 			}
@@ -168,7 +168,7 @@ func (a *App) newKeyRemoveCommand() *cobra.Command {
 		if !c.IsV2() {
 			return withCode(ExitUnsupported, fmt.Errorf("%s: %w", dir, config.ErrNotV2))
 		}
-		s, err := a.unlockVault(dir, c, u, "Password")
+		s, err := a.unlockVault(dir, c, u, unlockExistingPrompt)
 		if err != nil {
 			return err
 		}

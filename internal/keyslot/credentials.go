@@ -19,13 +19,13 @@ var (
 	// 64 hex digits.
 	ErrPaperKey = errors.New("keyslot: a recovery key is 64 hex digits (grouping optional)")
 	// ErrIdentity: an age identity file that does not parse or decrypt.
-	ErrIdentity = errors.New("keyslot: not a usable age identity file")
+	ErrIdentity = errors.New("not a usable age identity file")
 	// ErrRecipient: an age recipient that does not parse, or whose plugin
 	// failed to seal a slot.
-	ErrRecipient = errors.New("keyslot: not a usable age recipient")
+	ErrRecipient = errors.New("not a usable age recipient")
 	// ErrLabel: a slot label longer than config.MaxLabel bytes or with
 	// control or invisible characters.
-	ErrLabel = errors.New("keyslot: a label is at most 64 bytes of printable text")
+	ErrLabel = errors.New("a label is at most 64 bytes of printable text")
 )
 
 // Keyfile bounds. Why a floor: the keyfile is the only secret of its slot
