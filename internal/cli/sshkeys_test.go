@@ -13,18 +13,13 @@ import (
 // public key line.
 func sshKeygen(t *testing.T, typ, passphrase string) (private, public string) {
 	t.Helper()
-	if _, err := exec.LookPath("ssh-keygen"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("ssh-keygen missing (openssh-client)")
-		}
-		t.Skip("ssh-keygen missing (apt-get install openssh-client)")
-	}
+	keygen := requireTool(t, "ssh-keygen")
 	private = filepath.Join(t.TempDir(), "id_"+typ)
 	args := []string{"-q", "-t", typ, "-N", passphrase, "-C", "user@" + typ, "-f", private}
 	if typ == "rsa" {
 		args = append(args, "-b", "2048")
 	}
-	if out, err := exec.Command("ssh-keygen", args...).CombinedOutput(); err != nil {
+	if out, err := exec.Command(keygen, args...).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v\n%s", err, out)
 	}
 	pub, err := os.ReadFile(private + ".pub")
