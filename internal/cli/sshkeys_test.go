@@ -11,7 +11,7 @@ import (
 // sshKeygen makes an SSH key pair with ssh-keygen (openssh-client,
 // scripts/setup.sh installs it) and returns the private key file and the
 // public key line.
-func sshKeygen(t *testing.T, typ, passphrase string) (private, public string) {
+func sshKeygen(t *testing.T, typ, passphrase string, extra ...string) (private, public string) {
 	t.Helper()
 	keygen := requireTool(t, "ssh-keygen")
 	private = filepath.Join(t.TempDir(), "id_"+typ)
@@ -19,6 +19,7 @@ func sshKeygen(t *testing.T, typ, passphrase string) (private, public string) {
 	if typ == "rsa" {
 		args = append(args, "-b", "2048")
 	}
+	args = append(args, extra...)
 	if out, err := exec.Command(keygen, args...).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v\n%s", err, out)
 	}
@@ -89,6 +90,16 @@ func TestSSHRecipients(t *testing.T) {
 	r = run(t, "wrong\n", "key", "list", "--verify", "-i", encPriv, dir)
 	if r.code == 0 || strings.Count(r.stderr, "\n") != 1 {
 		t.Fatalf("wrong passphrase: exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	// An encrypted key in the old PEM format carries no public key (age
+	// would read the .pub beside it): one line, how to convert it, 7.
+	pemPriv, pemPub := sshKeygen(t, "rsa", "sesame", "-m", "PEM")
+	keyAdd(t, "pw\n", "-r", pemPub, dir)
+	r = run(t, "sesame\n", "key", "list", "--verify", "-i", pemPriv, dir)
+	r.want(t, ExitPassword)
+	if !strings.Contains(r.stderr, "ssh-keygen -p -m RFC4716") {
+		t.Fatalf("old-format encrypted key: %s", r.stderr)
 	}
 
 	// -R - reads stdin (the unlock password then from a file).

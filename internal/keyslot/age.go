@@ -79,14 +79,14 @@ func ParseIdentities(data []byte, o IdentityOptions) ([]age.Identity, error) {
 // OpenSSH format (which carries its public key), decrypted with
 // o.Passphrase the first time a slot is tried with it. An encrypted key
 // in an older format (no public key in the file) is refused: age would
-// read the .pub file beside it; "ssh-keygen -p" converts it.
+// read the .pub file beside it; "ssh-keygen -p -m RFC4716" converts it.
 func parseSSHIdentity(pemBytes []byte, o IdentityOptions) ([]age.Identity, error) {
 	id, err := agessh.ParseIdentity(pemBytes)
 	var missing *ssh.PassphraseMissingError
 	switch {
 	case errors.As(err, &missing):
 		if missing.PublicKey == nil {
-			return nil, fmt.Errorf("%w: the SSH private key is passphrase-protected in an old format; convert it with ssh-keygen -p", ErrIdentity)
+			return nil, fmt.Errorf("%w: the SSH private key is passphrase-protected in an old format without its public key; convert it with ssh-keygen -p -m RFC4716", ErrIdentity)
 		}
 		if o.Passphrase == nil {
 			return nil, fmt.Errorf("%w: the SSH private key is passphrase-protected and no passphrase can be asked", ErrIdentity)
