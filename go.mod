@@ -22,4 +22,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 )
 
-require filippo.io/hpke v0.4.0 // indirect
+require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	filippo.io/hpke v0.4.0 // indirect
+)

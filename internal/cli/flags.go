@@ -14,10 +14,14 @@ func passSourceFlags(fs *pflag.FlagSet, src *passSource, what string) {
 	flagGroup(fs, groupUnlock, "passfile", "extpass")
 }
 
-// masterKeyFlag adds --masterkey (in the Unlock group).
+// masterKeyFlag adds --recovery-key (in the Unlock group), and its old
+// name --masterkey (gocryptfs's, and ours before), hidden but kept so
+// that scripts go on working.
 func masterKeyFlag(fs *pflag.FlagSet, p *bool, usage string) {
-	fs.BoolVar(p, "masterkey", false, usage)
-	flagGroup(fs, groupUnlock, "masterkey")
+	fs.BoolVar(p, "recovery-key", false, usage)
+	fs.BoolVar(p, "masterkey", false, "old name of --recovery-key")
+	mustMark(fs.MarkHidden("masterkey"))
+	flagGroup(fs, groupUnlock, "recovery-key")
 }
 
 // mustMark panics when a constructor marks a flag that does not exist.

@@ -99,8 +99,9 @@ Your recovery key (the way in if the password is lost):
 
 Write it on paper and keep it somewhere safe, away from this computer.
 Anyone who has it can decrypt the vault without the password. It is shown
-only now. To use it: encryptfs mount --masterkey / encryptfs passwd --masterkey
-(the key is read from stdin). It is key slot %d: encryptfs key remove revokes it.
+only now. To use it: encryptfs mount --recovery-key / encryptfs passwd
+--recovery-key (asked for on the terminal, or read from stdin). It is key
+slot %d: encryptfs key remove revokes it.
 
 `, keyslot.FormatPaperKey(key), slotID)
 }

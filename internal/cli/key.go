@@ -103,7 +103,7 @@ func (a *App) newKeyListCommand() *cobra.Command {
 		out := keyListJSON{}
 		slots := keyslot.List(c)
 		if *verify {
-			s, err := a.unlockVault(dir, c, u, "Password")
+			s, err := a.unlockVault(dir, c, u, unlockExistingPrompt)
 			if err != nil {
 				return err
 			}
@@ -141,7 +141,7 @@ func (a *App) newKeyListCommand() *cobra.Command {
 
 // unlockFlagsChanged tells whether any unlock flag was given.
 func unlockFlagsChanged(cmd *cobra.Command) bool {
-	for _, name := range []string{"passfile", "extpass", "masterkey", "keyfile", "identity", "credential"} {
+	for _, name := range []string{"passfile", "extpass", "recovery-key", "masterkey", "keyfile", "identity", "credential"} {
 		if cmd.Flags().Changed(name) {
 			return true
 		}
@@ -168,7 +168,7 @@ func (a *App) newKeyRemoveCommand() *cobra.Command {
 		if !c.IsV2() {
 			return withCode(ExitUnsupported, fmt.Errorf("%s: %w", dir, config.ErrNotV2))
 		}
-		s, err := a.unlockVault(dir, c, u, "Password")
+		s, err := a.unlockVault(dir, c, u, unlockExistingPrompt)
 		if err != nil {
 			return err
 		}

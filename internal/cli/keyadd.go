@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/config"
@@ -22,7 +23,8 @@ const newKeyfileSize = 32
 type keyAddFlags struct {
 	typ        string
 	label      string
-	recipient  string
+	recipients []string // -r, repeatable
+	rcptFiles  []string // -R, repeatable; "-" is stdin
 	newKeyfile string
 	recovery   bool
 	newSrc     passSource
@@ -30,11 +32,11 @@ type keyAddFlags struct {
 }
 
 // slotType is the type asked for: --type, or what the other flags imply
-// (--recipient: age, --new-keyfile: keyfile, --recovery: recovery), else
-// password. Contradictions are usage errors.
+// (--recipient, --recipients-file: age, --new-keyfile: keyfile,
+// --recovery: recovery), else password. Contradictions are usage errors.
 func (f keyAddFlags) slotType() (string, error) {
 	var implied []string
-	if f.recipient != "" {
+	if len(f.recipients) > 0 || len(f.rcptFiles) > 0 {
 		implied = append(implied, config.SlotAge)
 	}
 	if f.newKeyfile != "" {
@@ -60,8 +62,8 @@ func (f keyAddFlags) slotType() (string, error) {
 	}
 	switch typ {
 	case config.SlotAge:
-		if f.recipient == "" {
-			return "", usageErrorf("key add: an age slot needs --recipient (age1..., or a plugin's such as age1yubikey1...)")
+		if len(f.recipients) == 0 && len(f.rcptFiles) == 0 {
+			return "", usageErrorf("key add: an age slot needs -r RECIPIENT (age1..., ssh-ed25519 ..., or a plugin's such as age1yubikey1...) or -R FILE")
 		}
 	case config.SlotKeyfile:
 		if f.newKeyfile == "" {
@@ -81,15 +83,17 @@ func (a *App) newKeyAddCommand() *cobra.Command {
 	u.register(fs, "password")
 	var f keyAddFlags
 	fs.StringVar(&f.typ, "type", "", "the new slot's type: password, keyfile, age or recovery (default: implied by the flags below, else password)")
-	fs.StringVar(&f.label, "label", "", "the new slot's `LABEL` (printable, at most 64 bytes; default: its type)")
-	fs.StringVar(&f.recipient, "recipient", "", "age slot: seal it to `RECIPIENT` (age1..., age1pq1..., or a plugin's: age1yubikey1..., age1tpm1..., age1fido2-hmac1...)")
+	fs.StringVar(&f.label, "label", "", "the new slot's `LABEL` (printable, at most 64 bytes; default: its type, numbered if taken: \"password 2\")")
+	fs.StringArrayVarP(&f.recipients, "recipient", "r", nil, "age slot: seal it to `RECIPIENT`: age1..., age1pq1..., an SSH public key (\"ssh-ed25519 AAAA...\", ssh-rsa), or a plugin's (age1yubikey1..., age1tpm1..., age1fido2-hmac1...); repeatable, one slot each")
+	fs.StringArrayVarP(&f.rcptFiles, "recipients-file", "R", nil, "age slots: one for each recipient in `FILE` (- for stdin), one per line, # comments, as age -R (repeatable)")
 	fs.StringVar(&f.newKeyfile, "new-keyfile", "", "keyfile slot: the keyfile `FILE`; made (32 random bytes, mode 0400) if it does not exist")
 	fs.BoolVar(&f.recovery, "recovery", false, "recovery slot: make a recovery key and print it once")
 	fs.StringVar(&f.newSrc.passfile, "new-passfile", "", "password slot: read the new password from the first line of `FILE`")
 	fs.StringVar(&f.newSrc.extpass, "new-extpass", "", "password slot: run `CMD` (split on spaces, no shell) and use its first output line as the new password")
 	mustMark(cobra.MarkFlagFilename(fs, "new-keyfile"))
+	mustMark(cobra.MarkFlagFilename(fs, "recipients-file"))
 	mustMark(cobra.MarkFlagFilename(fs, "new-passfile"))
-	flagGroup(fs, "New slot", "type", "label", "recipient", "new-keyfile", "recovery", "new-passfile", "new-extpass")
+	flagGroup(fs, "New slot", "type", "label", "recipient", "recipients-file", "new-keyfile", "recovery", "new-passfile", "new-extpass")
 	f.kdf.register(fs)
 	cmd.RunE = func(_ *cobra.Command, pos []string) error {
 		return a.keyAdd(pos[0], u, f)
@@ -97,22 +101,27 @@ func (a *App) newKeyAddCommand() *cobra.Command {
 	return cmd
 }
 
-// keyAdd unlocks dir with any credential and adds one slot.
+// keyAdd unlocks dir with any credential and adds one slot, or one age
+// slot per recipient.
 func (a *App) keyAdd(dir string, u unlockFlags, f keyAddFlags) error {
 	typ, err := f.slotType()
 	if err != nil {
 		return err
 	}
-	ns := keyslot.NewSlot{Type: typ, Label: f.label, Recipient: f.recipient}
-	if ns.Label == "" {
-		ns.Label = typ
-	}
+	ns := keyslot.NewSlot{Type: typ, Label: f.label}
 	if typ == config.SlotPassword {
 		if ns.KDF, err = f.kdf.params(a.Rand, a.defaultKDF()); err != nil {
 			return err
 		}
 	} else if f.kdf != (kdfFlags{}) {
 		return usageErrorf("key add: the --kdf-* costs are for password slots")
+	}
+	// The recipients are read and checked before anything is asked.
+	var recipients []string
+	if typ == config.SlotAge {
+		if recipients, err = a.keyAddRecipients(u, f); err != nil {
+			return err
+		}
 	}
 	c, err := a.loadConfig(dir)
 	if err != nil {
@@ -139,14 +148,14 @@ func (a *App) keyAdd(dir string, u unlockFlags, f keyAddFlags) error {
 			os.Remove(newFile)
 		}
 	}()
-	s, err := a.unlockVault(dir, c, u, "Password")
+	s, err := a.unlockVault(dir, c, u, unlockExistingPrompt)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	switch typ {
 	case config.SlotPassword:
-		if ns.Password, err = a.readPassword(f.newSrc, "New password", true); err != nil {
+		if ns.Password, err = a.readPassword(f.newSrc, "New password for the new slot", true); err != nil {
 			return err
 		}
 		defer clear(ns.Password)
@@ -158,19 +167,109 @@ func (a *App) keyAdd(dir string, u unlockFlags, f keyAddFlags) error {
 	case config.SlotAge:
 		ns.UI = a.pluginUI()
 	}
-	id, err := s.AddSlot(ns)
+	existing, err := s.Slots()
+	if err != nil {
+		return err
+	}
+	slots := []keyslot.NewSlot{ns}
+	if typ == config.SlotAge {
+		slots = slots[:0]
+		for _, r := range recipients {
+			n := ns
+			n.Recipient = r
+			slots = append(slots, n)
+		}
+	}
+	labelSlots(slots, existing, f.label != "")
+	ids, err := s.AddSlots(slots)
 	if err != nil {
 		return addSlotError(err)
 	}
 	added = true
-	fmt.Fprintf(a.Stdout, "Added key slot %d (%s, label %q).\n", id, typ, ns.Label)
+	for i, id := range ids {
+		fmt.Fprintf(a.Stdout, "Added key slot %d (%s, label %q).\n", id, typ, slots[i].Label)
+	}
 	switch {
 	case newFile != "":
 		fmt.Fprintf(a.Stdout, "Wrote the new keyfile %s (%d random bytes, mode 0400): keep it like a password.\n", newFile, newKeyfileSize)
 	case typ == config.SlotRecovery:
-		a.printRecoveryKey(a.Stdout, ns.RecoveryKey, id)
+		a.printRecoveryKey(a.Stdout, ns.RecoveryKey, ids[0])
 	}
 	return nil
+}
+
+// unlockExistingPrompt is the password prompt of the key commands, which
+// unlock with a slot the vault has before changing its slots.
+const unlockExistingPrompt = "Password of an existing key slot (to unlock)"
+
+// keyAddRecipients gathers the recipients of -r and -R, in order, each
+// checked (ParseRecipient; a plugin's is only parsed here, its plugin runs
+// when the slot is sealed).
+func (a *App) keyAddRecipients(u unlockFlags, f keyAddFlags) ([]string, error) {
+	out := slices.Clone(f.recipients)
+	for i, r := range out {
+		out[i] = strings.TrimSpace(r)
+		if strings.ContainsRune(out[i], '\n') {
+			return nil, usageErrorf("key add: -r takes one recipient (several: -r again, or -R FILE)")
+		}
+		// A plugin recipient is only parsed: its plugin runs on sealing.
+		if _, err := keyslot.ParseRecipient(out[i], nil); err != nil {
+			return nil, withCode(ExitUsage, fmt.Errorf("key add: -r: %w", err))
+		}
+	}
+	for _, path := range f.rcptFiles {
+		var data []byte
+		var err error
+		if path == "-" {
+			if slices.Contains(u.identities, "-") || u.masterKey || !u.nonStdinUnlock() {
+				return nil, usageErrorf("key add: -R - reads stdin, so unlock with --passfile, --extpass, --keyfile, -i FILE or --credential")
+			}
+			data, err = a.readStdinAll(keyslot.MaxRecipientsFile)
+		} else {
+			data, err = readSmallFile(path, keyslot.MaxRecipientsFile)
+		}
+		if err != nil {
+			return nil, withCode(ExitUsage, fmt.Errorf("key add: -R: %w", err))
+		}
+		rs, err := keyslot.ParseRecipientsFile(data)
+		if err != nil {
+			return nil, withCode(ExitUsage, fmt.Errorf("key add: -R %s: %w", displayName(path), err))
+		}
+		out = append(out, rs...)
+	}
+	if len(out) > config.MaxSlots {
+		return nil, errorfCode(ExitKeySlot, "key add: %d recipients, and a vault holds at most %d key slots", len(out), config.MaxSlots)
+	}
+	return out, nil
+}
+
+// labelSlots gives each new slot its label: the one given (--label), else
+// its kind (the slot type; for an SSH recipient its key type), numbered
+// when a slot already has it ("password", "password 2", ...), so that
+// slots of one kind can be told apart in key list. Several new slots with
+// one --label are numbered the same way.
+func labelSlots(slots []keyslot.NewSlot, existing []keyslot.Info, given bool) {
+	taken := map[string]bool{}
+	for _, si := range existing {
+		taken[si.Label] = true
+	}
+	for i := range slots {
+		base := slots[i].Label
+		if !given {
+			base = slots[i].Type
+			if t, _, ok := strings.Cut(slots[i].Recipient, " "); ok && strings.HasPrefix(t, "ssh-") {
+				base = t
+			}
+		}
+		label := base
+		if taken[label] && (!given || len(slots) > 1) {
+			for n := 2; taken[label]; n++ {
+				label = fmt.Sprintf("%s %d", base, n)
+			}
+		}
+		slots[i].Label = label
+		taken[label] = true
+	}
 }
 
 // addSlotError gives key add's refusals their line and code.

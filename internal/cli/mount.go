@@ -122,14 +122,14 @@ func (a *App) mountReverse(c *config.Config, plainDir, mountPoint string, m moun
 	return a.serveReverse(c, plainDir, mountPoint, m, m.rev, secret, logger, nil)
 }
 
-// readMountSecret reads the password, or the master key with --masterkey
+// readMountSecret reads the password, or the master key with --recovery-key
 // (reverse mounts).
 func (a *App) readMountSecret(m mountFlags) ([]byte, error) {
 	if m.unlock.masterKey {
 		if m.unlock.src != (passSource{}) {
-			return nil, usageErrorf("mount: --masterkey replaces the password; drop --passfile/--extpass")
+			return nil, usageErrorf("mount: --recovery-key replaces the password; drop --passfile/--extpass")
 		}
-		return a.readMasterKey()
+		return a.readMasterKey("master key")
 	}
 	return a.readPassword(m.unlock.src, "Password", false)
 }

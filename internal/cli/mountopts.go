@@ -105,7 +105,7 @@ func (m *mountFlags) parseOptions(s string) error {
 			m.debug = true
 		case key == "foreground":
 			m.foreground = true
-		case key == "masterkey":
+		case key == "recovery_key" || key == "masterkey":
 			m.unlock.masterKey = true
 		case key == "passfile" && hasVal:
 			m.unlock.src.passfile = val

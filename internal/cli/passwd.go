@@ -17,7 +17,7 @@ func (a *App) newPasswdCommand() *cobra.Command {
 	var u unlockFlags
 	var newSrc passSource
 	u.register(fs, "current password")
-	fs.Lookup("masterkey").Usage = "read the master key (format 2: or a recovery key) from stdin instead of the current password (forgotten password)"
+	fs.Lookup("recovery-key").Usage = "a forgotten password: unlock with the recovery key (format 1: the master key), asked for on the terminal or read from stdin, instead of the current password"
 	slot := fs.Int("slot", 0, "format 2: set the password of password slot `ID` (after unlocking with any credential; default: the slot the current password opens)")
 	flagGroup(fs, groupUnlock, "slot")
 	fs.StringVar(&newSrc.passfile, "new-passfile", "", "read the new password from the first line of `FILE`")
@@ -72,9 +72,9 @@ func (a *App) newPasswdCommand() *cobra.Command {
 		var masterKey []byte
 		if useMasterKey {
 			if oldSrc != (passSource{}) {
-				return usageErrorf("passwd: --masterkey replaces the current password; drop --passfile/--extpass")
+				return usageErrorf("passwd: --recovery-key replaces the current password; drop --passfile/--extpass")
 			}
-			if masterKey, err = a.readMasterKey(); err != nil {
+			if masterKey, err = a.readMasterKey("master key"); err != nil {
 				return err
 			}
 			defer clear(masterKey)

@@ -39,7 +39,7 @@ func openSession(dir string, c *config.Config, secret []byte, isMasterKey bool, 
 // (session.FreshnessOff): the commands that write the vault's tree, or
 // check it, ask for it with unlockVaultWith (freshOptions).
 //
-// --masterkey reads a key from stdin: on a format-1 vault the master key;
+// --recovery-key reads a key from stdin: on a format-1 vault the master key;
 // on a format-2 vault it is tried as a recovery key first, then as the
 // master key (the config MAC checks it). A master key on a format-1 vault
 // is not checked here (checkMasterKey does, where the command needs it).
@@ -62,7 +62,11 @@ func (a *App) unlockVaultWith(dir string, c *config.Config, u unlockFlags, promp
 	}
 	var s *session.Session
 	if u.masterKey {
-		key, err := a.readMasterKey()
+		what := "master key"
+		if c.IsV2() {
+			what = "recovery key"
+		}
+		key, err := a.readMasterKey(what)
 		if err != nil {
 			return nil, err
 		}

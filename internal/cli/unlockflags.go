@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"filippo.io/age/plugin"
@@ -17,7 +18,8 @@ import (
 
 // unlockFlags are the ways every command that opens a forward vault
 // unlocks it (docs/cli.md, "Unlocking"): a password (--passfile, --extpass,
-// the terminal or stdin), the master key or a recovery key (--masterkey),
+// the terminal or stdin), a recovery key or the master key (--recovery-key,
+// old name --masterkey),
 // keyfiles, age identity files and systemd credentials. All of them end in
 // one session.OpenWith (unlockVault).
 type unlockFlags struct {
@@ -32,9 +34,9 @@ type unlockFlags struct {
 // the password ("password", "current password").
 func (u *unlockFlags) register(fs *pflag.FlagSet, what string) {
 	passSourceFlags(fs, &u.src, what)
-	masterKeyFlag(fs, &u.masterKey, "read the master key, or on a format-2 vault a recovery key, from stdin instead of a password")
+	masterKeyFlag(fs, &u.masterKey, "unlock with the recovery key init printed (format 1: the master key), asked for on the terminal or read from stdin, instead of a password")
 	fs.StringArrayVar(&u.keyfiles, "keyfile", nil, "unlock with the keyfile `FILE` (repeatable; format-2 vaults)")
-	fs.StringArrayVar(&u.identities, "identity", nil, "unlock with the age identity file `FILE`: X25519, a plugin's (age-plugin-yubikey, -tpm, -fido2-hmac) or passphrase-protected (repeatable; format-2 vaults)")
+	fs.StringArrayVarP(&u.identities, "identity", "i", nil, "unlock with the age identity file `FILE` (- for stdin): X25519, a plugin's (age-plugin-yubikey, -tpm, -fido2-hmac), passphrase-protected, or an SSH private key, ssh-ed25519 or ssh-rsa (repeatable; format-2 vaults)")
 	fs.StringArrayVar(&u.credentials, "credential", nil, "unlock with the systemd credential `NAME`, $CREDENTIALS_DIRECTORY/NAME: a keyfile, identity file or password (repeatable)")
 	mustMark(cobra.MarkFlagFilename(fs, "keyfile"))
 	mustMark(cobra.MarkFlagFilename(fs, "identity"))
@@ -46,10 +48,21 @@ func (u unlockFlags) nonPassword() bool {
 	return u.masterKey || len(u.keyfiles) > 0 || len(u.identities) > 0 || len(u.credentials) > 0
 }
 
+// nonStdinUnlock tells whether u unlocks without reading stdin (a file,
+// a program, a systemd credential), so that stdin can carry something
+// else (key add -R -).
+func (u unlockFlags) nonStdinUnlock() bool {
+	return u.src != (passSource{}) || len(u.keyfiles) > 0 || len(u.credentials) > 0 ||
+		(len(u.identities) > 0 && !slices.Contains(u.identities, "-"))
+}
+
 // check refuses contradictory flags before anything is read.
 func (u unlockFlags) check() error {
 	if u.masterKey && u.src != (passSource{}) {
-		return usageErrorf("--masterkey replaces the password; drop --passfile/--extpass")
+		return usageErrorf("--recovery-key replaces the password; drop --passfile/--extpass")
+	}
+	if n := slices.Index(u.identities, "-"); n >= 0 && (u.masterKey || slices.Contains(u.identities[n+1:], "-")) {
+		return usageErrorf("-i - reads stdin, which can be read only once: give the other credential from a file")
 	}
 	for _, name := range u.credentials {
 		if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
@@ -91,7 +104,12 @@ func (a *App) credentials(c *config.Config, u unlockFlags, prompt string) (cr ke
 		cr.Keyfiles = append(cr.Keyfiles, k)
 	}
 	for _, path := range u.identities {
-		data, err := readSmallFile(path, keyslot.MaxIdentityFile)
+		var data []byte
+		if path == "-" {
+			data, err = a.readStdinAll(keyslot.MaxIdentityFile)
+		} else {
+			data, err = readSmallFile(path, keyslot.MaxIdentityFile)
+		}
 		if err != nil {
 			wipe()
 			return cr, wipe, withCode(ExitPassword, fmt.Errorf("identity: %w", err))
@@ -138,6 +156,28 @@ func (a *App) readCredential(name string, o keyslot.IdentityOptions, cr *keyslot
 		return withCode(ExitPassword, fmt.Errorf("credential %s: %w", name, err))
 	}
 	return nil
+}
+
+// readStdinAll reads all of stdin, at most limit bytes: an identity file
+// or a recipients file given as "-".
+func (a *App) readStdinAll(limit int64) ([]byte, error) {
+	if a.Stdin == nil {
+		return nil, errors.New("stdin: nothing to read")
+	}
+	var r io.Reader = a.Stdin
+	if a.stdinLines != nil {
+		r = a.stdinLines // what a line read before left buffered comes first
+	}
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		clear(data)
+		return nil, fmt.Errorf("stdin: %w", err)
+	}
+	if int64(len(data)) > limit {
+		clear(data)
+		return nil, fmt.Errorf("stdin: more than %d bytes", limit)
+	}
+	return data, nil
 }
 
 // readSmallFile reads a whole file of at most limit bytes.

@@ -83,10 +83,23 @@ func (c *Config) UpgradeToV2(masterKey []byte, first SlotHeader, secret []byte, 
 	return next, nil
 }
 
-// NextSlotID is the lowest slot ID not in use, or 0 if the config is full.
+// NextSlotID is the ID a new slot gets: one more than the highest in
+// use, so that the ID of a removed slot is not given to another while a
+// slot above it remains (a user's note "slot 3 is the yubikey" stays
+// true or names nothing). Only when the highest in use is MaxSlotID is
+// the lowest free ID taken. 0 if the config is full. The config records
+// no counter (docs/format.md §3a, "Slot IDs"): removing the slot with the
+// highest ID makes that ID the next one.
 func (c *Config) NextSlotID() int {
 	if len(c.Slots) >= MaxSlots {
 		return 0
+	}
+	highest := 0
+	for _, s := range c.Slots {
+		highest = max(highest, s.Header.ID)
+	}
+	if highest < MaxSlotID {
+		return highest + 1
 	}
 	for id := MinSlotID; id <= MaxSlotID; id++ {
 		if _, _, err := c.SlotByID(id); err != nil {

@@ -10,9 +10,11 @@ import (
 	"unicode/utf8"
 
 	"filippo.io/age"
+	"filippo.io/age/agessh"
 	"filippo.io/age/armor"
 	"filippo.io/age/plugin"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"golang.org/x/crypto/ssh"
 )
 
 // MaxIdentityFile bounds an identity file read into memory (age's own
@@ -54,17 +56,51 @@ func uiOrDefault(ui *plugin.ClientUI) *plugin.ClientUI {
 // ("AGE-SECRET-KEY-1..."), post-quantum hybrid ("AGE-SECRET-KEY-PQ-1...")
 // or plugin ("AGE-PLUGIN-NAME-1...") identities, with blank lines and #
 // comments; or an age-encrypted file (binary or armored) holding such
-// lines, protected by a passphrase (decrypted lazily, o.Passphrase). An
+// lines, protected by a passphrase (decrypted lazily, o.Passphrase); or
+// an SSH private key, ssh-ed25519 or ssh-rsa, as age takes it (agessh),
+// whose passphrase, if it has one, is asked as an identity file's. An
 // error never quotes the file (it holds private keys).
 func ParseIdentities(data []byte, o IdentityOptions) ([]age.Identity, error) {
 	if len(data) > MaxIdentityFile {
 		return nil, fmt.Errorf("%w: identity file larger than %d bytes", ErrIdentity, MaxIdentityFile)
 	}
 	trimmed := bytes.TrimSpace(data)
-	if bytes.HasPrefix(data, []byte("age-encryption.org/")) || bytes.HasPrefix(trimmed, []byte(armor.Header)) {
+	switch {
+	case bytes.HasPrefix(data, []byte("age-encryption.org/")) || bytes.HasPrefix(trimmed, []byte(armor.Header)):
 		return []age.Identity{&encryptedIdentity{contents: bytes.Clone(data), opts: o}}, nil
+	case bytes.HasPrefix(trimmed, []byte("-----BEGIN")):
+		return parseSSHIdentity(trimmed, o)
 	}
 	return parseIdentityLines(data, o.UI)
+}
+
+// parseSSHIdentity parses an SSH private key as age does (agessh): an
+// unencrypted ssh-ed25519 or ssh-rsa key, or an encrypted one in the
+// OpenSSH format (which carries its public key), decrypted with
+// o.Passphrase the first time a slot is tried with it. An encrypted key
+// in an older format (no public key in the file) is refused: age would
+// read the .pub file beside it; "ssh-keygen -p -m RFC4716" converts it.
+func parseSSHIdentity(pemBytes []byte, o IdentityOptions) ([]age.Identity, error) {
+	id, err := agessh.ParseIdentity(pemBytes)
+	var missing *ssh.PassphraseMissingError
+	switch {
+	case errors.As(err, &missing):
+		if missing.PublicKey == nil {
+			return nil, fmt.Errorf("%w: the SSH private key is passphrase-protected in an old format without its public key; convert it with ssh-keygen -p -m RFC4716", ErrIdentity)
+		}
+		if o.Passphrase == nil {
+			return nil, fmt.Errorf("%w: the SSH private key is passphrase-protected and no passphrase can be asked", ErrIdentity)
+		}
+		enc, err := agessh.NewEncryptedSSHIdentity(missing.PublicKey, bytes.Clone(pemBytes), o.Passphrase)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrIdentity, err)
+		}
+		return []age.Identity{enc}, nil
+	case err != nil:
+		// x/crypto/ssh's errors name the problem, never the key.
+		return nil, fmt.Errorf("%w: not an SSH private key age can use (ssh-ed25519 or ssh-rsa): %v", ErrIdentity, err)
+	}
+	return []age.Identity{id}, nil
 }
 
 // IsIdentityFile reports whether data looks like an age identity file
@@ -73,7 +109,8 @@ func ParseIdentities(data []byte, o IdentityOptions) ([]age.Identity, error) {
 // file. Used to sort a credential file of unknown kind (FromFile).
 func IsIdentityFile(data []byte) bool {
 	trimmed := bytes.TrimSpace(data)
-	if bytes.HasPrefix(data, []byte("age-encryption.org/")) || bytes.HasPrefix(trimmed, []byte(armor.Header)) {
+	if bytes.HasPrefix(data, []byte("age-encryption.org/")) || bytes.HasPrefix(trimmed, []byte(armor.Header)) ||
+		bytes.HasPrefix(trimmed, []byte("-----BEGIN OPENSSH PRIVATE KEY-----")) {
 		return true
 	}
 	for line := range strings.Lines(string(data)) {
@@ -187,19 +224,89 @@ func (e *encryptedIdentity) decrypt() ([]age.Identity, error) {
 	return parseIdentityLines(plain, e.opts.UI)
 }
 
-// ParseRecipient parses the recipient an age slot is sealed to: X25519
-// ("age1..."), post-quantum hybrid ("age1pq1...") or a plugin's
-// ("age1name1...", run through ui when the slot is made).
+// ParseRecipient parses the recipient an age slot is sealed to, as age's
+// -r does: X25519 ("age1..."), post-quantum hybrid ("age1pq1..."), a
+// plugin's ("age1name1...", run through ui when the slot is made), or an
+// SSH public key ("ssh-ed25519 AAAA... comment", "ssh-rsa ...", agessh).
 func ParseRecipient(s string, ui *plugin.ClientUI) (age.Recipient, error) {
 	s = strings.TrimSpace(s)
-	if r, err := age.ParseRecipients(strings.NewReader(s)); err == nil && len(r) == 1 {
+	switch {
+	case strings.HasPrefix(s, "ssh-"):
+		r, err := agessh.ParseRecipient(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s", ErrRecipient, sshRecipientProblem(s))
+		}
+		return r, nil
+	case strings.HasPrefix(s, "AGE-"):
+		return nil, fmt.Errorf("%w: this is an identity (a private key), not a recipient; give its public key (age-keygen -y)", ErrRecipient)
+	case strings.HasPrefix(s, "age1") && strings.Count(s, "1") > 1 && !strings.HasPrefix(s, "age1pq1"):
+		r, err := plugin.NewRecipient(s, uiOrDefault(ui))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrRecipient, err)
+		}
+		return r, nil
+	case strings.HasPrefix(s, "age1"):
+		r, err := age.ParseRecipients(strings.NewReader(s))
+		if err != nil || len(r) != 1 {
+			return nil, fmt.Errorf("%w: not a valid age1... recipient", ErrRecipient)
+		}
 		return r[0], nil
 	}
-	r, err := plugin.NewRecipient(s, uiOrDefault(ui))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrRecipient, err)
+	if _, _, _, _, err := ssh.ParseAuthorizedKey([]byte(s)); err == nil {
+		return nil, fmt.Errorf("%w: %s", ErrRecipient, sshRecipientProblem(s)) // ecdsa-..., sk-...
 	}
-	return r, nil
+	return nil, fmt.Errorf("%w: unknown kind of recipient (want age1..., a plugin's age1name1..., ssh-ed25519 or ssh-rsa)", ErrRecipient)
+}
+
+// sshRecipientProblem says, in a few words and without the key, why an
+// "ssh-..." line is no recipient.
+func sshRecipientProblem(s string) string {
+	pk, _, _, _, err := ssh.ParseAuthorizedKey([]byte(s))
+	if err != nil {
+		return "not an SSH public key (paste the whole line of the .pub file)"
+	}
+	switch pk.Type() {
+	case ssh.KeyAlgoED25519, ssh.KeyAlgoRSA:
+		return "an SSH key age cannot use (an RSA key needs at least 2048 bits)"
+	}
+	return fmt.Sprintf("SSH keys of type %s are not supported (age takes ssh-ed25519 and ssh-rsa)", pk.Type())
+}
+
+// MaxRecipientsFile bounds a recipients file (key add -R): age's own
+// limit is 16 MiB, but a vault holds at most config.MaxSlots slots of
+// config.MaxRecipient bytes each, so anything larger is not one.
+const MaxRecipientsFile = config.MaxSlots * (config.MaxRecipient + 1)
+
+// ParseRecipientsFile parses a recipients file as age's -R does: one
+// recipient per line (ParseRecipient's kinds), blank lines and lines
+// starting with # ignored. It returns the recipient strings, each checked
+// (a plugin recipient is only parsed here: plugin.NewRecipient does not
+// run the plugin, sealing the slot does). Errors name the line, never
+// quote it.
+func ParseRecipientsFile(data []byte) ([]string, error) {
+	if len(data) > MaxRecipientsFile {
+		return nil, fmt.Errorf("%w: recipients file larger than %d bytes", ErrRecipient, MaxRecipientsFile)
+	}
+	var out []string
+	n := 0
+	for line := range strings.Lines(string(data)) {
+		n++
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !utf8.ValidString(line) || len(line) > config.MaxRecipient {
+			return nil, fmt.Errorf("%w: recipients file line %d: not UTF-8 or longer than %d bytes", ErrRecipient, n, config.MaxRecipient)
+		}
+		if _, err := ParseRecipient(line, nil); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		out = append(out, line)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no recipients in the recipients file", ErrRecipient)
+	}
+	return out, nil
 }
 
 // sealAgeFile age-encrypts secret to recipient: an age slot's AgeFile.

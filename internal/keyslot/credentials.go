@@ -19,13 +19,13 @@ var (
 	// 64 hex digits.
 	ErrPaperKey = errors.New("keyslot: a recovery key is 64 hex digits (grouping optional)")
 	// ErrIdentity: an age identity file that does not parse or decrypt.
-	ErrIdentity = errors.New("keyslot: not a usable age identity file")
+	ErrIdentity = errors.New("not a usable age identity file")
 	// ErrRecipient: an age recipient that does not parse, or whose plugin
 	// failed to seal a slot.
-	ErrRecipient = errors.New("keyslot: not a usable age recipient")
+	ErrRecipient = errors.New("not a usable age recipient")
 	// ErrLabel: a slot label longer than config.MaxLabel bytes or with
 	// control or invisible characters.
-	ErrLabel = errors.New("keyslot: a label is at most 64 bytes of printable text")
+	ErrLabel = errors.New("a label is at most 64 bytes of printable text")
 )
 
 // Keyfile bounds. Why a floor: the keyfile is the only secret of its slot
@@ -78,24 +78,18 @@ func NewRecoveryKey(rand io.Reader) ([]byte, error) {
 	return k, nil
 }
 
-// FormatPaperKey renders a 32-byte key as lowercase hex in groups of
-// eight, four groups per line: the form encryptfs init prints the master
-// key in (and recovery keys: internal/cli uses it for both), easy to copy onto paper and type
-// back. Recovery keys use it too.
+// FormatPaperKey renders a 32-byte key as lowercase hex in eight groups of
+// eight digits joined by dashes, on one line (71 characters, indented by
+// four): the form encryptfs init prints the master key and recovery keys
+// in, easy to copy onto paper, and pasted back whole (a key printed over
+// two lines was pasted half into the prompt and half into the shell).
 func FormatPaperKey(key []byte) string {
 	h := hex.EncodeToString(key)
-	var b strings.Builder
+	groups := make([]string, 0, (len(h)+7)/8)
 	for i := 0; i < len(h); i += 8 {
-		switch {
-		case i == 0:
-		case i%32 == 0:
-			b.WriteString("-\n    ")
-		default:
-			b.WriteByte('-')
-		}
-		b.WriteString(h[i:min(i+8, len(h))])
+		groups = append(groups, h[i:min(i+8, len(h))])
 	}
-	return "    " + b.String()
+	return "    " + strings.Join(groups, "-")
 }
 
 // ParsePaperKey accepts the paper form back: 64 hex digits with any

@@ -360,6 +360,9 @@ func TestFromFile(t *testing.T) {
 func TestPaperKey(t *testing.T) {
 	k := bytes.Repeat([]byte{0xab, 0x01}, 16)
 	s := FormatPaperKey(k)
+	if strings.Count(s, "\n") != 0 || strings.Count(s, "-") != 7 {
+		t.Fatalf("paper key %q: want one line of eight dash-separated groups", s)
+	}
 	if got, err := ParsePaperKey([]byte(s)); err != nil || !bytes.Equal(got, k) {
 		t.Fatalf("%q: %v", s, err)
 	}

@@ -1,9 +1,11 @@
 package keyslot
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"filippo.io/age/plugin"
 	"github.com/encryptfs/encryptfs/internal/config"
@@ -150,7 +152,7 @@ type Info struct {
 	KDF       *kdf.Params // password slots (a copy)
 }
 
-// List returns c's slots in stored order (nil for a format-1 config). The
+// List returns c's slots sorted by ID (nil for a format-1 config). The
 // list is what the file says; only Unlock proves it was not edited.
 func List(c *config.Config) []Info {
 	var out []Info
@@ -163,6 +165,7 @@ func List(c *config.Config) []Info {
 		}
 		out = append(out, i)
 	}
+	slices.SortFunc(out, func(a, b Info) int { return cmp.Compare(a.ID, b.ID) })
 	return out
 }
 

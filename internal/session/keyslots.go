@@ -186,6 +186,28 @@ func (s *Session) AddSlot(ns keyslot.NewSlot) (int, error) {
 	return id, err
 }
 
+// AddSlots adds several key slots in one atomic config write (key add
+// with several recipients): all of them or, on error, none. It returns
+// their IDs in order.
+func (s *Session) AddSlots(ns []keyslot.NewSlot) ([]int, error) {
+	var ids []int
+	err := s.editConfig(func(c *config.Config, master []byte) error {
+		ids = ids[:0]
+		for _, n := range ns {
+			id, err := keyslot.Add(c, master, n, s.rand)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
 // RemoveSlot removes key slot id and saves the config (config.ErrLastSlot
 // for the only slot). Removing the slot the session was opened with is
 // allowed: the session keeps working, the credential stops opening.
