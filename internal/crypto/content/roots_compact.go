@@ -122,3 +122,17 @@ func (s *Suite) plainSizeCompact(body int64) (int64, error) {
 	}
 	panic("content: body below a group does not fit group 0") // unreachable: the pieces add up to a group
 }
+
+// EntryOffset is where chunk i's tag entry is stored in a file that has
+// chunks after the piece holding it (roots suites only): in its tag
+// block, or in a compact suite's piece of tag block 0.
+func (s *Suite) EntryOffset(i uint64) int64 {
+	if s.compact && i < TagEntries {
+		for _, p := range s.TagPieces(0, TagEntries) {
+			if int(i) < p.First+p.Count {
+				return p.Offset + int64(int(i)-p.First)*TagSize
+			}
+		}
+	}
+	return s.TagBlockOffset(i/TagEntries) + int64(i%TagEntries)*TagSize
+}
