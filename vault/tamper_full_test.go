@@ -155,7 +155,7 @@ func spliceChunk(t *testing.T, v *Vault, dst, src []byte, i int) {
 	}
 	off, n := s.ChunkOffset(uint64(i)), int64(s.CipherChunkSize())
 	copy(dst[off:off+n], src[off:off+n])
-	e := s.TagBlockOffset(0) + int64(i)*16
+	e := s.EntryOffset(uint64(i))
 	copy(dst[e:e+16], src[e:e+16])
 }
 
@@ -238,7 +238,7 @@ var tamperV2Attacks = map[string]func(t *testing.T){
 		s := v.sess.Engine().Suite()
 		off, n := s.ChunkOffset(0), int64(s.CipherChunkSize())
 		clear(cur[off : off+n])
-		e := s.TagBlockOffset(0)
+		e := s.EntryOffset(0)
 		clear(cur[e : e+16])
 		replaceFile(t, p, cur)
 		_, err = v.ReadFile("f")

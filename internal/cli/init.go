@@ -65,7 +65,7 @@ func (a *App) newInitCommand() *cobra.Command {
 	chunk := fs.String("chunk-size", strconv.Itoa(session.DefaultChunkSize), "chunk size in bytes (power of two, 4k..1M; suffix k or M allowed)")
 	format := fs.Int("format", config.FormatVersion2, "config format: 2 (key slots: password, keyfiles, age identities, recovery key) or 1 (one password, as encryptfs 0.1 made); --reverse is always 1")
 	noRecovery := fs.Bool("no-recovery-key", false, "format 2: make no recovery key slot (the password is then the only way in until key add)")
-	fileRoots := fs.Bool("file-roots", true, "format 2: authenticate each file as one version (no chunk splicing, truncation or zeroed chunks); costs a 4 KiB tag block per non-empty file (docs/format.md §16)")
+	fileRoots := fs.Bool("file-roots", true, "format 2: authenticate each file as one version (no chunk splicing, truncation or zeroed chunks); costs 16 bytes per chunk and 128 bytes of header (docs/format.md §16)")
 	freshness := fs.Bool("freshness", true, "format 2: record what each device changes, so that deletion and rollback by the storage are reported (docs/format.md §15)")
 	reverse := fs.Bool("reverse", false, "set up the existing plaintext directory CIPHERDIR for reverse mounts (aes-256-siv; see docs/reverse.md)")
 	flagGroup(fs, groupReverse, "reverse")

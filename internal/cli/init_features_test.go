@@ -18,9 +18,10 @@ func TestInitFeatures(t *testing.T) {
 		want  []string
 		not   []string
 	}{
-		{nil, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagFreshness}, nil},
-		{[]string{"--file-roots=false"}, []string{config.FlagBoundLocations, config.FlagFreshness}, []string{config.FlagFileRoots}},
-		{[]string{"--freshness=false"}, []string{config.FlagBoundLocations, config.FlagFileRoots}, []string{config.FlagFreshness}},
+		{nil, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots, config.FlagFreshness}, nil},
+		{[]string{"--format", "2"}, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots, config.FlagFreshness}, nil},
+		{[]string{"--file-roots=false"}, []string{config.FlagBoundLocations, config.FlagFreshness}, []string{config.FlagFileRoots, config.FlagCompactRoots}},
+		{[]string{"--freshness=false"}, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots}, []string{config.FlagFreshness}},
 	} {
 		dir := filepath.Join(t.TempDir(), "cipher")
 		run(t, "", append(append([]string{"init", "--passfile", pf}, cheapKDF...), append(c.flags, dir)...)...).want(t, 0)

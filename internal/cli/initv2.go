@@ -46,6 +46,10 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 	p, err := config.NewParamsV2(string(alg), chunkSize).WithBoundLocations(vaultID)
 	if err == nil && ft.fileRoots {
 		p, err = p.WithFeature(config.FlagFileRoots)
+		if err == nil {
+			// The compact layout (§16): a small file pays no tag block.
+			p, err = p.WithFeature(config.FlagCompactRoots)
+		}
 	}
 	if err == nil && ft.freshness {
 		p, err = p.WithFeature(config.FlagFreshness)

@@ -81,7 +81,11 @@ func (v *tamperVault) geometry(t *testing.T) *content.Suite {
 	if !hasFlag(c.Params.FeatureFlags, "FileRoots") || !hasFlag(c.Params.FeatureFlags, "BoundLocations") || !hasFlag(c.Params.FeatureFlags, "Freshness") {
 		t.Fatalf("init made flags %v, want every format-2 content feature", c.Params.FeatureFlags)
 	}
-	s, err := content.NewRootsSuite(content.Algorithm(c.Params.Cipher), c.Params.ChunkSize, make([]byte, 32), make([]byte, 32))
+	mk := content.NewRootsSuite
+	if hasFlag(c.Params.FeatureFlags, "CompactRoots") {
+		mk = content.NewCompactRootsSuite // init's default (§16)
+	}
+	s, err := mk(content.Algorithm(c.Params.Cipher), c.Params.ChunkSize, make([]byte, 32), make([]byte, 32))
 	must(t, err)
 	return s
 }
@@ -210,7 +214,7 @@ func onlyUserXattr(t *testing.T, p string) string {
 func spliceStored(s *content.Suite, dst, src []byte, i int) {
 	off, n := s.ChunkOffset(uint64(i)), int64(s.CipherChunkSize())
 	copy(dst[off:off+n], src[off:off+n])
-	e := s.TagBlockOffset(0) + int64(i)*content.TagSize
+	e := s.EntryOffset(uint64(i))
 	copy(dst[e:e+content.TagSize], src[e:e+content.TagSize])
 }
 
@@ -270,7 +274,7 @@ var tamperMountAttacks = map[string]func(t *testing.T, v *tamperVault){
 		cur := storedAs(t, s, p, int64(3*cs+3))
 		off, n := s.ChunkOffset(0), int64(s.CipherChunkSize())
 		clear(cur[off : off+n])
-		e := s.TagBlockOffset(0)
+		e := s.EntryOffset(0)
 		clear(cur[e : e+content.TagSize])
 		putBack(t, p, cur)
 		want := make([]byte, 3*cs+3)

@@ -24,6 +24,13 @@ const FlagBoundLocations = "BoundLocations"
 // BoundLocations (the roots live in the v2 header).
 const FlagFileRoots = "FileRoots"
 
+// FlagCompactRoots: the files of a vault with FileRoots use the compact
+// layout: tag block 0 stored in pieces after chunks 0 and 15, only once
+// the file has chunks after them (docs/format.md §16, "Compact layout").
+// Headers and roots are FileRoots'. A build without the flag refuses the
+// vault (it would read chunk 0 where tag block 0 was).
+const FlagCompactRoots = "CompactRoots"
+
 // FlagFreshness: each device records what it changed in MAC'd manifests
 // and epoch files, and a client detects rollback and deletion
 // (docs/format.md §15). Names objects by their bound IDs, so it requires
@@ -45,6 +52,7 @@ func featuresV2() []featureV2 {
 	return []featureV2{
 		{FlagBoundLocations, nil},
 		{FlagFileRoots, []string{FlagBoundLocations}},
+		{FlagCompactRoots, []string{FlagFileRoots}},
 		// KeyEpochs (epochs.go): only bound objects carry an epoch, so a
 		// session refuses it without BoundLocations (session.ErrRevokeUnbound);
 		// not required here, so that the epoch vectors stay config-only.

@@ -202,7 +202,7 @@ func NewEngine(suite *content.Suite, opts Options) *Engine {
 	if (e.binder != nil) != suite.Bound() {
 		panic("core: a binder needs a bound suite and a bound suite a binder")
 	}
-	e.lay = layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize(), header: int64(suite.HeaderSize()), tagged: suite.Roots()}
+	e.lay = layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize(), header: int64(suite.HeaderSize()), tagged: suite.Roots(), compact: suite.Compact()}
 	if e.rand == nil {
 		e.rand = rand.Reader
 	}

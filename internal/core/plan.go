@@ -13,11 +13,55 @@ type layout struct {
 	// tagged: a tag block (content.TagBlockSize) precedes every group of
 	// content.TagEntries chunks (file roots, roots.go).
 	tagged bool
+	// compact: tag block 0 is stored in two pieces, after chunk 0 and
+	// after chunk content.CompactHeadEntries-1, each only once the file
+	// has a chunk after it (content.NewCompactRootsSuite).
+	compact bool
 }
 
-// tagBlockOffset is where tag block g starts (tagged layouts only).
-func (l layout) tagBlockOffset(g uint64) int64 {
+// groupStart is where the bytes of group g (its tag block and chunks)
+// start (tagged layouts only). Group 0 has the same size in both tagged
+// layouts.
+func (l layout) groupStart(g uint64) int64 {
 	return l.header + int64(g)*(content.TagBlockSize+content.TagEntries*l.cipherChunk)
+}
+
+// tagBlockOffset is where tag block g starts (tagged layouts only; not
+// block 0 of a compact layout, which is in pieces: entryOffset).
+func (l layout) tagBlockOffset(g uint64) int64 { return l.groupStart(g) }
+
+// entryOffset is where chunk i's tag entry is stored (tagged layouts).
+func (l layout) entryOffset(i uint64) int64 {
+	switch {
+	case l.compact && i < content.CompactHeadEntries:
+		return l.header + l.cipherChunk + int64(i)*content.TagSize
+	case l.compact && i < content.TagEntries:
+		return l.header + content.CompactHeadEntries*(l.cipherChunk+content.TagSize) + int64(i-content.CompactHeadEntries)*content.TagSize
+	}
+	return l.tagBlockOffset(i/content.TagEntries) + int64(i%content.TagEntries)*content.TagSize
+}
+
+// entryRunEnd is the last entry stored back to back with entry i: the end
+// of its tag block, or of its piece of a compact block 0.
+func (l layout) entryRunEnd(i uint64) uint64 {
+	if l.compact && i < content.CompactHeadEntries {
+		return content.CompactHeadEntries - 1
+	}
+	return i | (content.TagEntries - 1)
+}
+
+// entryStored reports whether entry i has a place in a file of n chunks.
+// Always in a FileRoots layout (its callers write only the blocks of
+// groups that hold a chunk); in a compact one, the pieces of block 0
+// exist only once the file has a chunk after them.
+func (l layout) entryStored(i, n uint64) bool {
+	switch {
+	case l.compact && i < content.CompactHeadEntries:
+		return n >= 2
+	case l.compact && i < content.TagEntries:
+		return n > content.CompactHeadEntries
+	}
+	return true
 }
 
 // groupOf is the group whose bytes (tag block and chunks) hold backing
@@ -33,16 +77,26 @@ func (l layout) groupOf(off int64) uint64 {
 // chunks of files of at most maxSize bytes, so it cannot overflow.
 func (l layout) cipherOffset(i uint64) int64 {
 	off := l.header + int64(i)*l.cipherChunk
-	if l.tagged {
+	switch {
+	case l.compact && i == 0:
+	case l.compact && i < content.CompactHeadEntries:
+		off += content.CompactHeadEntries * content.TagSize
+	case l.tagged:
 		off += int64(i/content.TagEntries+1) * content.TagBlockSize
 	}
 	return off
 }
 
 // runEnd bounds a run of chunks starting at i that is stored back to back:
-// with tag blocks, a run ends at its group's last chunk.
+// with tag blocks, a run ends at its group's last chunk, and in a compact
+// layout also at chunk 0 and chunk content.CompactHeadEntries-1.
 func (l layout) runEnd(i, last uint64) uint64 {
-	if l.tagged {
+	switch {
+	case l.compact && i == 0:
+		return 0
+	case l.compact && i < content.CompactHeadEntries:
+		return min(last, content.CompactHeadEntries-1)
+	case l.tagged:
 		return min(last, i|(content.TagEntries-1))
 	}
 	return last
@@ -57,6 +111,12 @@ func (l layout) cipherSize(size int64) int64 {
 	n := l.header + size + chunks*l.overhead
 	if l.tagged {
 		n += (chunks + content.TagEntries - 1) / content.TagEntries * content.TagBlockSize
+	}
+	if l.compact && chunks <= content.CompactHeadEntries {
+		n -= content.TagBlockSize - content.CompactHeadEntries*content.TagSize // piece B not stored
+		if chunks == 1 {
+			n -= content.CompactHeadEntries * content.TagSize // nor piece A
+		}
 	}
 	return n
 }

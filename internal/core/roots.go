@@ -144,7 +144,7 @@ func (f *File) loadRoots() error {
 	defer e.bufs.put(buf)
 	block := (*buf)[:content.TagBlockSize]
 	err := f.forDataGroups(0, e.tagBlocksOf(f.size), func(g uint64) error {
-		if err := readFullAt(f.b, block, e.lay.tagBlockOffset(g)); err != nil {
+		if err := f.readTagBlock(block, g); err != nil {
 			return fmt.Errorf("core: tag block %d: %w", g, err)
 		}
 		rs.tags.load(g, block)
@@ -161,6 +161,40 @@ func (f *File) loadRoots() error {
 		return fmt.Errorf("core: tag blocks: %w", err)
 	}
 	rs.loaded, rs.trusted = true, true
+	return nil
+}
+
+// readTagBlock reads the entries of tag block g into block
+// (content.TagBlockSize bytes): the stored block, or for block 0 of a
+// compact layout its stored pieces (zeros for the entries past them: the
+// chunks they name do not exist), and for a file of one chunk entry 0
+// from chunk 0 itself, whose AEAD tag it is. Called with mu held.
+func (f *File) readTagBlock(block []byte, g uint64) error {
+	l := f.e.lay
+	if !l.compact || g > 0 {
+		return readFullAt(f.b, block, l.tagBlockOffset(g))
+	}
+	clear(block)
+	n := f.e.chunksOf(f.size)
+	if n == 1 {
+		buf := f.e.bufs.get(f.e.cipherChunk)
+		defer f.e.bufs.put(buf)
+		stored := (*buf)[:f.e.plainLen(0, f.size)+f.e.overhead]
+		if err := readFullAt(f.b, stored, l.cipherOffset(0)); err != nil {
+			return err
+		}
+		copy(block, f.fc.ChunkTag(stored))
+		return nil
+	}
+	for i := uint64(0); i < content.TagEntries; i = l.entryRunEnd(i) + 1 {
+		if !l.entryStored(i, n) {
+			break
+		}
+		end := l.entryRunEnd(i) + 1
+		if err := readFullAt(f.b, block[i*content.TagSize:end*content.TagSize], l.entryOffset(i)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -244,25 +278,47 @@ func (f *File) setEntry(i uint64, stored []byte) {
 	f.rt.tags.set(i, f.fc.ChunkTag(stored))
 }
 
-// writeEntries writes the entries of chunks [first, last] (one group) to
-// their tag block (zeros for a block not in the table).
-func (f *File) writeEntries(first, last uint64) error {
-	off := f.e.lay.tagBlockOffset(first/content.TagEntries) + int64(first%content.TagEntries)*content.TagSize
-	return writeFullAt(f.b, f.rt.tags.entries(first, last, f.e.zeroStore), off)
+// writeEntries writes the entries of chunks [first, last] (one group) of
+// a file of size bytes to their tag block (zeros for a block not in the
+// table); in a compact layout, only to the pieces of block 0 that the
+// file has (layout.entryStored).
+func (f *File) writeEntries(first, last uint64, size int64) error {
+	return f.entryWrite(first, last, size)()
 }
 
 // entryWrite returns the write of the entries of chunks [first, last] (one
-// group) for sealAndWrite, which may run it on another goroutine: the
-// block was made before the sealing (blockFor), and the entries written
-// are not touched by the sealing of other windows. A no-op without roots.
-func (f *File) entryWrite(first, last uint64) func() error {
+// group) of a file of size bytes, as writeEntries, for sealAndWrite, which
+// may run it on another goroutine: the block was made before the sealing
+// (blockFor), and the entries written are not touched by the sealing of
+// other windows. A no-op without roots.
+func (f *File) entryWrite(first, last uint64, size int64) func() error {
 	rs := f.rt
 	if rs == nil {
 		return func() error { return nil }
 	}
-	off := f.e.lay.tagBlockOffset(first/content.TagEntries) + int64(first%content.TagEntries)*content.TagSize
-	b := rs.tags.entries(first, last, f.e.zeroStore)
-	return func() error { return writeFullAt(f.b, b, off) }
+	l, n := f.e.lay, f.e.chunksOf(size)
+	type run struct {
+		b   []byte
+		off int64
+	}
+	var runs [2]run // at most two pieces of one block
+	k := 0
+	for i := first; i <= last; {
+		end := min(last, l.entryRunEnd(i))
+		if l.entryStored(i, n) {
+			runs[k] = run{rs.tags.entries(i, end, f.e.zeroStore), l.entryOffset(i)}
+			k++
+		}
+		i = end + 1
+	}
+	return func() error {
+		for _, r := range runs[:k] {
+			if err := writeFullAt(f.b, r.b, r.off); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // finalize writes a clean header for a file this File changed: the
@@ -339,7 +395,7 @@ func (f *File) rebuildEntries() error {
 	group := func(g uint64) error {
 		gLast := min(last, g*content.TagEntries+content.TagEntries-1)
 		for first := g * content.TagEntries; first <= gLast; {
-			wLast := min(first+win-1, gLast)
+			wLast := e.lay.runEnd(first, min(first+win-1, gLast))
 			end := e.cipherOffset(wLast) + int64(e.plainLen(wLast, f.size)+e.overhead)
 			stored := (*buf)[:end-e.cipherOffset(first)]
 			if err := readFullAt(f.b, stored, e.cipherOffset(first)); err != nil {
@@ -362,7 +418,7 @@ func (f *File) rebuildEntries() error {
 			if wLast == last {
 				to = last | (content.TagEntries - 1)
 			}
-			if err := f.writeEntries(first, to); err != nil {
+			if err := f.writeEntries(first, to, f.size); err != nil {
 				return err
 			}
 			first = wLast + 1
@@ -396,7 +452,7 @@ func (f *File) forDataGroups(from, to uint64, fn func(g uint64) error) error {
 			g++
 			continue
 		}
-		d, err := ds.SeekData(l.tagBlockOffset(g))
+		d, err := ds.SeekData(l.groupStart(g))
 		if err == io.EOF {
 			return nil // a hole to the end of the file
 		}

@@ -20,11 +20,19 @@ const rootsOff = false
 // testPlace is where the roots tests' files live.
 var testPlace = Place{ParentID: bytes.Repeat([]byte{0x44}, 16), EncName: "file"}
 
+// compactRoots makes newRootsEngine's engines use the compact layout
+// (CompactRoots); TestCompactRootsSuite sets it while it runs the roots
+// tests again. The core tests do not run in parallel.
+var compactRoots = false
+
 // newRootsEngine is an engine with location binding and file roots.
 func newRootsEngine(tb testing.TB, alg content.Algorithm, chunkSize int, opts Options) *Engine {
 	tb.Helper()
 	ck, hk := testKeys()
 	mk := content.NewRootsSuite
+	if compactRoots {
+		mk = content.NewCompactRootsSuite
+	}
 	if rootsOff {
 		mk = content.NewBoundSuite
 	}

@@ -161,7 +161,7 @@ func (f *File) punchTagged(first, end uint64) error {
 	start, stop := e.cipherOffset(first), e.cipherOffset(end-1)+int64(e.cipherChunk)
 	if p, ok := f.b.(holePuncher); ok && p.PunchHole(start, stop-start) == nil {
 		for _, g := range held {
-			if err := f.writeEntries(g*content.TagEntries, g*content.TagEntries+content.TagEntries-1); err != nil {
+			if err := f.writeEntries(g*content.TagEntries, g*content.TagEntries+content.TagEntries-1, f.size); err != nil {
 				f.afterFailedWrite()
 				return err
 			}
@@ -169,7 +169,7 @@ func (f *File) punchTagged(first, end uint64) error {
 		return nil
 	}
 	run := func(lo, hi uint64) error { // chunks [lo, hi] of one group
-		if err := f.writeEntries(lo, hi); err != nil {
+		if err := f.writeEntries(lo, hi, f.size); err != nil {
 			f.afterFailedWrite()
 			return err
 		}
@@ -193,21 +193,26 @@ func (f *File) punchTagged(first, end uint64) error {
 	return nil
 }
 
-// punchRun turns stored chunks [first, end), stored back to back, into
-// holes.
+// punchRun turns stored chunks [first, end) into holes.
 func (f *File) punchRun(first, end uint64) error {
 	e := f.e
-	start, stop := e.cipherOffset(first), e.cipherOffset(end-1)+int64(e.cipherChunk)
-	if p, ok := f.b.(holePuncher); ok && p.PunchHole(start, stop-start) == nil {
-		return nil
-	}
-	for pos := start; pos < stop; {
-		n := min(stop-pos, int64(len(e.zeroStore)))
-		if err := writeFullAt(f.b, e.zeroStore[:n], pos); err != nil {
-			f.afterFailedWrite()
-			return err
+	// Run by run of chunks stored back to back: never over the entries
+	// between two runs (a compact layout's pieces of tag block 0).
+	for first < end {
+		last := e.lay.runEnd(first, end-1)
+		start, stop := e.cipherOffset(first), e.cipherOffset(last)+int64(e.cipherChunk)
+		first = last + 1
+		if p, ok := f.b.(holePuncher); ok && p.PunchHole(start, stop-start) == nil {
+			continue
 		}
-		pos += n
+		for pos := start; pos < stop; {
+			n := min(stop-pos, int64(len(e.zeroStore)))
+			if err := writeFullAt(f.b, e.zeroStore[:n], pos); err != nil {
+				f.afterFailedWrite()
+				return err
+			}
+			pos += n
+		}
 	}
 	return nil
 }

@@ -123,7 +123,7 @@ func (f *File) cutTo(size int64, last []byte) error {
 		// entries past the end are zero (a later grow leaves holes there).
 		rs.tags.cut(newLast + 1)
 		f.setEntry(newLast, *stored)
-		if err := f.writeEntries(newLast, newLast|(content.TagEntries-1)); err != nil {
+		if err := f.writeEntries(newLast, newLast|(content.TagEntries-1), size); err != nil {
 			f.afterFailedWrite()
 			return err
 		}

@@ -256,7 +256,7 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 		// the two would leave an impossible size). Either order is safe
 		// for the content: the header is DIRTY (markDirty) until
 		// finalize has made both durable.
-		entries := j.f.entryWrite(wFirst, wLast)
+		entries := j.f.entryWrite(wFirst, wLast, j.newSize)
 		if !pipelined {
 			if err := writeFullAt(j.f.b, stored, at); err != nil {
 				return err

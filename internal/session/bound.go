@@ -30,7 +30,14 @@ func newBound(dir string, p config.Params, masterKey []byte, k *keys.Keys, eo co
 		return nil, err
 	}
 	newSuite := content.NewBoundSuite
-	if o.FileRoots {
+	switch {
+	case o.CompactRoots && !o.FileRoots:
+		binder.Wipe()
+		k.Wipe()
+		return nil, fmt.Errorf("session: compact roots need file roots")
+	case o.CompactRoots:
+		newSuite = content.NewCompactRootsSuite // tag block 0 in pieces (format.md §16)
+	case o.FileRoots:
 		newSuite = content.NewRootsSuite // tag blocks and file roots (design §5)
 	}
 	suite, err := newSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)

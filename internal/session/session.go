@@ -72,6 +72,9 @@ type Options struct {
 	// between the chunks and a root in every file header. A test hook
 	// until the config's flag is mapped onto it.
 	FileRoots bool
+	// CompactRoots, with FileRoots, stores tag block 0 compactly
+	// (feature flag "CompactRoots", docs/format.md §16).
+	CompactRoots bool
 	// FreshnessUse says what a session of a vault with the feature flag
 	// "Freshness" does (freshopts.go): record (the zero value: every
 	// door that may write), only check, or nothing. Ignored when
@@ -175,7 +178,7 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	if o.BoundVaultID != nil {
 		return newBound(dir, p, masterKey, k, eo, o)
 	}
-	if o.FileRoots {
+	if o.FileRoots || o.CompactRoots {
 		k.Wipe()
 		return nil, errors.New("session: file roots need location binding (BoundVaultID)")
 	}
@@ -238,6 +241,9 @@ func (o Options) withParams(p config.Params) (Options, error) {
 	}
 	if p.Has(config.FlagFileRoots) {
 		o.FileRoots = true
+	}
+	if p.Has(config.FlagCompactRoots) {
+		o.CompactRoots = true
 	}
 	o.Freshness = o.freshnessFor(p)
 	return o, nil

@@ -70,16 +70,23 @@ func (s *Suite) groupCipherSize() int64 {
 }
 
 // TagBlockOffset is where tag block g starts in the backing file (roots
-// suites only).
+// suites only; in a compact suite, block 0 is stored in pieces:
+// TagPieces).
 func (s *Suite) TagBlockOffset(g uint64) int64 {
 	return int64(s.HeaderSize()) + int64(g)*s.groupCipherSize()
 }
 
 // ChunkOffset is where chunk i starts in the backing file: after the
-// header, and with roots after the tag blocks of groups 0..i/TagEntries.
+// header, and with roots after the tag blocks of groups 0..i/TagEntries
+// (compact: chunk 0 right after the header, chunks 1..15 after piece A
+// of tag block 0, roots_compact.go).
 func (s *Suite) ChunkOffset(i uint64) int64 {
 	off := int64(s.HeaderSize()) + int64(i)*int64(s.CipherChunkSize())
-	if s.roots {
+	switch {
+	case s.compact && i == 0:
+	case s.compact && i < CompactHeadEntries:
+		off += compactHeadSize
+	case s.roots:
 		off += int64(i/TagEntries+1) * TagBlockSize
 	}
 	return off
@@ -92,11 +99,18 @@ func tagBlocks(n int64) int64 { return (n + TagEntries - 1) / TagEntries }
 func (s *Suite) cipherSizeRoots(plain int64) int64 {
 	cs := int64(s.chunkSize)
 	chunks := (plain + cs - 1) / cs
-	return int64(s.HeaderSize()) + plain + chunks*int64(s.Overhead()) + tagBlocks(chunks)*TagBlockSize
+	tags := tagBlocks(chunks) * TagBlockSize
+	if s.compact {
+		tags = compactTagBytes(chunks)
+	}
+	return int64(s.HeaderSize()) + plain + chunks*int64(s.Overhead()) + tags
 }
 
 // plainSizeRoots is PlainSize with tag blocks (cipher > header size).
 func (s *Suite) plainSizeRoots(body int64) (int64, error) {
+	if s.compact && body < s.groupCipherSize() {
+		return s.plainSizeCompact(body)
+	}
 	g := s.groupCipherSize()
 	full, rest := body/g, body%g
 	plain := full * TagEntries * int64(s.chunkSize)

@@ -29,6 +29,9 @@ type Vault struct {
 	// FileRoots turns file roots (format v2, design §5) on in every
 	// session of a bound vault (session.Options.FileRoots): RootsEnv.
 	FileRoots bool
+	// CompactRoots, with FileRoots, stores tag block 0 compactly, as
+	// every vault of encryptfs init (session.Options.CompactRoots).
+	CompactRoots bool
 }
 
 // testParams and testMasterKey are the parameters and key of every test
@@ -42,7 +45,7 @@ var (
 // t.Cleanup.
 func (v *Vault) Session(t testing.TB) *session.Session {
 	t.Helper()
-	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{BoundVaultID: v.VaultID, FileRoots: v.FileRoots})
+	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{BoundVaultID: v.VaultID, FileRoots: v.FileRoots, CompactRoots: v.CompactRoots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,16 +121,22 @@ const BoundEnv = "ENCRYPTFS_TEST_BOUND"
 // ENCRYPTFS_TEST_ROOTS=1 go test ./internal/forwardfs/.
 const RootsEnv = "ENCRYPTFS_TEST_ROOTS"
 
+// RootsEnvFileRoots, as the value of RootsEnv, makes those vaults use
+// the FileRoots layout without CompactRoots (vaults made before it);
+// 1, and NewRootsVaultIn, give them the compact layout init makes.
+const RootsEnvFileRoots = "fileroots"
+
 // newVault is NewVaultIn, with location binding if vaultID is set, and
 // file roots too if roots.
 func newVault(t testing.TB, cipher string, vaultID []byte, roots bool, mod func(*mount.Options)) *Vault {
 	t.Helper()
 	fstest.RequireFUSE(t)
-	roots = roots || os.Getenv(RootsEnv) == "1"
+	env := os.Getenv(RootsEnv)
+	roots = roots || env == "1" || env == RootsEnvFileRoots
 	if vaultID == nil && (os.Getenv(BoundEnv) == "1" || roots) {
 		vaultID = boundVaultID
 	}
-	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}, VaultID: vaultID, FileRoots: roots}
+	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}, VaultID: vaultID, FileRoots: roots, CompactRoots: roots && env != RootsEnvFileRoots}
 	v.Logger = log.New(v.Log, "", 0)
 	s := v.Session(t)
 	v.Tree = s.Tree()
