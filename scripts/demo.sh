@@ -59,13 +59,22 @@ stored=$cipher/$("$bin" encrypt-path --passfile "$pwfile" "$cipher" hello.txt)
 plain_size=$(stat -c %s "$mnt/hello.txt")
 stored_size=$(stat -c %s "$stored")
 # Format 2 (docs/format.md §14, §16): a 128-byte header; with file roots
-# (the default, feature flag FileRoots) a 4096-byte tag block before each
-# group of 256 chunks; then each chunk as nonce + ciphertext + 16-byte
-# tag, the nonce 16 bytes (aes-256-gcm, the default; aes-256-siv) or 24
-# (xchacha20-poly1305) (§5.3).
+# (feature flag FileRoots) a 4096-byte tag block before each group of 256
+# chunks, except that with compact roots (CompactRoots, the default) a
+# file of one chunk has none: its only tag is the chunk's own; then each
+# chunk as nonce + ciphertext + 16-byte tag, the nonce 16 bytes
+# (aes-256-gcm, the default; aes-256-siv) or 24 (xchacha20-poly1305)
+# (§5.3).
 "$bin" info "$cipher" >"$work/info"
 header=128
-if grep -q '^Feature flags:.*FileRoots' "$work/info"; then tagblock=4096; else tagblock=0; fi
+compact=0
+if grep -q '^Feature flags:.*CompactRoots' "$work/info"; then
+	tagblock=0 compact=1
+elif grep -q '^Feature flags:.*FileRoots' "$work/info"; then
+	tagblock=4096
+else
+	tagblock=0
+fi
 if grep -q '^Cipher: *xchacha20-poly1305' "$work/info"; then nonce=24; else nonce=16; fi
 chunk=$((stored_size - header - tagblock))
 echo "the stored hello.txt: ${stored#"$work"/}"
@@ -73,6 +82,8 @@ echo "  $stored_size bytes on disk for $plain_size bytes of plaintext:"
 echo "  $header-byte header (version 2, flags, epoch, the file ID, size, generation, root, its bindings to its place, a MAC)"
 if [ "$tagblock" -gt 0 ]; then
 	echo "  + $tagblock-byte tag block (file roots: one 16-byte entry per chunk, that chunk's tag, i.e. its last 16 bytes; the rest zero)"
+elif [ "$compact" = 1 ]; then
+	echo "  (no tag block: with compact file roots a file of one chunk keeps its only tag in the chunk; the header's root covers it)"
 fi
 echo "  + one $chunk-byte chunk ($nonce-byte nonce + $((chunk - nonce - 16)) bytes of ciphertext + 16-byte tag)"
 if [ "$chunk" -ne $((plain_size + nonce + 16)) ]; then
