@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/encryptfs/encryptfs/internal/fstest"
 )
 
 // Helpers for the tests that run a real storage tool next to encryptfs
@@ -25,14 +27,7 @@ import (
 // is missing, except under CI=true, where it fails: CI installs it.
 func requireTool(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but %s is missing (scripts/setup.sh installs it): %v", name, err)
-		}
-		t.Skipf("%s is not installed (apt-get install %s)", name, name)
-	}
-	return p
+	return fstest.RequireTool(t, name)
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.

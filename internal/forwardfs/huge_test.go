@@ -2,12 +2,15 @@ package forwardfs_test
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/encryptfs/encryptfs/internal/fstest"
 	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
 	"golang.org/x/sys/unix"
 )
@@ -94,4 +97,27 @@ func TestTruncateHuge(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStressNgFsize (issue 18): stress-ng's fsize stressor, which makes
+// files of fixed, random and power-of-two sizes up to its RLIMIT_FSIZE,
+// hung against a vault with file roots; it must finish, and pass.
+func TestStressNgFsize(t *testing.T) {
+	bin := fstest.RequireTool(t, "stress-ng")
+	d := mounttest.SparseDir(t)
+	if d == "" {
+		d = t.TempDir()
+	}
+	v := mounttest.NewRootsVaultIn(t, d, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--fsize", "1", "--timeout", "10s", "--temp-path", v.Mnt, "--metrics-brief")
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("stress-ng --fsize hangs against the mount:\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("stress-ng --fsize: %v\n%s", err, out)
+	}
+	t.Logf("%s", out)
 }

@@ -6,6 +6,7 @@ package fstest
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -20,4 +21,19 @@ func RequireFUSE(t testing.TB) {
 		}
 		t.Skipf("no FUSE: %v", err)
 	}
+}
+
+// RequireTool returns the path of program name, a Debian package that
+// scripts/setup.sh installs: a missing one skips t, except under CI=true,
+// where it fails t (CI installs it, so a skip would pass off as a pass).
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but %s is missing (scripts/setup.sh installs it): %v", name, err)
+		}
+		t.Skipf("%s is not installed (apt-get install %s)", name, name)
+	}
+	return p
 }
