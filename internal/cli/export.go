@@ -28,18 +28,24 @@ func (a *App) newExportCommand() *cobra.Command {
 			src = pos[2]
 		}
 		dest := pos[1]
-		if err := prepareEmptyDir(dest); err != nil {
-			return withCode(ExitError, fmt.Errorf("export: DESTDIR: %w", errors.Unwrap(err)))
+		created, err := prepareEmptyDir("export", "DESTDIR", dest)
+		if err != nil {
+			return withCode(ExitError, err)
 		}
+		// A wrong password, a missing PATH or a Ctrl-C before anything
+		// was exported leaves no new DESTDIR behind.
+		cleanup := a.removeOnInterrupt(dest, created)
+		defer cleanup.stop()
 		v, err := a.openVault(pos[0], vf)
 		if err != nil {
-			return err
+			return cleanup.fail(err)
 		}
 		defer v.Close()
 		fi, err := v.Stat(src)
 		if err != nil {
-			return err
+			return cleanup.fail(vaultPathError("export", pos[0], src, err))
 		}
+		cleanup.stop()
 		prog := a.newProgress("export", *asJSON)
 		if prog != nil {
 			prog.setTotals(vaultTotals(v, src, fi))

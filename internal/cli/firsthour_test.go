@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -74,4 +75,62 @@ func TestMountValidatesFirst(t *testing.T) {
 		t.Errorf("second mount took %v to refuse", d)
 	}
 	run(t, "", "unmount", mnt).want(t, 0)
+}
+
+// TestInitInterrupted: Ctrl-C while init waits for the password removes
+// the directory init made, and only that one.
+func TestInitInterrupted(t *testing.T) {
+	for _, existed := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "v")
+		if existed {
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command(binary, "init", "--passfile", blockingPassfile(t), dir)
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "init to make "+dir, func() bool { _, err := os.Stat(dir); return err == nil })
+		time.Sleep(200 * time.Millisecond) // its signal handler is installed right after
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != ExitInterrupted {
+			t.Fatalf("existed=%v: init after SIGINT: %v, stderr %q", existed, err, errb.String())
+		}
+		_, err = os.Stat(dir)
+		if existed && err != nil {
+			t.Errorf("init removed %s, which was there before: %v", dir, err)
+		}
+		if !existed && !os.IsNotExist(err) {
+			t.Errorf("init left %s behind after SIGINT: %v", dir, err)
+		}
+	}
+}
+
+// TestExportWrongPasswordLeavesNoDest: a refused unlock removes the
+// DESTDIR export made, and keeps one that was there.
+func TestExportWrongPasswordLeavesNoDest(t *testing.T) {
+	dir, _ := newVault(t, "pw", "--format", "2")
+	dest := filepath.Join(t.TempDir(), "out")
+	run(t, "", "export", "--passfile", writePassfile(t, "wrong"), dir, dest).want(t, ExitWrongPassword)
+	if _, err := os.Stat(dest); !os.IsNotExist(err) {
+		t.Fatalf("export left %s behind: %v", dest, err)
+	}
+	run(t, "", "export", "--passfile", writePassfile(t, "pw"), dir, dest, "/missing").want(t, ExitError)
+	if _, err := os.Stat(dest); !os.IsNotExist(err) {
+		t.Fatalf("export of a missing PATH left %s behind: %v", dest, err)
+	}
+	if err := os.Mkdir(dest, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "", "export", "--passfile", writePassfile(t, "wrong"), dir, dest).want(t, ExitWrongPassword)
+	if _, err := os.Stat(dest); err != nil {
+		t.Fatalf("export removed %s, which was there before: %v", dest, err)
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
@@ -80,10 +79,6 @@ func (a *App) newFsckCommand() *cobra.Command {
 			freshLog = log.New(a.Stderr, "encryptfs: ", 0)
 		}
 		s, err := a.unlockVaultWith(dir, c, u, "Password", a.freshOptions(dir, c, use, stateDir, freshLog))
-		if errors.Is(err, config.ErrWrongPassword) {
-			return errorfCode(ExitWrongPassword, "wrong password, or the parameters in encryptfs.conf were edited "+
-				"(either makes the key unwrap fail); with the master key, fsck --masterkey checks the data without it")
-		}
 		if err != nil {
 			return err
 		}
