@@ -155,15 +155,22 @@ func newCommand(name, argsUsage string, minArgs, maxArgs int, group, short strin
 // posArgs checks the number of positional arguments with the message and
 // exit code (2) the hand-written parser had.
 func posArgs(name, argsUsage string, minArgs, maxArgs int) cobra.PositionalArgs {
-	return func(_ *cobra.Command, pos []string) error {
+	return func(c *cobra.Command, pos []string) error {
 		if len(pos) >= minArgs && len(pos) <= maxArgs {
 			return nil
 		}
-		want := fmt.Sprint(minArgs)
-		if maxArgs != minArgs {
-			want = fmt.Sprintf("%d to %d", minArgs, maxArgs)
+		if c != nil && c.HasParent() {
+			name = c.CommandPath() // "encryptfs key remove"
+			name = name[strings.IndexByte(name, ' ')+1:]
 		}
-		return usageErrorf("%s: expected %s argument(s) (%s), got %d", name, want, strings.TrimSpace(argsUsage), len(pos))
+		want := plural(minArgs, "argument")
+		switch {
+		case maxArgs == 1<<20:
+			want = fmt.Sprintf("at least %s", want)
+		case maxArgs != minArgs:
+			want = fmt.Sprintf("%d to %d arguments", minArgs, maxArgs)
+		}
+		return usageErrorf("%s: expected %s (%s), got %d; see encryptfs %s --help", name, want, strings.TrimSpace(argsUsage), len(pos), name)
 	}
 }
 

@@ -32,9 +32,9 @@ func reword(err error, format string, args ...any) error {
 // upgrade): at the start of a message such a name is the command's own
 // prefix ("mount: --exclude needs --reverse") and stays.
 var internalPackages = []string{
-	"backing", "config", "content", "core", "fault", "files", "fresh", "fuseserver",
-	"fuseuring", "kdf", "keyslot", "meta", "names", "session", "tree", "vault",
-	"engine", "crypto", "dirid", "sealed",
+	"backing", "bind", "config", "content", "core", "crashsim", "dircursor", "fault",
+	"forwardfs", "fresh", "fuseserver", "fuseuring", "kdf", "keys", "keyslot",
+	"layers", "meta", "names", "reversefs", "session", "siv", "tree", "uring", "vault",
 }
 
 var commandPackages = []string{"mount", "fsck", "upgrade"}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,5 +133,111 @@ func TestExportWrongPasswordLeavesNoDest(t *testing.T) {
 	run(t, "", "export", "--passfile", writePassfile(t, "wrong"), dir, dest).want(t, ExitWrongPassword)
 	if _, err := os.Stat(dest); err != nil {
 		t.Fatalf("export removed %s, which was there before: %v", dest, err)
+	}
+}
+
+// internalPrefixRE matches an internal package's prefix ("config: ") at
+// the start of a message or after ": " (a wrapped error).
+var internalPrefixRE = regexp.MustCompile(`(^|: )(backing|bind|config|content|core|fault|forwardfs|fresh|fsck|fuseserver|fuseuring|kdf|keys|keyslot|layers|meta|mount|names|reversefs|session|siv|tree|uring|vault|upgrade): `)
+
+// TestErrorsArePlain runs the first hour's mistakes and wants each to end
+// with one line on stderr that names no internal package and, where
+// there is a next step, names it.
+func TestErrorsArePlain(t *testing.T) {
+	dir, _ := newVault(t, "pw", "--format", "2")
+	pf, bad := writePassfile(t, "pw"), writePassfile(t, "wrong")
+	src := t.TempDir()
+	if err := os.Mkdir(filepath.Join(src, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "sub", "f"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub/f", filepath.Join(src, "link")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "", "import", "--passfile", pf, dir, src).want(t, 0)
+
+	corrupt, _ := newVault(t, "pw", "--format", "2")
+	conf := filepath.Join(corrupt, "encryptfs.conf")
+	if err := os.Chmod(conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(t.TempDir(), "full")
+	if err := os.MkdirAll(filepath.Join(full, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	notVault := t.TempDir()
+
+	for _, tc := range []struct {
+		name string
+		code int
+		want string // in the line: the next step
+		args []string
+	}{
+		{"wrong password", ExitWrongPassword, "encryptfs info", []string{"ls", "--passfile", bad, dir}},
+		{"missing config", ExitCipherDir, "encryptfs init", []string{"ls", "--passfile", pf, notVault}},
+		{"corrupt config", ExitCorruptConfig, "backup", []string{"ls", "--passfile", pf, corrupt}},
+		{"missing CIPHERDIR", ExitCipherDir, "does not exist", []string{"fsck", "--passfile", pf, filepath.Join(notVault, "nope")}},
+		{"bad -o", ExitUsage, "encryptfs mount --help", []string{"mount", "-o", "garbage", dir, t.TempDir()}},
+		{"cat a symlink", ExitError, "encryptfs ls -l", []string{"cat", "--passfile", pf, dir, "/link"}},
+		{"cat a directory", ExitError, "encryptfs ls", []string{"cat", "--passfile", pf, dir, "/sub"}},
+		{"cat a missing file", ExitError, "encryptfs ls -R", []string{"cat", "--passfile", pf, dir, "/nope"}},
+		{"export into a non-empty dir", ExitError, "empty or new directory", []string{"export", "--passfile", pf, dir, full}},
+		{"key remove arg count", ExitUsage, "encryptfs key remove --help", []string{"key", "remove", dir}},
+		{"ls arg count", ExitUsage, "encryptfs ls --help", []string{"ls"}},
+		{"unknown keyfile", ExitPassword, "nokey", []string{"ls", "--keyfile", filepath.Join(notVault, "nokey"), dir}},
+		{"missing passfile", ExitPassword, "nofile", []string{"ls", "--passfile", filepath.Join(notVault, "nofile"), dir}},
+		{"import a missing SRC", ExitError, "does not exist", []string{"import", "--passfile", pf, dir, filepath.Join(notVault, "nope")}},
+		{"encrypt-path of a missing dir", ExitError, "encryptfs ls -R", []string{"encrypt-path", "--passfile", pf, dir, "/nodir/x"}},
+		{"decrypt-path of a foreign name", ExitCorruptData, "", []string{"decrypt-path", "--passfile", pf, dir, "nosuch"}},
+		{"init into a vault", ExitCipherDir, "empty or new directory", []string{"init", "--passfile", pf, dir}},
+		{"unknown command", ExitUsage, "encryptfs --help", []string{"remove"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, "", tc.args...)
+			r.want(t, tc.code)
+			line := strings.TrimSuffix(r.stderr, "\n")
+			if strings.Contains(line, "\n") || !strings.HasPrefix(line, "encryptfs: ") {
+				t.Fatalf("stderr is not one encryptfs: line:\n%s", r.stderr)
+			}
+			msg := strings.TrimPrefix(line, "encryptfs: ")
+			msg = strings.TrimPrefix(msg, tc.args[0]+": ") // the command's own prefix
+			if m := internalPrefixRE.FindString(msg); m != "" {
+				t.Errorf("internal prefix %q in %q", m, line)
+			}
+			if !strings.Contains(line, tc.want) {
+				t.Errorf("%q does not say %q", line, tc.want)
+			}
+		})
+	}
+
+	// An edited KDF parameter reads the same in mount and fsck (either
+	// makes the key unwrap fail).
+	edited, _ := newVault(t, "pw")
+	conf = filepath.Join(edited, "encryptfs.conf")
+	b, err := os.ReadFile(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := regexp.MustCompile(`"Time": *\d+`).ReplaceAll(b, []byte(`"Time": 2`))
+	if bytes.Equal(b, b2) {
+		t.Fatal("no KDF time in the config to edit")
+	}
+	if err := os.Chmod(conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(conf, b2, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := run(t, "", "mount", "--passfile", pf, edited, t.TempDir())
+	m.want(t, ExitWrongPassword)
+	f := run(t, "", "fsck", "--passfile", pf, edited)
+	f.want(t, ExitWrongPassword)
+	if m.stderr != f.stderr || !strings.Contains(f.stderr, "edited") {
+		t.Errorf("mount and fsck disagree on an edited config:\n%s%s", m.stderr, f.stderr)
 	}
 }

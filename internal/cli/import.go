@@ -32,8 +32,11 @@ func (a *App) newImportCommand() *cobra.Command {
 		}
 		src := pos[1]
 		srcInfo, err := os.Lstat(src)
+		if errors.Is(err, os.ErrNotExist) {
+			return reword(err, "import: SRC %s does not exist", src)
+		}
 		if err != nil {
-			return fmt.Errorf("import: %w", err)
+			return fmt.Errorf("import: SRC %s: %w", src, errors.Unwrap(err))
 		}
 		mnt := mountedAt(pos[0])
 		if mnt != "" && !*force {
