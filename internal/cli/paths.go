@@ -2,9 +2,9 @@ package cli
 
 import (
 	"errors"
-	"os"
 	"fmt"
 	"github.com/spf13/cobra"
+	"os"
 	"path/filepath"
 	"strings"
 )
