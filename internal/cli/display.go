@@ -1,10 +1,6 @@
 package cli
 
-import (
-	"fmt"
-
-	"github.com/encryptfs/encryptfs/internal/display"
-)
+import "github.com/encryptfs/encryptfs/internal/display"
 
 // displayName is how the CLI shows a plaintext name (or path) to a human:
 // as it is, or Go-quoted when it has a character that could forge lines
@@ -16,11 +12,6 @@ func displayName(s string) string { return display.Name(s) }
 // error that embeds a path), rune by rune, leaving the rest alone.
 func displayText(s string) string { return display.Text(s) }
 
-// plural is "1 thing" or "n things": counts in summaries read as
-// sentences, not "1 problem(s)". Irregular plurals are not needed yet.
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
-}
+// plural is "1 thing" or "n things" (display.Count): counts in summaries
+// read as sentences, not "1 problem(s)".
+func plural(n int, thing string) string { return display.Count(n, thing) }

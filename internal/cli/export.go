@@ -60,7 +60,9 @@ func (a *App) newExportCommand() *cobra.Command {
 		e.finishDirs()
 		prog.finish()
 		if p.failed == 0 {
-			fmt.Fprintf(a.Stderr, "encryptfs: exported %d files, %d directories, %d symlinks to %s\n", e.files, e.dirs, e.links, dest)
+			// A success summary: stderr (stdout is for a command's data;
+			// progress is on stderr too), without the error prefix.
+			fmt.Fprintf(a.Stderr, "exported %s, %s, %s to %s\n", plural(e.files, "file"), plural(e.dirs, "directory"), plural(e.links, "symlink"), dest)
 		}
 		return p.result()
 	}

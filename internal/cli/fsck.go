@@ -121,7 +121,9 @@ func (a *App) newFsckCommand() *cobra.Command {
 		case checkErr != nil:
 			return withCode(ExitError, checkErr)
 		case !rep.Clean:
-			return errorfCode(ExitFsckProblems, "fsck: %d problem(s) found in %s", len(rep.Problems), dir)
+			return errorfCode(ExitFsckProblems, "fsck: %s found in %s (listed above)", plural(len(rep.Problems), "problem"), dir)
+		case rep.Behind:
+			return fsckBehind(dir)
 		}
 		return nil
 	}
@@ -169,9 +171,11 @@ func (a *App) fsckRepair(ctx context.Context, s *session.Session, dir string, as
 	case err != nil:
 		return withCode(ExitError, err)
 	case len(rr.Failed) > 0:
-		return errorfCode(ExitError, "fsck: %d repair(s) failed in %s", len(rr.Failed), dir)
+		return errorfCode(ExitError, "fsck: %s failed in %s", plural(len(rr.Failed), "repair"), dir)
 	case !rr.After.Clean:
-		return errorfCode(ExitFsckProblems, "fsck: %d problem(s) left in %s after %d repair(s)", len(rr.After.Problems), dir, len(rr.Fixes))
+		return errorfCode(ExitFsckProblems, "fsck: %s left in %s after %s", plural(len(rr.After.Problems), "problem"), dir, plural(len(rr.Fixes), "repair"))
+	case rr.After.Behind:
+		return fsckBehind(dir)
 	}
 	return nil
 }
@@ -182,4 +186,11 @@ func (p *progress) fsck(pr fsck.Progress) {
 		p.setTotals(pr.TotalFiles, pr.TotalBytes)
 	}
 	p.set(pr.Files, pr.Bytes)
+}
+
+// fsckBehind is fsck's line for a vault that is clean but behind (27, as
+// freshness status): nothing is damaged, but something recorded has not
+// arrived yet.
+func fsckBehind(dir string) error {
+	return errorfCode(ExitFreshBehind, "fsck: %s is clean but behind: something recorded is not there yet (the freshness notes above; a sync in flight could explain it); encryptfs freshness status %s tells when it counts as rolled back", dir, dir)
 }

@@ -79,7 +79,7 @@ func (a *App) newImportCommand() *cobra.Command {
 			p.report("", err)
 		}
 		if p.failed == 0 {
-			fmt.Fprintf(a.Stderr, "encryptfs: imported %d files, %d directories, %d symlinks\n", im.files, im.dirs, im.links)
+			fmt.Fprintf(a.Stderr, "imported %s, %s, %s\n", plural(im.files, "file"), plural(im.dirs, "directory"), plural(im.links, "symlink"))
 		}
 		return p.result()
 	}
