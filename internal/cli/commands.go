@@ -107,7 +107,7 @@ func (a *App) newRootCommand() *cobra.Command {
 	}
 	root.SetOut(a.Stdout)
 	root.SetErr(a.Stderr)
-	root.SetVersionTemplate("encryptfs {{.Version}}\n")
+	root.SetVersionTemplate(versionLine())
 	root.SetUsageFunc(func(c *cobra.Command) error {
 		writeUsage(c.OutOrStderr(), c)
 		return nil

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -239,5 +240,28 @@ func TestErrorsArePlain(t *testing.T) {
 	f.want(t, ExitWrongPassword)
 	if m.stderr != f.stderr || !strings.Contains(f.stderr, "edited") {
 		t.Errorf("mount and fsck disagree on an edited config:\n%s%s", m.stderr, f.stderr)
+	}
+}
+
+// TestVersionNamesCommitAndGoFuse builds the binary as the README does
+// (commit through -ldflags -X) and wants --version and version to name
+// the commit, the Go version and go-fuse's version.
+func TestVersionNamesCommitAndGoFuse(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "encryptfs")
+	const rev = "abc1234"
+	out, err := exec.Command("go", "build", "-ldflags", "-X github.com/encryptfs/encryptfs/internal/cli.commit="+rev, "-o", bin, "github.com/encryptfs/encryptfs/cmd/encryptfs").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, arg := range []string{"--version", "version"} {
+		got, err := exec.Command(bin, arg).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"encryptfs " + Version + "\n", "commit " + rev + "\n", runtime.Version() + ", go-fuse v2."} {
+			if !strings.Contains(string(got), want) {
+				t.Errorf("%s: %q lacks %q", arg, got, want)
+			}
+		}
 	}
 }
