@@ -17,6 +17,15 @@ import (
 
 func (a *App) newExportCommand() *cobra.Command {
 	cmd := newCommand("export", "CIPHERDIR DESTDIR [PATH]", 2, 3, groupOffline, "decrypt a vault (or part of it) into a plain directory", dirArg, dirArg, vaultArg)
+	cmd.Long = `decrypt a vault (or part of it) into a plain directory.
+
+DESTDIR must be empty or missing (export creates it, and removes it again
+if export fails before writing anything). A directory PATH (default: the
+vault's root) is copied as "rsync -a PATH/ DESTDIR/" copies it: its
+contents, not PATH itself, go into DESTDIR. A file PATH becomes
+DESTDIR/NAME. Files keep their mode, times and user xattrs (and, as root,
+owners); a damaged entry is reported and skipped (exit 11), never left
+half written.`
 	fs := cmd.Flags()
 	var vf vaultFlags
 	vf.register(fs)

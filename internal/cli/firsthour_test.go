@@ -265,3 +265,46 @@ func TestVersionNamesCommitAndGoFuse(t *testing.T) {
 		}
 	}
 }
+
+// TestImportExportCopyContents: import and export copy a directory's
+// contents (rsync's "SRC/" rule) and a file under its name, as their
+// --help says.
+func TestImportExportCopyContents(t *testing.T) {
+	for _, cmd := range []string{"import", "export"} {
+		r := run(t, "", cmd, "--help")
+		r.want(t, 0)
+		if !strings.Contains(r.stdout, `"rsync -a`) || !strings.Contains(r.stdout, "contents, not") {
+			t.Errorf("%s --help does not state the rsync SRC/ rule:\n%s", cmd, r.stdout)
+		}
+	}
+	dir, _ := newVault(t, "pw", "--format", "2")
+	pf := writePassfile(t, "pw")
+	src := filepath.Join(t.TempDir(), "Documents")
+	if err := os.MkdirAll(filepath.Join(src, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "sub", "a"), []byte("a"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	note := filepath.Join(t.TempDir(), "note.txt")
+	if err := os.WriteFile(note, []byte("n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, "", "import", "--passfile", pf, dir, src, "/docs").want(t, 0)
+	run(t, "", "import", "--passfile", pf, dir, note).want(t, 0)
+	r := run(t, "", "ls", "-R", "--passfile", pf, dir)
+	r.want(t, 0)
+	if got := strings.Fields(r.stdout); strings.Join(got, " ") != "docs note.txt docs/sub docs/sub/a" {
+		t.Fatalf("import made %q, want the contents of SRC under /docs and note.txt at the root", got)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	run(t, "", "export", "--passfile", pf, dir, out, "/docs").want(t, 0)
+	if _, err := os.Stat(filepath.Join(out, "sub", "a")); err != nil {
+		t.Errorf("export of /docs did not put its contents into DESTDIR: %v", err)
+	}
+	out2 := filepath.Join(t.TempDir(), "out")
+	run(t, "", "export", "--passfile", pf, dir, out2, "/note.txt").want(t, 0)
+	if _, err := os.Stat(filepath.Join(out2, "note.txt")); err != nil {
+		t.Errorf("export of a file did not make DESTDIR/NAME: %v", err)
+	}
+}

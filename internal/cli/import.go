@@ -17,6 +17,14 @@ import (
 
 func (a *App) newImportCommand() *cobra.Command {
 	cmd := newCommand("import", "CIPHERDIR SRC [DESTPATH]", 2, 3, groupOffline, "encrypt a plain file or directory into a vault", dirArg, fileArg, vaultArg)
+	cmd.Long = `encrypt a plain file or directory into a vault.
+
+A directory SRC is copied as "rsync -a SRC/ DESTPATH/" copies it: its
+contents, not SRC itself, go into DESTPATH (a path in the vault; default
+the root; created if missing). To keep the directory's name, say it:
+"import ~/vault ~/Documents /Documents". A file SRC becomes DESTPATH/NAME.
+Modes, times, user xattrs (and, as root, owners) are kept; an entry that
+exists in the vault already is not overwritten (each is reported, exit 1).`
 	fs := cmd.Flags()
 	var vf vaultFlags
 	vf.register(fs)

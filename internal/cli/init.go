@@ -62,7 +62,7 @@ func (a *App) newInitCommand() *cobra.Command {
 	var src passSource
 	passSourceFlags(fs, &src, "password")
 	cipherName := fs.String("cipher", "aes-gcm", "content cipher: aes-gcm or xchacha")
-	chunk := fs.String("chunk-size", strconv.Itoa(session.DefaultChunkSize), "chunk size in bytes (power of two, 4k..1M; suffix k or M allowed)")
+	chunk := fs.String("chunk-size", strconv.Itoa(session.DefaultChunkSize), "chunk `SIZE` in bytes (power of two, 4k..1M; suffix k or M allowed)")
 	format := fs.Int("format", config.FormatVersion2, "config format: 2 (key slots: password, keyfiles, age identities, recovery key) or 1 (one password, as encryptfs 0.1 made); --reverse is always 1")
 	noRecovery := fs.Bool("no-recovery-key", false, "format 2: make no recovery key slot (the password is then the only way in until key add)")
 	fileRoots := fs.Bool("file-roots", true, "format 2: authenticate each file as one version (no chunk splicing, truncation or zeroed chunks); costs a 4 KiB tag block per non-empty file (docs/format.md §16)")
