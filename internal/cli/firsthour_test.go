@@ -3,6 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,5 +309,85 @@ func TestImportExportCopyContents(t *testing.T) {
 	run(t, "", "export", "--passfile", pf, dir, out2, "/note.txt").want(t, 0)
 	if _, err := os.Stat(filepath.Join(out2, "note.txt")); err != nil {
 		t.Errorf("export of a file did not make DESTDIR/NAME: %v", err)
+	}
+}
+
+// TestFreshnessForgetPrune: forget and prune list what they would remove,
+// remove it with --yes, and leave seen/ and recent state alone.
+func TestFreshnessForgetPrune(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state) // the binary inherits it
+	root := filepath.Join(state, "encryptfs")
+	pf := writePassfile(t, "pw")
+	stateOf := func(dir string) string {
+		t.Helper()
+		note := filepath.Join(t.TempDir(), "note")
+		must(t, os.WriteFile(note, []byte("x"), 0o600))
+		run(t, "", "import", "--passfile", pf, dir, note, fmt.Sprintf("/%d", time.Now().UnixNano())).want(t, 0) // import records freshness
+		b, err := os.ReadFile(filepath.Join(dir, "encryptfs.conf"))
+		must(t, err)
+		var conf struct{ Params struct{ VaultID []byte } }
+		must(t, json.Unmarshal(b, &conf))
+		sd := filepath.Join(root, hex.EncodeToString(conf.Params.VaultID))
+		if _, err := os.Stat(filepath.Join(sd, "state.json")); err != nil {
+			t.Fatalf("no state for %s: %v", dir, err)
+		}
+		return sd
+	}
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+
+	a, _ := newVault(t, "pw", "--format", "2")
+	sa := stateOf(a)
+	r := run(t, "", "freshness", "forget", a)
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "would remove "+sa) || !exists(sa) {
+		t.Fatalf("forget without --yes: %q; state there: %v", r.stdout, exists(sa))
+	}
+	r = run(t, "", "freshness", "forget", "--yes", a)
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "removed "+sa) || exists(sa) {
+		t.Fatalf("forget --yes: %q; state there: %v", r.stdout, exists(sa))
+	}
+	run(t, "", "freshness", "forget", "--yes", a).want(t, ExitError)
+	run(t, "", "freshness", "forget").want(t, ExitUsage)
+	run(t, "", "freshness", "forget", "--vault-id", "xyz").want(t, ExitUsage)
+	sa = stateOf(a)
+	run(t, "", "freshness", "forget", "--yes", "--vault-id", filepath.Base(sa)).want(t, 0)
+	if exists(sa) {
+		t.Fatal("forget --vault-id left the state")
+	}
+
+	// prune: a's state last used 400 days ago, b's now.
+	sa = stateOf(a)
+	b, _ := newVault(t, "pw", "--format", "2")
+	sb := stateOf(b)
+	old := time.Now().Add(-400 * 24 * time.Hour)
+	ents, err := os.ReadDir(sa)
+	must(t, err)
+	for _, e := range ents {
+		must(t, os.Chtimes(filepath.Join(sa, e.Name()), old, old))
+	}
+	must(t, os.Chtimes(sa, old, old))
+	seen, err := os.ReadDir(filepath.Join(root, "seen"))
+	if err != nil || len(seen) == 0 {
+		t.Fatalf("no seen/ memory to keep: %v", err)
+	}
+	r = run(t, "", "freshness", "prune")
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "would remove "+sa) || strings.Contains(r.stdout, sb) || !exists(sa) {
+		t.Fatalf("prune dry run:\n%s", r.stdout)
+	}
+	r = run(t, "", "freshness", "prune", "--yes")
+	r.want(t, 0)
+	if exists(sa) || !exists(sb) {
+		t.Fatalf("prune --yes: old state there %v, recent state there %v\n%s", exists(sa), exists(sb), r.stdout)
+	}
+	if after, _ := os.ReadDir(filepath.Join(root, "seen")); len(after) != len(seen) {
+		t.Fatalf("prune touched seen/: %d files, had %d", len(after), len(seen))
+	}
+	r = run(t, "", "freshness", "prune", "--days", "1")
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "nothing to prune") {
+		t.Fatalf("prune with only recent state:\n%s", r.stdout)
 	}
 }
