@@ -190,7 +190,7 @@ func (p *progress) fsck(pr fsck.Progress) {
 
 // fsckBehind is fsck's line for a vault that is clean but behind (27, as
 // freshness status): nothing is damaged, but something recorded has not
-// arrived yet.
+// arrived yet, or something there was not recorded by any device yet.
 func fsckBehind(dir string) error {
-	return errorfCode(ExitFreshBehind, "fsck: %s is clean but behind: something recorded is not there yet (the freshness notes above; a sync in flight could explain it); encryptfs freshness status %s tells when it counts as rolled back", dir, dir)
+	return errorfCode(ExitFreshBehind, "fsck: %s is clean but behind (the freshness notes above: a sync in flight could explain them); encryptfs freshness status %s tells when they count as rolled back", dir, dir)
 }
