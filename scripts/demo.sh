@@ -29,7 +29,7 @@ trap cleanup EXIT
 step() { printf '\n== %s\n' "$*"; }
 
 step "build"
-go build -o "$bin" ./cmd/encryptfs
+go build -ldflags "-X github.com/encryptfs/encryptfs/internal/cli.commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" -o "$bin" ./cmd/encryptfs
 "$bin" version
 
 step "init: a new vault in $cipher"

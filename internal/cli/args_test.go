@@ -69,7 +69,7 @@ func TestParseArgsUnknownFlag(t *testing.T) {
 		}
 	}
 	cmd, _, _, _ := testCommand()
-	if _, _, err := parseWith(t, cmd, []string{"a"}); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "expected 2 argument(s) (A B), got 1") {
+	if _, _, err := parseWith(t, cmd, []string{"a"}); ExitCode(err) != ExitUsage || !strings.Contains(err.Error(), "expected 2 arguments (A B), got 1") {
 		t.Errorf("one operand: %v (exit %d)", err, ExitCode(err))
 	}
 }

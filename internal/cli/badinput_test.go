@@ -175,6 +175,11 @@ func TestFullDiskCommands(t *testing.T) {
 	fresh := filepath.Join(fsDir, "fresh")
 	r = run(t, "", append(append([]string{"init", "--passfile", oldPF}, cheapKDF...), fresh)...)
 	r.want(t, ExitNoSpace)
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("init on a full disk left the directory it made (%v)", err)
+	}
+	must(t, os.Mkdir(fresh, 0o700)) // one that was there stays, empty
+	run(t, "", append(append([]string{"init", "--passfile", oldPF}, cheapKDF...), fresh)...).want(t, ExitNoSpace)
 	if ents, err := os.ReadDir(fresh); err != nil || len(ents) != 0 {
 		t.Errorf("init on a full disk left %v (%v)", ents, err)
 	}

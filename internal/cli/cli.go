@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/spf13/cobra"
 )
 
 // Version is this build's version, written to new configs as their Creator.
@@ -76,13 +74,4 @@ func (a *App) execute(args []string) error {
 	root.SetArgs(argv)
 	_, err = root.ExecuteC()
 	return err
-}
-
-func (a *App) newVersionCommand() *cobra.Command {
-	cmd := newCommand("version", "", 0, 0, groupOther, "print the version")
-	cmd.RunE = func(*cobra.Command, []string) error {
-		fmt.Fprintf(a.Stdout, "encryptfs %s\n", Version)
-		return nil
-	}
-	return cmd
 }

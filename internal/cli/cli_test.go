@@ -108,7 +108,7 @@ func TestWrongPassword(t *testing.T) {
 	dir, _ := newVault(t, "right")
 	r := run(t, "", "passwd", "--passfile", writePassfile(t, "wrong"), "--new-passfile", writePassfile(t, "new"), dir)
 	r.want(t, ExitWrongPassword)
-	if r.stderr != "encryptfs: wrong password\n" {
+	if r.stderr != "encryptfs: "+wrongPasswordMessage+"\n" {
 		t.Fatalf("stderr %q", r.stderr)
 	}
 	mnt := t.TempDir()

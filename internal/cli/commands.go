@@ -82,15 +82,7 @@ mount(8) and fstab: the file system type fuse.encryptfs makes mount.fuse3
 run "encryptfs CIPHERDIR MOUNTPOINT -o OPTIONS", which encryptfs treats as a
 mount. Example /etc/fstab line:
 
-    /srv/vault /mnt/vault fuse.encryptfs passfile=/root/vault.pw,nofail 0 0
-
-Exit status: 0 success; 1 any other error; 2 usage; 3 wrong password, key
-or identity (no key slot opens); 4 CIPHERDIR problem; 5 corrupt or edited
-encryptfs.conf; 6 unsupported vault; 7 no password or credential could be
-read; 8 MOUNTPOINT problem;
-9 the FUSE mount failed; 10 unmount failed; 11 data failed authentication;
-12 no space left (ENOSPC, EDQUOT); 13 key slot change refused (the last
-slot, no such slot); 26 fsck found problems. See docs/cli.md.`
+    /srv/vault /mnt/vault fuse.encryptfs passfile=/root/vault.pw,nofail 0 0`
 
 // newRootCommand builds the command tree. Errors and usage are printed by
 // Run, not by cobra, so that every error is one line with its exit code.
@@ -107,7 +99,7 @@ func (a *App) newRootCommand() *cobra.Command {
 	}
 	root.SetOut(a.Stdout)
 	root.SetErr(a.Stderr)
-	root.SetVersionTemplate("encryptfs {{.Version}}\n")
+	root.SetVersionTemplate(versionLine())
 	root.SetUsageFunc(func(c *cobra.Command) error {
 		writeUsage(c.OutOrStderr(), c)
 		return nil
@@ -129,6 +121,7 @@ func (a *App) newRootCommand() *cobra.Command {
 		root.AddCommand(newCmd(a))
 	}
 	root.InitDefaultHelpCmd() // after the commands: it needs subcommands
+	setExamples(root)
 	return root
 }
 
@@ -155,15 +148,22 @@ func newCommand(name, argsUsage string, minArgs, maxArgs int, group, short strin
 // posArgs checks the number of positional arguments with the message and
 // exit code (2) the hand-written parser had.
 func posArgs(name, argsUsage string, minArgs, maxArgs int) cobra.PositionalArgs {
-	return func(_ *cobra.Command, pos []string) error {
+	return func(c *cobra.Command, pos []string) error {
 		if len(pos) >= minArgs && len(pos) <= maxArgs {
 			return nil
 		}
-		want := fmt.Sprint(minArgs)
-		if maxArgs != minArgs {
-			want = fmt.Sprintf("%d to %d", minArgs, maxArgs)
+		if c != nil && c.HasParent() {
+			name = c.CommandPath() // "encryptfs key remove"
+			name = name[strings.IndexByte(name, ' ')+1:]
 		}
-		return usageErrorf("%s: expected %s argument(s) (%s), got %d", name, want, strings.TrimSpace(argsUsage), len(pos))
+		want := plural(minArgs, "argument")
+		switch {
+		case maxArgs == 1<<20:
+			want = fmt.Sprintf("at least %s", want)
+		case maxArgs != minArgs:
+			want = fmt.Sprintf("%d to %d arguments", minArgs, maxArgs)
+		}
+		return usageErrorf("%s: expected %s (%s), got %d; see encryptfs %s --help", name, want, strings.TrimSpace(argsUsage), len(pos), name)
 	}
 }
 

@@ -11,3 +11,7 @@ func displayName(s string) string { return display.Name(s) }
 // displayText escapes the unsafe characters inside a longer message (an
 // error that embeds a path), rune by rune, leaving the rest alone.
 func displayText(s string) string { return display.Text(s) }
+
+// plural is "1 thing" or "n things" (display.Count): counts in summaries
+// read as sentences, not "1 problem(s)".
+func plural(n int, thing string) string { return display.Count(n, thing) }

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -132,6 +135,108 @@ func TestManPagesCurrent(t *testing.T) {
 	if bytes.Contains(pages["encryptfs.1"], []byte("Auto generated")) {
 		t.Error("the pages carry cobra's dated auto-generated tag")
 	}
+}
+
+// TestManPagesSections: every page has EXIT STATUS (every code), EXAMPLES,
+// ENVIRONMENT and FILES, and names flag values by placeholder, never by
+// cobra's raw type or a bool's [=false]; man --dir makes a missing
+// directory.
+func TestManPagesSections(t *testing.T) {
+	pages, err := manPages(testRoot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawType := regexp.MustCompile(`--[a-z-]+\\fP?(\[=|=| (int|uint|string|stringArray|duration)\b)|--[a-z-]+ (int|uint|string|stringArray|duration)\\fP`)
+	for name, page := range pages {
+		for _, section := range []string{".SH EXIT STATUS", ".SH EXAMPLES", ".SH ENVIRONMENT", ".SH FILES"} {
+			if !bytes.Contains(page, []byte(section+"\n")) {
+				t.Errorf("%s lacks %s", name, section)
+			}
+		}
+		for _, e := range exitCodeDocs {
+			if !bytes.Contains(page, []byte(fmt.Sprintf("\\fB%d\\fP", e.code))) {
+				t.Errorf("%s: EXIT STATUS lacks %d", name, e.code)
+			}
+		}
+		for _, env := range []string{"ENCRYPTFS_TRANSPORT", "CREDENTIALS_DIRECTORY", "XDG_STATE_HOME", "HOME"} {
+			if !bytes.Contains(page, []byte(env)) {
+				t.Errorf("%s: ENVIRONMENT lacks %s", name, env)
+			}
+		}
+		if m := rawType.Find(page); m != nil {
+			t.Errorf("%s names a flag's value by its raw type: %q", name, m)
+		}
+	}
+	mount := string(pages["encryptfs-mount.1"])
+	for _, want := range []string{`\fB--ro\fP`, `\fB--idle DURATION\fP`, `\fB-o, --options OPTIONS\fP`} {
+		if !strings.Contains(mount, want) {
+			t.Errorf("encryptfs-mount.1 lacks %q", want)
+		}
+	}
+	if !strings.Contains(string(pages["encryptfs-init.1"]), `\fB--format N\fP`) {
+		t.Error("encryptfs-init.1 does not say --format N")
+	}
+	dir := filepath.Join(t.TempDir(), "new", "man1")
+	run(t, "", "man", "--dir", dir).want(t, 0)
+	if got := readManDir(t, dir); !equalPages(pages, got) {
+		t.Fatalf("man --dir into a missing directory wrote %s", pageNames(got))
+	}
+}
+
+// TestHelpListsExitCodes: encryptfs --help and every command's --help
+// list every exit code after the usage, for a binary installed without
+// docs/cli.md.
+func TestHelpListsExitCodes(t *testing.T) {
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		if c.HasParent() && !c.IsAvailableCommand() {
+			return
+		}
+		paths = append(paths, path)
+		for _, child := range c.Commands() {
+			walk(child, append(slices.Clone(path), child.Name()))
+		}
+	}
+	walk(testRoot(), nil)
+	for _, path := range paths {
+		r := run(t, "", append(path, "--help")...)
+		r.want(t, 0)
+		usage, status := strings.Index(r.stdout, "Usage:"), strings.Index(r.stdout, "\nExit status:\n")
+		if usage < 0 || status < usage {
+			t.Errorf("%v --help: no exit status after the usage:\n%s", path, r.stdout)
+			continue
+		}
+		for _, e := range exitCodeDocs {
+			if !regexp.MustCompile(fmt.Sprintf(`(?m)^ +%d  \S`, e.code)).MatchString(r.stdout[status:]) {
+				t.Errorf("%v --help lacks exit code %d", path, e.code)
+			}
+		}
+		if strings.Contains(r.stdout, "[=false]") || regexp.MustCompile(`--[a-z-]+ (int|uint|string|stringArray|duration) `).MatchString(r.stdout) {
+			t.Errorf("%v --help names a flag's value by its raw type:\n%s", path, r.stdout)
+		}
+	}
+	if len(paths) < 20 {
+		t.Fatalf("walked only %d commands", len(paths))
+	}
+}
+
+// TestEveryCommandHasExamples: --help and the manual page show examples
+// for each command.
+func TestEveryCommandHasExamples(t *testing.T) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasParent() && !c.IsAvailableCommand() && c.Name() != "help" {
+			return
+		}
+		if c.Example == "" {
+			t.Errorf("%s has no examples (commandExamples)", c.CommandPath())
+		}
+		for _, child := range c.Commands() {
+			walk(child)
+		}
+	}
+	walk(testRoot())
 }
 
 func readManDir(t *testing.T, dir string) map[string][]byte {

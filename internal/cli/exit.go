@@ -92,7 +92,7 @@ func ExitCode(err error) int {
 // sentence, everything else its own message on one line.
 func userMessage(err error) string {
 	if fault.Of(err) == fault.WrongPassword {
-		return "wrong password"
+		return wrongPasswordMessage
 	}
-	return strings.Join(strings.Fields(err.Error()), " ")
+	return withoutInternalPrefixes(strings.Join(strings.Fields(err.Error()), " "))
 }

@@ -17,6 +17,15 @@ import (
 
 func (a *App) newExportCommand() *cobra.Command {
 	cmd := newCommand("export", "CIPHERDIR DESTDIR [PATH]", 2, 3, groupOffline, "decrypt a vault (or part of it) into a plain directory", dirArg, dirArg, vaultArg)
+	cmd.Long = `decrypt a vault (or part of it) into a plain directory.
+
+DESTDIR must be empty or missing (export creates it, and removes it again
+if export fails before writing anything). A directory PATH (default: the
+vault's root) is copied as "rsync -a PATH/ DESTDIR/" copies it: its
+contents, not PATH itself, go into DESTDIR. A file PATH becomes
+DESTDIR/NAME. Files keep their mode, times and user xattrs (and, as root,
+owners); a damaged entry is reported and skipped (exit 11), never left
+half written.`
 	fs := cmd.Flags()
 	var vf vaultFlags
 	vf.register(fs)
@@ -28,18 +37,24 @@ func (a *App) newExportCommand() *cobra.Command {
 			src = pos[2]
 		}
 		dest := pos[1]
-		if err := prepareEmptyDir(dest); err != nil {
-			return withCode(ExitError, fmt.Errorf("export: DESTDIR: %w", errors.Unwrap(err)))
+		created, err := prepareEmptyDir("export", "DESTDIR", dest)
+		if err != nil {
+			return withCode(ExitError, err)
 		}
+		// A wrong password, a missing PATH or a Ctrl-C before anything
+		// was exported leaves no new DESTDIR behind.
+		cleanup := a.removeOnInterrupt(dest, created)
+		defer cleanup.stop()
 		v, err := a.openVault(pos[0], vf)
 		if err != nil {
-			return err
+			return cleanup.fail(err)
 		}
 		defer v.Close()
 		fi, err := v.Stat(src)
 		if err != nil {
-			return err
+			return cleanup.fail(vaultPathError("export", pos[0], src, err))
 		}
+		cleanup.stop()
 		prog := a.newProgress("export", *asJSON)
 		if prog != nil {
 			prog.setTotals(vaultTotals(v, src, fi))
@@ -54,7 +69,9 @@ func (a *App) newExportCommand() *cobra.Command {
 		e.finishDirs()
 		prog.finish()
 		if p.failed == 0 {
-			fmt.Fprintf(a.Stderr, "encryptfs: exported %d files, %d directories, %d symlinks to %s\n", e.files, e.dirs, e.links, dest)
+			// A success summary: stderr (stdout is for a command's data;
+			// progress is on stderr too), without the error prefix.
+			fmt.Fprintf(a.Stderr, "exported %s, %s, %s to %s\n", plural(e.files, "file"), plural(e.dirs, "directory"), plural(e.links, "symlink"), dest)
 		}
 		return p.result()
 	}

@@ -27,9 +27,11 @@ const stateLockWait = 10 * time.Second
 // newFreshnessCommand is encryptfs freshness status|accept: rollback and
 // deletion detection offline (format v2 "Freshness", docs/format.md §15).
 func (a *App) newFreshnessCommand() *cobra.Command {
-	cmd := newCommand("freshness", "", 0, 0, groupOffline, "check a vault for rollback and deletion (status), or accept its state (accept)")
+	cmd := newCommand("freshness", "", 0, 0, groupOffline, "check a vault for rollback and deletion (status), accept its state (accept), remove this machine's state of old vaults (forget, prune)")
 	cmd.AddCommand(a.newFreshnessSubcommand("status", "report whether anything went back since this machine last saw the vault: OK, behind (a sync in flight could explain it) or rolled back, with the list"))
 	cmd.AddCommand(a.newFreshnessSubcommand("accept", "show what went back, then record the vault as it is now as seen (after a restore from a backup, say)"))
+	cmd.AddCommand(a.newFreshnessForgetCommand())
+	cmd.AddCommand(a.newFreshnessPruneCommand())
 	return cmd
 }
 

@@ -152,9 +152,12 @@ func TestFreshnessMount(t *testing.T) {
 	r.want(t, 0)
 	must(t, os.Remove(filepath.Join(dir, strings.TrimSpace(r.stdout))))
 	r = run(t, "", "fsck", "--passfile", pf, dir)
-	r.want(t, 0)
+	r.want(t, ExitFreshBehind) // clean, but behind: as freshness status says
 	if !strings.Contains(r.stdout, "note: freshness: behind: /top.txt: deleted") {
 		t.Fatalf("fsck does not note the deleted file:\n%s", r.stdout)
+	}
+	if !strings.HasSuffix(r.stdout, ": clean, 1 note\n") || !strings.Contains(r.stderr, "freshness status") {
+		t.Fatalf("fsck's summary does not count its note, or its line names no next step:\n%s%s", r.stdout, r.stderr)
 	}
 	run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, 0)
 	must(t, os.WriteFile(filepath.Join(mnt, "later.txt"), nil, 0o644))

@@ -145,7 +145,7 @@ func mountChecked(s *session.Session, dir string, m mountFlags, logger *log.Logg
 	}
 	if rep.Status != fresh.OK && !rep.NothingRecorded() {
 		if rep.Status == fresh.RolledBack && m.freshness == "strict" {
-			return mountFreshError(fmt.Errorf("%w: %d issue(s)", fresh.ErrRolledBack, len(rep.Issues)), dir)
+			return mountFreshError(fmt.Errorf("%w: %s", fresh.ErrRolledBack, plural(len(rep.Issues), "issue")), dir)
 		}
 		freshLog(dir, func(s string) { logger.Print(s) })(rep.String())
 	}
@@ -158,12 +158,45 @@ func mountChecked(s *session.Session, dir string, m mountFlags, logger *log.Logg
 // a vault in dir that went back (exit 28, with the next steps).
 func mountFreshError(err error, dir string) error {
 	if errors.Is(err, fresh.ErrLocked) {
-		return fmt.Errorf("%w: is this vault (or a synced copy of it) mounted already? A second mount on this machine needs its own --state-dir (another device)", err)
+		return alreadyMounted(dir, mountedAt(dir))
 	}
 	if errors.Is(err, fresh.ErrRolledBack) {
 		return withCode(ExitFreshRolledBack, fmt.Errorf("%w; not mounted (--freshness strict): see encryptfs freshness status %s, or take the vault as it is with encryptfs freshness accept %s", err, dir, dir))
 	}
 	return err
+}
+
+// checkNotMounted refuses (8), before any password is asked, a second
+// mount of a vault with freshness that would share this machine's state
+// directory with a mount already serving it: that mount holds the state's
+// lock. (The VaultID read here is not authenticated yet: it only chooses
+// which lock to look at; the session takes the lock for real.)
+func checkNotMounted(dir string, c *config.Config, stateDir string) error {
+	if stateDir != "" || !hasFreshness(c) {
+		return nil
+	}
+	lock := session.FreshnessStateDir("", c.Params)
+	if lock == "" || fresh.WaitUnlocked(lock, 0) {
+		return nil
+	}
+	if at := mountedAt(dir); at != "" {
+		return alreadyMounted(dir, at)
+	}
+	// No mount of it: a daemon that was just unmounted may still write
+	// its last batch. Wait for it as the unlock would.
+	if fresh.WaitUnlocked(lock, stateLockWait) {
+		return nil
+	}
+	return alreadyMounted(dir, "")
+}
+
+// alreadyMounted is the one line for a vault this machine serves already
+// (exit 8), naming where when it is known.
+func alreadyMounted(dir, at string) error {
+	if at == "" {
+		return errorfCode(ExitMountPoint, "%s is already mounted on this machine (or a copy of it with the same vault ID); unmount it first, or give a second mount its own --state-dir", dir)
+	}
+	return errorfCode(ExitMountPoint, "%s is already mounted on %s; unmount it first (encryptfs unmount %s), or give a second mount its own --state-dir", dir, at, at)
 }
 
 // mountSource returns the source of the encryptfs mount on mnt

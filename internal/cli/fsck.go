@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
@@ -80,10 +79,6 @@ func (a *App) newFsckCommand() *cobra.Command {
 			freshLog = log.New(a.Stderr, "encryptfs: ", 0)
 		}
 		s, err := a.unlockVaultWith(dir, c, u, "Password", a.freshOptions(dir, c, use, stateDir, freshLog))
-		if errors.Is(err, config.ErrWrongPassword) {
-			return errorfCode(ExitWrongPassword, "wrong password, or the parameters in encryptfs.conf were edited "+
-				"(either makes the key unwrap fail); with the master key, fsck --masterkey checks the data without it")
-		}
 		if err != nil {
 			return err
 		}
@@ -126,7 +121,9 @@ func (a *App) newFsckCommand() *cobra.Command {
 		case checkErr != nil:
 			return withCode(ExitError, checkErr)
 		case !rep.Clean:
-			return errorfCode(ExitFsckProblems, "fsck: %d problem(s) found in %s", len(rep.Problems), dir)
+			return errorfCode(ExitFsckProblems, "fsck: %s found in %s (listed above)", plural(len(rep.Problems), "problem"), dir)
+		case rep.Behind:
+			return fsckBehind(dir)
 		}
 		return nil
 	}
@@ -174,9 +171,11 @@ func (a *App) fsckRepair(ctx context.Context, s *session.Session, dir string, as
 	case err != nil:
 		return withCode(ExitError, err)
 	case len(rr.Failed) > 0:
-		return errorfCode(ExitError, "fsck: %d repair(s) failed in %s", len(rr.Failed), dir)
+		return errorfCode(ExitError, "fsck: %s failed in %s", plural(len(rr.Failed), "repair"), dir)
 	case !rr.After.Clean:
-		return errorfCode(ExitFsckProblems, "fsck: %d problem(s) left in %s after %d repair(s)", len(rr.After.Problems), dir, len(rr.Fixes))
+		return errorfCode(ExitFsckProblems, "fsck: %s left in %s after %s", plural(len(rr.After.Problems), "problem"), dir, plural(len(rr.Fixes), "repair"))
+	case rr.After.Behind:
+		return fsckBehind(dir)
 	}
 	return nil
 }
@@ -187,4 +186,11 @@ func (p *progress) fsck(pr fsck.Progress) {
 		p.setTotals(pr.TotalFiles, pr.TotalBytes)
 	}
 	p.set(pr.Files, pr.Bytes)
+}
+
+// fsckBehind is fsck's line for a vault that is clean but behind (27, as
+// freshness status): nothing is damaged, but something recorded has not
+// arrived yet, or something there was not recorded by any device yet.
+func fsckBehind(dir string) error {
+	return errorfCode(ExitFreshBehind, "fsck: %s is clean but behind (the freshness notes above: a sync in flight could explain them); encryptfs freshness status %s tells when they count as rolled back", dir, dir)
 }

@@ -17,6 +17,14 @@ import (
 
 func (a *App) newImportCommand() *cobra.Command {
 	cmd := newCommand("import", "CIPHERDIR SRC [DESTPATH]", 2, 3, groupOffline, "encrypt a plain file or directory into a vault", dirArg, fileArg, vaultArg)
+	cmd.Long = `encrypt a plain file or directory into a vault.
+
+A directory SRC is copied as "rsync -a SRC/ DESTPATH/" copies it: its
+contents, not SRC itself, go into DESTPATH (a path in the vault; default
+the root; created if missing). To keep the directory's name, say it:
+"import ~/vault ~/Documents /Documents". A file SRC becomes DESTPATH/NAME.
+Modes, times, user xattrs (and, as root, owners) are kept; an entry that
+exists in the vault already is not overwritten (each is reported, exit 1).`
 	fs := cmd.Flags()
 	var vf vaultFlags
 	vf.register(fs)
@@ -32,8 +40,11 @@ func (a *App) newImportCommand() *cobra.Command {
 		}
 		src := pos[1]
 		srcInfo, err := os.Lstat(src)
+		if errors.Is(err, os.ErrNotExist) {
+			return reword(err, "import: SRC %s does not exist", src)
+		}
 		if err != nil {
-			return fmt.Errorf("import: %w", err)
+			return fmt.Errorf("import: SRC %s: %w", src, errors.Unwrap(err))
 		}
 		mnt := mountedAt(pos[0])
 		if mnt != "" && !*force {
@@ -76,7 +87,7 @@ func (a *App) newImportCommand() *cobra.Command {
 			p.report("", err)
 		}
 		if p.failed == 0 {
-			fmt.Fprintf(a.Stderr, "encryptfs: imported %d files, %d directories, %d symlinks\n", im.files, im.dirs, im.links)
+			fmt.Fprintf(a.Stderr, "imported %s, %s, %s\n", plural(im.files, "file"), plural(im.dirs, "directory"), plural(im.links, "symlink"))
 		}
 		return p.result()
 	}

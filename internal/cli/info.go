@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/spf13/cobra"
+	"path/filepath"
 	"strings"
 	"unicode"
 	"unicode/utf16"
@@ -14,6 +14,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/spf13/cobra"
 )
 
 // infoJSON is the --json output of info. It holds no secret (no salt, no
@@ -159,8 +160,22 @@ func (a *App) loadConfig(dir string) (*config.Config, error) {
 	}
 	c, err := config.Load(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
+		return nil, configLoadError(dir, err)
 	}
 	a.limitKDFMemory(c)
 	return c, nil
+}
+
+// configLoadError says what is wrong with dir's encryptfs.conf, and what
+// to do, in one sentence.
+func configLoadError(dir string, err error) error {
+	switch {
+	case errors.Is(err, config.ErrNotFound):
+		return reword(err, "%s has no encryptfs.conf, so it is not a vault (wrong directory? encryptfs init DIR makes a vault in an empty directory)", dir)
+	case errors.Is(err, config.ErrCorrupt):
+		detail := strings.TrimPrefix(err.Error(), config.ErrCorrupt.Error())
+		detail = strings.TrimPrefix(detail, ": ")
+		return reword(err, "%s is corrupt or was edited (%s); put back a copy of this vault's encryptfs.conf from a backup", filepath.Join(dir, config.FileName), withoutInternalPrefixes(detail))
+	}
+	return fmt.Errorf("%s: %w", dir, err)
 }

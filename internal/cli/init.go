@@ -62,7 +62,7 @@ func (a *App) newInitCommand() *cobra.Command {
 	var src passSource
 	passSourceFlags(fs, &src, "password")
 	cipherName := fs.String("cipher", "aes-gcm", "content cipher: aes-gcm or xchacha")
-	chunk := fs.String("chunk-size", strconv.Itoa(session.DefaultChunkSize), "chunk size in bytes (power of two, 4k..1M; suffix k or M allowed)")
+	chunk := fs.String("chunk-size", strconv.Itoa(session.DefaultChunkSize), "chunk `SIZE` in bytes (power of two, 4k..1M; suffix k or M allowed)")
 	format := fs.Int("format", config.FormatVersion2, "config format: 2 (key slots: password, keyfiles, age identities, recovery key) or 1 (one password, as encryptfs 0.1 made); --reverse is always 1")
 	noRecovery := fs.Bool("no-recovery-key", false, "format 2: make no recovery key slot (the password is then the only way in until key add)")
 	fileRoots := fs.Bool("file-roots", true, "format 2: authenticate each file as one version (no chunk splicing, truncation or zeroed chunks); costs 16 bytes per chunk and 128 bytes of header (docs/format.md §16)")
@@ -105,21 +105,26 @@ func (a *App) runInit(dir, cipherName string, cipherSet bool, chunk string, reve
 	if err != nil {
 		return err
 	}
-	if err := prepareEmptyDir(dir); err != nil {
-		return err
-	}
-	pw, err := a.readPassword(src, "New password", true)
+	created, err := prepareEmptyDir("init", "CIPHERDIR", dir)
 	if err != nil {
 		return err
+	}
+	interrupt := a.removeOnInterrupt(dir, created)
+	defer interrupt.stop()
+	pw, err := a.readPassword(src, "New password", true)
+	if err != nil {
+		return interrupt.fail(err)
 	}
 	defer clear(pw)
 	// The same creation code as vault.Create: a failed step leaves dir
 	// empty again, so that init can be retried.
+	interrupt.mu.Lock()
 	s, masterKey, err := session.Create(dir, pw, session.CreateOptions{
 		Params: p, Creator: creator, Options: session.Options{Rand: a.Rand},
 	})
+	interrupt.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("init: %w", err)
+		return interrupt.fail(fmt.Errorf("init: %w", err))
 	}
 	defer clear(masterKey)
 	s.Close()
@@ -130,34 +135,36 @@ func (a *App) runInit(dir, cipherName string, cipherSet bool, chunk string, reve
 }
 
 // prepareEmptyDir creates dir (0700) if it is missing and refuses a
-// directory that has anything in it.
-func prepareEmptyDir(dir string) error {
+// directory that has anything in it (exit 4). cmd and what ("CIPHERDIR",
+// "DESTDIR") name it in messages; created says whether it made dir, which
+// is then the caller's to remove if it fails.
+func prepareEmptyDir(cmd, what, dir string) (created bool, err error) {
 	fi, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := os.Mkdir(dir, 0o700); err != nil {
-			return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
+			return false, withCode(ExitCipherDir, fmt.Errorf("%s: cannot create %s %s: %w", cmd, what, dir, errors.Unwrap(err)))
 		}
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
+		return false, withCode(ExitCipherDir, fmt.Errorf("%s: %s %s: %w", cmd, what, dir, errors.Unwrap(err)))
 	}
 	if !fi.IsDir() {
-		return errorfCode(ExitCipherDir, "init: %s is not a directory", dir)
+		return false, errorfCode(ExitCipherDir, "%s: %s %s is not a directory; give an empty or new directory", cmd, what, dir)
 	}
 	f, err := os.Open(dir)
 	if err != nil {
-		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
+		return false, withCode(ExitCipherDir, fmt.Errorf("%s: %s %s: %w", cmd, what, dir, errors.Unwrap(err)))
 	}
 	defer f.Close()
 	names, err := f.Readdirnames(1)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
+		return false, withCode(ExitCipherDir, fmt.Errorf("%s: %s %s: %w", cmd, what, dir, err))
 	}
 	if len(names) > 0 {
-		return errorfCode(ExitCipherDir, "init: %s is not empty; a vault needs an empty directory", dir)
+		return false, errorfCode(ExitCipherDir, "%s: %s %s is not empty; give an empty or new directory (%s creates it)", cmd, what, dir, cmd)
 	}
-	return nil
+	return false, nil
 }
 
 // parseSize reads a byte count with an optional k/K or m/M suffix.

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
@@ -57,35 +58,43 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("init: %w", err))
 	}
-	if err := prepareEmptyDir(dir); err != nil {
-		return err
-	}
-	pw, err := a.readPassword(src, "New password", true)
+	created, err := prepareEmptyDir("init", "CIPHERDIR", dir)
 	if err != nil {
 		return err
+	}
+	interrupt := a.removeOnInterrupt(dir, created)
+	defer interrupt.stop()
+	pw, err := a.readPassword(src, "New password", true)
+	if err != nil {
+		return interrupt.fail(err)
 	}
 	defer clear(pw)
 	slots := []keyslot.NewSlot{{Type: config.SlotPassword, Label: "password", Password: pw, KDF: k}}
 	var recoveryKey []byte
 	if recovery {
 		if recoveryKey, err = keyslot.NewRecoveryKey(a.Rand); err != nil {
-			return err
+			return interrupt.fail(err)
 		}
 		defer clear(recoveryKey)
 		slots = append(slots, keyslot.NewSlot{Type: config.SlotRecovery, Label: "recovery", RecoveryKey: recoveryKey})
 	}
 	// The same creation path as format 1 (session.Create): a failed step
 	// leaves dir empty again, so that init can be retried.
+	interrupt.mu.Lock()
 	s, masterKey, err := session.CreateWith(dir, slots, session.CreateOptions{
 		Params: p, Creator: creator, Options: session.Options{Rand: a.Rand},
 	})
+	interrupt.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("init: %w", err)
+		return interrupt.fail(fmt.Errorf("init: %w", err))
 	}
 	clear(masterKey)
 	s.Close()
-	fmt.Fprintf(a.Stdout, "Created vault %s (format 2 with location binding and freshness, %s, %d-byte chunks; key slot 1: password, Argon2id t=%d m=%d MiB p=%d).\n",
+	fmt.Fprintf(a.Stdout, "Created vault %s (format 2, %s, %d-byte chunks; key slot 1: password, Argon2id t=%d m=%d MiB p=%d).\n",
 		dir, p.Cipher, p.ChunkSize, k.Time, k.MemoryKiB/1024, k.Threads)
+	fmt.Fprintln(a.Stdout, "location binding: on (a file or directory moved to another name in CIPHERDIR reads as an I/O error)")
+	fmt.Fprintln(a.Stdout, onOff(ft.freshness, "freshness", "rollback and deletion by the storage are reported; --freshness=false to turn off"))
+	fmt.Fprintln(a.Stdout, onOff(ft.fileRoots, "file roots", "4 KiB tag block per non-empty file; --file-roots=false to turn off"))
 	if recovery {
 		a.printRecoveryKey(a.Stdout, recoveryKey, 2)
 	}
@@ -108,4 +117,13 @@ only now. To use it: encryptfs mount --recovery-key / encryptfs passwd
 slot %d: encryptfs key remove revokes it.
 
 `, keyslot.FormatPaperKey(key), slotID)
+}
+
+// onOff is init's line for an optional feature: what it costs or does
+// when on, and how it was turned off otherwise.
+func onOff(on bool, name, what string) string {
+	if on {
+		return fmt.Sprintf("%s: on (%s)", name, what)
+	}
+	return fmt.Sprintf("%s: off (--%s=false)", name, strings.ReplaceAll(name, " ", "-"))
 }

@@ -51,6 +51,11 @@ func (a *App) newMountCommand() *cobra.Command {
 		if err := checkMountPoint(cipherDir, mountPoint); err != nil {
 			return err
 		}
+		if m.notifyFD < 0 && !m.rev.enabled {
+			if err := checkNotMounted(cipherDir, c, m.stateDir); err != nil {
+				return err
+			}
+		}
 		if !m.readOnly && !m.rev.enabled && onReadOnlyFS(cipherDir) {
 			// Writes could not reach the backing files: mount read-only rather
 			// than fail on the first write. The daemon child repeats the check

@@ -69,6 +69,18 @@ var fstabOnly = map[string]bool{
 	"nofail": true, "_netdev": true, "rw": true, "owner": true, "group": true,
 }
 
+// kernelOptions are the -o options passed on to the FUSE mount as they
+// are (mount(2) flags and the FUSE options fusermount3 knows that mean
+// something here); any other option is refused before the vault is
+// unlocked, not by the kernel after the KDF ran.
+var kernelOptions = map[string]bool{
+	"dev": true, "nodev": true, "suid": true, "nosuid": true, "exec": true, "noexec": true,
+	"atime": true, "noatime": true, "diratime": true, "nodiratime": true,
+	"relatime": true, "norelatime": true, "strictatime": true, "nostrictatime": true,
+	"lazytime": true, "nolazytime": true, "sync": true, "async": true, "dirsync": true,
+	"default_permissions": true,
+}
+
 // setForceOwner sets --force-owner UID:GID, which implies --allow-other:
 // presenting other owners is for other users (as in gocryptfs).
 func (m *mountFlags) setForceOwner(s string) error {
@@ -134,8 +146,12 @@ func (m *mountFlags) parseOptions(s string) error {
 		case fstabOnly[key], strings.HasPrefix(key, "x-"), key == "comment":
 		case key == "passfile", key == "extpass", key == "keyfile", key == "identity", key == "credential", key == "fsname", key == "idle", key == "force_owner", key == "transport", key == "state_dir":
 			return fmt.Errorf("option %q needs a value", key)
-		default:
+		case key == "nonempty":
+			return fmt.Errorf("option nonempty is not supported: a mount would hide the files in MOUNTPOINT; mount on an empty directory")
+		case kernelOptions[key] && !hasVal:
 			m.extra = append(m.extra, opt)
+		default:
+			return fmt.Errorf("unknown option %q (see encryptfs mount --help)", opt)
 		}
 	}
 	return nil

@@ -108,11 +108,11 @@ func (p *problems) report(path string, err error) {
 func (p *problems) result() error {
 	switch {
 	case p.corrupt > 0:
-		return withCode(ExitCorruptData, fmt.Errorf("%s: %d entries failed (%d failed authentication)", p.cmd, p.failed, p.corrupt))
+		return withCode(ExitCorruptData, fmt.Errorf("%s: %s failed (%d failed authentication; each is listed above)", p.cmd, plural(p.failed, "entry"), p.corrupt))
 	case p.full > 0:
-		return withCode(ExitNoSpace, fmt.Errorf("%s: %d entries failed (%d on a full disk)", p.cmd, p.failed, p.full))
+		return withCode(ExitNoSpace, fmt.Errorf("%s: %s failed (%d on a full disk; each is listed above)", p.cmd, plural(p.failed, "entry"), p.full))
 	case p.failed > 0:
-		return fmt.Errorf("%s: %d entries failed", p.cmd, p.failed)
+		return fmt.Errorf("%s: %s failed (each is listed above)", p.cmd, plural(p.failed, "entry"))
 	}
 	return nil
 }

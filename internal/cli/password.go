@@ -44,7 +44,7 @@ func (a *App) readPassword(src passSource, prompt string, confirm bool) ([]byte,
 		return nil, withCode(ExitPassword, err)
 	}
 	if len(pw) == 0 {
-		return nil, errorfCode(ExitPassword, "the password is empty")
+		return nil, errorfCode(ExitPassword, "the password is empty; an empty password is refused (type one, or give --passfile FILE)")
 	}
 	return pw, nil
 }
@@ -62,7 +62,9 @@ func (a *App) promptTerminal(prompt string, confirm bool) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading password from the terminal: %w", err)
 	}
-	if !confirm {
+	if !confirm || len(pw) == 0 {
+		// An empty password is refused (readPassword) before it is asked
+		// a second time.
 		return pw, nil
 	}
 	fmt.Fprintf(a.Stderr, "Repeat %s: ", strings.ToLower(prompt[:1])+prompt[1:])

@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"github.com/spf13/cobra"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -19,6 +21,9 @@ func (a *App) newEncryptPathCommand() *cobra.Command {
 		}
 		defer v.Close()
 		enc, err := v.EncryptPath(pos[1])
+		if errors.Is(err, os.ErrNotExist) {
+			return reword(err, "encrypt-path: a directory of %s does not exist in the vault (encryptfs ls -R %s lists what does)", pos[1], pos[0])
+		}
 		if err != nil {
 			return err
 		}

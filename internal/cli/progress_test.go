@@ -101,7 +101,7 @@ func TestNoProgressWithoutTTY(t *testing.T) {
 	src, _ := progressTree(t)
 	r := run(t, "", "import", "--passfile", pf, dir, src)
 	r.want(t, 0)
-	if r.stderr != "encryptfs: imported 4 files, 1 directories, 0 symlinks\n" {
+	if r.stderr != "imported 4 files, 1 directory, 0 symlinks\n" {
 		t.Errorf("import stderr %q", r.stderr)
 	}
 	r = run(t, "", "export", "--passfile", pf, dir, filepath.Join(t.TempDir(), "out"))

@@ -73,8 +73,22 @@ func TestTerminalPassword(t *testing.T) {
 	init := append(append([]string{"init"}, cheapKDF...), dir)
 	r := runTTY(t, "one\ntwo\n", init...)
 	r.wantTTY(t, ExitPassword, "encryptfs: the passwords do not match\n")
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a failed init left the directory it made: %v", err)
+	}
+	// An empty password is refused at once, not asked for again.
+	r = runTTY(t, "\nsecond\n", init...)
+	r.wantTTY(t, ExitPassword, "encryptfs: the password is empty; an empty password is refused (type one, or give --passfile FILE)\n")
+	if strings.Contains(r.stderr, "Repeat") {
+		t.Fatalf("an empty password was asked again:\n%s", r.stderr)
+	}
+	// A directory that was there before stays (empty).
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	runTTY(t, "one\ntwo\n", init...).wantTTY(t, ExitPassword, "encryptfs: the passwords do not match\n")
 	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("init should have made the (empty) directory before asking: %v", err)
+		t.Fatalf("init removed a directory it did not make: %v", err)
 	}
 	r = runTTY(t, "secret\nsecret\n", init...)
 	if r.code != 0 || !bytes.Contains([]byte(r.stderr), []byte("Repeat new password")) {
@@ -85,7 +99,7 @@ func TestTerminalPassword(t *testing.T) {
 	}
 	// The terminal password unlocks: passwd reads the current password
 	// once, then the new one twice.
-	runTTY(t, "wrong\n", "passwd", dir).wantTTY(t, ExitWrongPassword, "encryptfs: wrong password\n")
+	runTTY(t, "wrong\n", "passwd", dir).wantTTY(t, ExitWrongPassword, "encryptfs: "+wrongPasswordMessage+"\n")
 	runTTY(t, "secret\nnew\nnew\n", "passwd", dir).wantTTY(t, 0, "")
 	run(t, "", "passwd", "--passfile", writePassfile(t, "new"), "--new-passfile", writePassfile(t, "x"), dir).want(t, 0)
 }

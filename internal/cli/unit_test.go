@@ -56,7 +56,7 @@ func TestMountOptions(t *testing.T) {
 		fo.forceOwner.UID != 1000 || fo.forceOwner.GID != 100 || !fo.allowOther {
 		t.Errorf("force_owner: %+v, %v", fo.forceOwner, err)
 	}
-	for _, bad := range []string{"idle=soon", "passfile", "force_owner", "force_owner=1000", "force_owner=a:b", "force_owner=-1:0"} {
+	for _, bad := range []string{"idle=soon", "passfile", "force_owner", "force_owner=1000", "force_owner=a:b", "force_owner=-1:0", "garbage", "nonempty", "noexec=1", "max_read=4096"} {
 		if err := (&mountFlags{}).parseOptions(bad); err == nil {
 			t.Errorf("parseOptions(%q) accepted", bad)
 		}

@@ -75,6 +75,21 @@ func writeHelp(w io.Writer, cmd *cobra.Command) {
 	}
 	fmt.Fprintf(w, "%s\n\n", strings.TrimSpace(desc))
 	writeUsage(w, cmd)
+	if cmd.Example != "" {
+		fmt.Fprintf(w, "\nExamples:\n%s\n", indent(cmd.Example, "  "))
+	}
+	writeExitCodes(w)
+}
+
+// indent puts prefix before every line of s.
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // writeUsage prints the usage line, the commands by group and the flags
@@ -93,10 +108,10 @@ func writeUsage(w io.Writer, cmd *cobra.Command) {
 	}
 	titles, sets := flagSections(cmd)
 	for _, title := range titles {
-		fmt.Fprintf(w, "\n%s:\n%s", title, sets[title].FlagUsages())
+		fmt.Fprintf(w, "\n%s:\n%s", title, flagUsages(sets[title]))
 	}
 	if cmd.HasAvailableSubCommands() {
-		fmt.Fprintf(w, "\nRun \"%s COMMAND --help\" for a command's flags. Exit codes: docs/cli.md, encryptfs(1).\n", cmd.CommandPath())
+		fmt.Fprintf(w, "\nRun \"%s COMMAND --help\" for a command's flags and examples; man encryptfs for the manual.\n", cmd.CommandPath())
 	}
 }
 

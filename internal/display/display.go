@@ -10,6 +10,7 @@
 package display
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -66,4 +67,17 @@ func Text(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// Count is "1 thing" or "n things", for counts in summaries that read as
+// sentences rather than "1 problem(s)". noun is singular; a noun ending in
+// a consonant and "y" takes "ies" (directory, directories).
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if len(noun) > 1 && strings.HasSuffix(noun, "y") && !strings.ContainsAny(noun[len(noun)-2:len(noun)-1], "aeiou") {
+		return fmt.Sprintf("%d %sies", n, noun[:len(noun)-1])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

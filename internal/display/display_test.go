@@ -28,3 +28,18 @@ func TestDisplay(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		noun string
+		want string
+	}{
+		{0, "file", "0 files"}, {1, "file", "1 file"}, {2, "symlink", "2 symlinks"},
+		{1, "directory", "1 directory"}, {3, "directory", "3 directories"}, {2, "key", "2 keys"},
+	} {
+		if got := Count(tc.n, tc.noun); got != tc.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
+		}
+	}
+}

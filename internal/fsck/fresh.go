@@ -47,6 +47,7 @@ func (w *walker) checkFreshness(fv *fresh.Vault) {
 	for _, i := range rep.Issues {
 		if i.Status != fresh.RolledBack {
 			w.rep.Notes = append(w.rep.Notes, fmt.Sprintf("freshness: %s", i))
+			w.rep.Behind = true
 			continue
 		}
 		path := i.Path

@@ -136,6 +136,11 @@ type Report struct {
 	// Notes say what could not be checked for a reason that is not damage,
 	// once per run: a backing store without extended attributes.
 	Notes []string `json:",omitempty"`
+	// Behind is true when freshness found something recorded that is not
+	// (yet) there in a way a sync in flight could explain: a note, not a
+	// problem (the vault stays Clean), which the CLI reports with its own
+	// exit code (27, as freshness status does).
+	Behind bool `json:",omitempty"`
 	// SalvageErrors lists failures to write into the salvage directory
 	// (not problems of the vault).
 	SalvageErrors []string `json:",omitempty"`

@@ -78,7 +78,7 @@ func SummaryLine(r *Report) string {
 			kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
 		}
 		slices.Sort(kinds)
-		state = fmt.Sprintf("%d problem(s)", s.Problems)
+		state = display.Count(s.Problems, "problem")
 		if len(kinds) > 0 {
 			state += " (" + strings.Join(kinds, ", ") + ")"
 		}
@@ -86,12 +86,16 @@ func SummaryLine(r *Report) string {
 			state += ", INTERRUPTED: only part of the vault was checked"
 		}
 	}
-	line := fmt.Sprintf("checked %d directories, %d files (%d bytes), %d symlinks, %d other, %d xattrs: %s",
-		s.Dirs, s.Files, s.PlainBytes, s.Symlinks, s.Others, s.Xattrs, state)
+	if n := len(r.Notes) + len(r.Conflicts); n > 0 {
+		state += ", " + display.Count(n, "note")
+	}
+	line := fmt.Sprintf("checked %s, %s (%s), %s, %d other, %s: %s",
+		display.Count(int(s.Dirs), "directory"), display.Count(int(s.Files), "file"), display.Count(int(s.PlainBytes), "byte"),
+		display.Count(int(s.Symlinks), "symlink"), s.Others, display.Count(int(s.Xattrs), "xattr"), state)
 	if r.Salvage != "" {
 		line += fmt.Sprintf("; salvaged into %s (%d bytes zero-filled", r.Salvage, s.SalvageZeroBytes)
 		if len(r.SalvageErrors) > 0 {
-			line += fmt.Sprintf(", %d salvage errors", len(r.SalvageErrors))
+			line += ", " + display.Count(len(r.SalvageErrors), "salvage error")
 		}
 		line += ")"
 	}

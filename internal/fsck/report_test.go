@@ -64,7 +64,7 @@ func TestJSONShape(t *testing.T) {
 	if s["Problems"].(float64) != 1 || s["ByKind"].(map[string]any)["bad-chunk"].(float64) != 1 {
 		t.Errorf("summary %v", s)
 	}
-	if !strings.Contains(SummaryLine(rep), "1 problem(s) (1 bad-chunk)") {
+	if !strings.Contains(SummaryLine(rep), "1 problem (1 bad-chunk)") {
 		t.Errorf("summary line %q", SummaryLine(rep))
 	}
 }
