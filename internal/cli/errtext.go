@@ -58,4 +58,4 @@ func withoutInternalPrefixes(msg string) string {
 // unwrap the key, in every command (mount, fsck, ls ...): a wrong password
 // and an edited KDF parameter cannot be told apart.
 const wrongPasswordMessage = "wrong password (or the key parameters in encryptfs.conf were edited: either makes the key unwrap fail; " +
-	"encryptfs info shows them, and --masterkey with the master or recovery key opens the vault without them)"
+	"encryptfs info shows them, and --recovery-key with the recovery (or master) key opens the vault without them)"

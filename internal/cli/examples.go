@@ -14,7 +14,7 @@ encryptfs fsck ~/vault`,
 encryptfs init --no-recovery-key --passfile ~/.vault-pw ~/vault
 encryptfs init --format 1 --cipher xchacha ~/old-style-vault`,
 	"encryptfs passwd": `encryptfs passwd ~/vault
-encryptfs passwd --masterkey ~/vault    # with the recovery key on stdin`,
+encryptfs passwd --recovery-key ~/vault # with the recovery key on stdin`,
 	"encryptfs info": `encryptfs info ~/vault
 encryptfs info --json ~/vault`,
 	"encryptfs key": `encryptfs key list ~/vault

@@ -53,7 +53,7 @@ func (a *App) newFreshnessSubcommand(name, short string) *cobra.Command {
 			return usageErrorf("freshness: --grace must be positive")
 		}
 		if u.masterKey {
-			return usageErrorf("freshness: --masterkey is not supported here yet; use a password or another key slot")
+			return usageErrorf("freshness: --recovery-key is not supported here yet; use a password or another key slot")
 		}
 		c, err := a.loadConfig(dir)
 		if err != nil {

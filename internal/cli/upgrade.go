@@ -166,7 +166,7 @@ func (a *App) markerLeft(dir string) bool {
 // vault opened for step 2 with the same password.
 func (a *App) upgradeConfig(dir string, c *config.Config, u unlockFlags, kf kdfFlags) (*session.Session, error) {
 	if u.nonPassword() {
-		return nil, usageErrorf("upgrade: a format-1 vault's config upgrade needs its password (it becomes key slot 1); drop --masterkey, --keyfile, --identity, --credential")
+		return nil, usageErrorf("upgrade: a format-1 vault's config upgrade needs its password (it becomes key slot 1); drop --recovery-key, --keyfile, --identity, --credential")
 	}
 	// As passwd: each cost not given as a flag keeps the stored one but is
 	// raised to at least the default.
@@ -190,7 +190,7 @@ func (a *App) upgradeConfig(dir string, c *config.Config, u unlockFlags, kf kdfF
 	}
 	fmt.Fprintf(a.Stdout, "Upgraded %s to format 2: key slot 1 (password, Argon2id t=%d m=%d MiB p=%d) opens it with the same password.\n",
 		dir, k.Time, k.MemoryKiB/1024, k.Threads)
-	fmt.Fprintf(a.Stdout, "The master key on paper still opens it (--masterkey). Add keys with: encryptfs key add %s (--recipient, --new-keyfile, --recovery)\n", dir)
+	fmt.Fprintf(a.Stdout, "The master key on paper still opens it (--recovery-key). Add keys with: encryptfs key add %s (--recipient, --new-keyfile, --recovery)\n", dir)
 	next, err := a.loadConfig(dir)
 	if err != nil {
 		return nil, err
