@@ -16,8 +16,8 @@
 # Usage (as root): bench/smallfiles.sh A-BINARY B-BINARY
 # Environment: ROUNDS=5, TRANSPORT=auto|classic|uring, TREE=a .tar
 # (default: Go's src/net, src/crypto and src/runtime, about 3000 files),
-# A_ENV / B_ENV="VAR=value ..." (e.g. B_ENV=ENCRYPTFS_CLASSIC_LOOP=gofuse,
-# with the same binary for A and B). Results are noisy on a shared
+# A_ENV / B_ENV="VAR=value ..." (e.g. B_ENV=GOGC=400, with the same
+# binary for A and B). Results are noisy on a shared
 # machine: compare the medians of one run only.
 set -euo pipefail
 export LC_ALL=C

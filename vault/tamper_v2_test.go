@@ -13,8 +13,9 @@ import (
 )
 
 // newBoundVault is newTestVault with location binding on (format v2 part
-// 2, through the session's test hook until the v2 config carries the
-// "BoundLocations" flag).
+// 2) on a v1 config, through the session's test hook
+// session.Options.BoundVaultID (a v2 config turns it on with the flag
+// "BoundLocations").
 func newBoundVault(t *testing.T) (*Vault, string) {
 	t.Helper()
 	dir := t.TempDir()

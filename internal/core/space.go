@@ -74,7 +74,7 @@ func (f *File) reserve(from, to int64) error {
 // end in steps instead of once per write. Why: in the profile of a
 // 1000 MiB dd (bs=128k) through the mount, the fallocate of every growing
 // write took 28-31% of the daemon's CPU; reserving 8 MiB ahead made the
-// write 1.16x faster (docs/architecture.md, "Streaming"). Small files, the
+// write 1.16x faster (docs/performance.md, "Streaming"). Small files, the
 // untar case, are unchanged: the step starts once a file holds
 // reserveAheadMin bytes, so a file written and closed below that never
 // reserves more than it stores.

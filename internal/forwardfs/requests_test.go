@@ -67,7 +67,7 @@ type requestStep struct {
 // trips than the table allows: the table holds today's measured counts
 // (Linux 6.18; the same on the classic and the io_uring transport), so a
 // change that adds round trips fails here and one that saves some lowers
-// the table (docs/architecture.md, "Round trips", has the history).
+// the table (docs/performance.md, "Round trips", has the history).
 //
 // Requests are counted from go-fuse's debug log, which logs every request
 // it receives on either transport (the /dev/fuse reader and the rings'
@@ -113,7 +113,7 @@ type requestStep struct {
 //     the READDIRPLUS replies bring every entry's attributes, so ls -l's
 //     lstats cost nothing.
 //
-// Tried and dropped (docs/architecture.md, "Round trips"): the writeback
+// Tried and dropped (docs/performance.md, "Round trips"): the writeback
 // cache (no row gets cheaper; unlink gains a SETATTR for the mtime the
 // kernel kept), READDIRPLUS_AUTO (readdir 26 -> 11, but a cold ls -l
 // 27 -> 970: the kernel lists with READDIR after the first reply and ls

@@ -133,7 +133,8 @@ func readDirID(dirfd int) (id [fc.IDSize]byte) {
 	return id
 }
 
-// dirIDV2Size is the size of a v2 encryptfs.dirid (tree.DirIDFileSizeV2).
+// dirIDV2Size is the size of a v2 encryptfs.dirid (internal/tree's
+// dirIDFileSizeV2, docs/format.md §14).
 const dirIDV2Size = 54
 
 // xattrDigest is SHA-256 over the object's user.* backing xattrs, sorted

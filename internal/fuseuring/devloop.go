@@ -24,7 +24,7 @@ const devIocClone = 0x8004e500
 // go-fuse's ProtocolServer answer it inline, and writes the reply, with no
 // goroutine, request pool, lock or reader count between the kernel and
 // the file system (go-fuse's own loop has all four per request; see
-// docs/architecture.md, "Transports", for the profile and the A/B).
+// docs/performance.md, "Transports", for the profile and the A/B).
 type devWorker struct {
 	id      int
 	cpu     int // pinned to it, if pinned
@@ -52,7 +52,7 @@ type devWorker struct {
 // READ or WRITE, an fsync or a large directory takes longer.
 const handOffAfter = 100 * time.Microsecond
 
-// chainWorkers sets up the lazy hand-off between ws (docs/architecture.md,
+// chainWorkers sets up the lazy hand-off between ws (docs/performance.md,
 // "Transports"): every /dev/fuse reader waits on the connection's one
 // input queue, and the kernel wakes the one that has waited longest, so
 // with several readers a serial caller's requests alternate between them

@@ -50,7 +50,7 @@ func TestClassicWorkers(t *testing.T) {
 		t.Errorf("classic mount has rings: %v", n)
 	}
 
-	g, _, err := mountMem(t, Options{Mode: Classic, GoFuseLoop: true})
+	g, _, err := mountMem(t, Options{Mode: Classic, goFuseLoop: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,39 +196,50 @@ func (f *slowFile) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off 
 	return fuse.ReadResultData([]byte("slow")[min(off, 4):]), 0
 }
 
-// TestClassicHandOff: while the first worker is stuck on a slow request,
-// the next one takes over (the lazy hand-off), so other requests are
-// still answered; the slow one completes when released.
+// TestClassicHandOff: while one worker is stuck on a slow request, the
+// others go on answering, whether every worker reads (the default) or
+// the next one is woken only then (the lazy hand-off, a test hook); the
+// slow one completes when released.
 func TestClassicHandOff(t *testing.T) {
 	if len(allowedCPUs()) < 2 {
 		t.Skip("one CPU: one worker")
 	}
-	root := &slowRoot{release: make(chan struct{})}
-	m, mnt, err := mountRoot(t, root, Options{Mode: Classic, LazyHandOff: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m.workers) < 2 {
-		t.Fatalf("%d workers", len(m.workers))
-	}
-	slow := make(chan string, 1)
-	go func() {
-		b, _ := os.ReadFile(filepath.Join(mnt, "slow"))
-		slow <- string(b)
-	}()
-	time.Sleep(100 * time.Millisecond) // the READ is in its handler
-	for range 10 {
-		if got := readWithin(t, filepath.Join(mnt, "hello")); got != "hi" {
-			t.Fatalf("read %q", got)
-		}
-	}
-	close(root.release)
-	select {
-	case got := <-slow:
-		if got != "slow" {
-			t.Errorf("slow read %q", got)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the slow read did not end")
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"every worker reads", Options{Mode: Classic}},
+		{"lazy hand-off", Options{Mode: Classic, lazyHandOff: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := &slowRoot{release: make(chan struct{})}
+			m, mnt, err := mountRoot(t, root, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.workers) < 2 {
+				t.Fatalf("%d workers", len(m.workers))
+			}
+			slow := make(chan string, 1)
+			go func() {
+				b, _ := os.ReadFile(filepath.Join(mnt, "slow"))
+				slow <- string(b)
+			}()
+			time.Sleep(100 * time.Millisecond) // the READ is in its handler
+			for range 10 {
+				if got := readWithin(t, filepath.Join(mnt, "hello")); got != "hi" {
+					t.Fatalf("read %q", got)
+				}
+			}
+			close(root.release)
+			select {
+			case got := <-slow:
+				if got != "slow" {
+					t.Errorf("slow read %q", got)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the slow read did not end")
+			}
+		})
 	}
 }

@@ -46,7 +46,7 @@ type queue struct {
 // own CPU's queue, one after the other while it copies the pages of the
 // previous one: answered inline, the backing read and decryption of the
 // next READ wait for the thread, which shares the CPU with the reader
-// (docs/architecture.md, "Transports"). Small READs stay on the thread,
+// (docs/performance.md, "Transports"). Small READs stay on the thread,
 // where locality is what makes them cheap.
 const offloadMin = 256 << 10
 

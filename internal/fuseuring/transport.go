@@ -1,7 +1,7 @@
 // Package fuseuring serves a go-fuse file system over FUSE-over-io_uring
 // (Linux 6.14+): one ring per CPU queue, each served by one OS thread that
 // is locked and pinned to its CPU and answers every request itself, so a
-// request never crosses CPUs (docs/architecture.md, "Transports").
+// request never crosses CPUs (docs/performance.md, "Transports").
 //
 // It builds only on go-fuse's public API: fuse.NewServer keeps serving
 // INIT, interrupts, FORGETs and notifications over /dev/fuse (the kernel
@@ -63,21 +63,24 @@ const queueDepth = 2
 type Options struct {
 	Mode Mode
 	Logf func(format string, args ...any) // the line saying why Auto fell back to classic, and problems; may be nil
-	// GoFuseLoop serves /dev/fuse with go-fuse's own loop instead of
-	// this package's worker threads: all of the classic transport, and
-	// what io_uring leaves on /dev/fuse (A/B measurements; devloop.go).
-	GoFuseLoop bool
-	// UnpinnedWorkers leaves the classic worker threads free to run on
-	// any CPU (A/B measurements): by default each is pinned to its own.
-	UnpinnedWorkers bool
-	// LazyHandOff has only the first classic worker read all the time
-	// and wakes the next one only when it is stuck on a request
-	// (chainWorkers). Off by default: on a quiet machine every worker
-	// reading untarred Go's src/ in 0.47x the time (docs/architecture.md);
-	// kept for A/B measurements and its test.
-	LazyHandOff bool
 
 	failQueues error // tests: the rings fail to start after INIT agreed on io_uring
+
+	// Test hooks for the variants the classic transport measured slower
+	// than its pinned worker threads that all read (docs/performance.md,
+	// "Transports"): out of the product path, kept for their tests. To
+	// A/B them against the default, build commit 4cf69d2, where
+	// ENCRYPTFS_CLASSIC_LOOP chose them (bench/README.md).
+	//
+	// goFuseLoop serves /dev/fuse with go-fuse's own loop instead of this
+	// package's worker threads: all of the classic transport, and what
+	// io_uring leaves on /dev/fuse (devloop.go).
+	goFuseLoop bool
+	// lazyHandOff has only the first classic worker read all the time and
+	// wakes the next one only when it is stuck on a request
+	// (chainWorkers): on a quiet machine every worker reading untarred
+	// Go's src/ in 0.47x the time.
+	lazyHandOff bool
 }
 
 // Mount is a mounted go-fuse server and the transport that serves it.
@@ -113,10 +116,10 @@ func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Op
 	classic := func(why string) (*Mount, error) {
 		var m *Mount
 		var err error
-		if opts.GoFuseLoop {
+		if opts.goFuseLoop {
 			m, err = newClassic(raw, mountPoint, o, why)
 		} else {
-			m, err = newDevThreads(raw, mountPoint, o, logf, why, !opts.UnpinnedWorkers, !opts.LazyHandOff)
+			m, err = newDevThreads(raw, mountPoint, o, logf, why, opts.lazyHandOff)
 		}
 		if err == nil && why != "" {
 			logf("transport: classic /dev/fuse (io_uring unavailable: %s)", why)
@@ -138,7 +141,7 @@ func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Op
 		}
 		return classic(err.Error())
 	}
-	m, err := newURing(raw, mountPoint, o, logf, opts.failQueues, opts.GoFuseLoop)
+	m, err := newURing(raw, mountPoint, o, logf, opts.failQueues, opts.goFuseLoop)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +161,8 @@ func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Op
 	return m, nil
 }
 
-// newClassic is the classic transport served by go-fuse's own loop.
+// newClassic is the classic transport served by go-fuse's own loop (the
+// test hook Options.goFuseLoop).
 func newClassic(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, why string) (*Mount, error) {
 	srv, err := fuse.NewServer(raw, mountPoint, &o)
 	if err != nil {
@@ -168,11 +172,12 @@ func newClassic(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, 
 }
 
 // newDevThreads is the classic transport served by one worker thread per
-// CPU, each on its own clone of the connection's /dev/fuse fd (devloop.go).
+// CPU, pinned there, each on its own clone of the connection's /dev/fuse
+// fd (devloop.go); lazy chains them (the test hook Options.lazyHandOff).
 // go-fuse's server answers INIT (in fuse.NewServer) and sends
 // notifications; its reader runs only once the workers have ended, to
 // see the connection gone and tear down.
-func newDevThreads(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), why string, pin, eager bool) (*Mount, error) {
+func newDevThreads(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), why string, lazy bool) (*Mount, error) {
 	m, err := mountServer(raw, mountPoint, &o)
 	if err != nil {
 		return nil, err
@@ -203,14 +208,14 @@ func newDevThreads(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOption
 		m.Close()
 		return nil, err
 	}
-	if !eager {
+	if lazy {
 		chainWorkers(m.workers)
 	}
 	for _, w := range m.workers {
 		m.done.Add(1)
 		go func() {
 			defer m.done.Done()
-			w.run(pin)
+			w.run(true)
 		}()
 	}
 	return m, nil

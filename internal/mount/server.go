@@ -69,9 +69,8 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 		},
 	}
 	logf := logfTo(c.logger)
-	loop := os.Getenv(classicLoopEnv)
 	conn, err := fuseuring.New(fs.NewNodeFS(root, fopts), c.mountPoint, fopts.MountOptions,
-		fuseuring.Options{Mode: c.transport, Logf: logf, GoFuseLoop: loop == "gofuse", UnpinnedWorkers: loop == "unpinned", LazyHandOff: loop == "lazy"})
+		fuseuring.Options{Mode: c.transport, Logf: logf})
 	if err != nil {
 		onExit()
 		return nil, nil, err
@@ -91,14 +90,6 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 	}
 	return srv, conn, nil
 }
-
-// classicLoopEnv names an environment variable for A/B measurements of
-// the classic transport: ENCRYPTFS_CLASSIC_LOOP=gofuse serves it with
-// go-fuse's own /dev/fuse loop instead of internal/fuseuring's worker
-// threads, "unpinned" leaves the workers unpinned, "lazy" has only the
-// first worker read until it is stuck (the lazy hand-off). A developer tool, like
-// cpuProfileEnv.
-const classicLoopEnv = "ENCRYPTFS_CLASSIC_LOOP"
 
 // panicHandler is the mount's fuse.MountOptions.PanicHandler: go-fuse
 // recovers a panic in a node method and answers that request with the

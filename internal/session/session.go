@@ -69,8 +69,9 @@ type Options struct {
 	Freshness *fresh.Options
 	// FileRoots, with BoundVaultID, turns on file roots (format v2,
 	// docs/design/format-v2.md §5, feature flag "FileRoots"): tag blocks
-	// between the chunks and a root in every file header. A test hook
-	// until the config's flag is mapped onto it.
+	// between the chunks and a root in every file header. withParams sets
+	// it from the config's flag; tests set it to give roots to a vault
+	// whose config does not say so.
 	FileRoots bool
 	// CompactRoots, with FileRoots, stores tag block 0 compactly
 	// (feature flag "CompactRoots", docs/format.md §16).

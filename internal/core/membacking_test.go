@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// MemBacking is an in-memory Backing for tests (this package's and others'):
+// MemBacking is an in-memory Backing for this package's tests:
 // it behaves like a regular file without an Fd, so punched holes are written
 // as zeros. Its bytes can be read and replaced to simulate tampering and
 // crashes. Safe for concurrent use.
