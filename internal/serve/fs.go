@@ -9,8 +9,10 @@ import (
 	"path"
 	"strings"
 
+	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/vault"
 	"golang.org/x/net/webdav"
+	"golang.org/x/sys/unix"
 )
 
 // Modes of what WebDAV creates: a client sends no mode, and x/net/webdav
@@ -47,7 +49,7 @@ func (f *vaultFS) Mkdir(_ context.Context, name string, _ os.FileMode) error {
 	if f.readOnly {
 		return errReadOnly
 	}
-	return f.v.Mkdir(name, dirPerm)
+	return davErr(f.v.Mkdir(name, dirPerm))
 }
 
 // OpenFile opens a file or a directory (a listing).
@@ -64,11 +66,11 @@ func (f *vaultFS) OpenFile(_ context.Context, name string, flag int, perm os.Fil
 		}
 		return &dirFile{v: f.v, name: name, info: fi}, nil
 	case err != nil && !(errors.Is(err, fs.ErrNotExist) && flag&os.O_CREATE != 0):
-		return nil, err
+		return nil, davErr(err)
 	}
 	vf, err := f.v.OpenFile(name, flag, filePerm&perm|0o600)
 	if err != nil {
-		return nil, err
+		return nil, davErr(err)
 	}
 	return &file{File: vf, base: path.Base("/" + name), writable: writes}, nil
 }
@@ -82,7 +84,7 @@ func (f *vaultFS) RemoveAll(_ context.Context, name string) error {
 	if f.readOnly {
 		return errReadOnly
 	}
-	return f.removeAll(name, 0)
+	return davErr(f.removeAll(name, 0))
 }
 
 func (f *vaultFS) removeAll(name string, depth int) error {
@@ -123,7 +125,7 @@ func (f *vaultFS) Rename(_ context.Context, oldName, newName string) error {
 	if clean(oldName) == "/" || clean(newName) == "/" {
 		return &fs.PathError{Op: "rename", Path: oldName, Err: fs.ErrPermission}
 	}
-	return f.v.Rename(oldName, newName)
+	return davErr(f.v.Rename(oldName, newName))
 }
 
 // Stat describes name: a regular file or a directory. Symlinks, devices
@@ -131,7 +133,8 @@ func (f *vaultFS) Rename(_ context.Context, oldName, newName string) error {
 // would have to be followed, which the vault never does): they are not
 // found.
 func (f *vaultFS) Stat(_ context.Context, name string) (os.FileInfo, error) {
-	return f.stat(name)
+	fi, err := f.stat(name)
+	return fi, davErr(err)
 }
 
 func (f *vaultFS) stat(name string) (os.FileInfo, error) {
@@ -143,6 +146,35 @@ func (f *vaultFS) stat(name string) (os.FileInfo, error) {
 		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
 	}
 	return named{fi, path.Base("/" + name)}, nil
+}
+
+// davErr gives the vault's errors of the kinds x/net/webdav tells
+// apart (os.IsNotExist, os.IsExist, os.IsPermission, which look one
+// *fs.PathError deep only) their errno directly under the PathError, so
+// that its status codes follow (404 and 409, 405, 403). Other errors pass
+// as they are: x/net/webdav answers them with its generic status, and
+// the log line names their kind.
+func davErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var errno error
+	switch fault.Of(err) {
+	case fault.NotFound:
+		errno = unix.ENOENT
+	case fault.Exists:
+		errno = unix.EEXIST
+	case fault.NotPermitted, fault.ReadOnly:
+		errno = unix.EPERM
+	default:
+		return err
+	}
+	pe := &fs.PathError{Op: "serve", Err: errno}
+	var orig *fs.PathError
+	if errors.As(err, &orig) {
+		pe.Op, pe.Path = orig.Op, orig.Path
+	}
+	return pe
 }
 
 // shown tells whether an entry is served: regular files and directories.

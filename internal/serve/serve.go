@@ -90,6 +90,11 @@ func (h *handler) serve(w *recorder, r *http.Request) (string, error) {
 		return user, errReadOnly
 	}
 	if r.Method == "COPY" || r.Method == "MOVE" {
+		if r.Header.Get("Overwrite") == "" {
+			// RFC 4918 §10.6: no Overwrite header means "T";
+			// x/net/webdav takes it as "F" for MOVE.
+			r.Header.Set("Overwrite", "T")
+		}
 		if dst, err := destinationPath(r); err == nil && inside(r.URL.Path, dst) && r.URL.Path != dst {
 			// x/net/webdav would copy a collection into itself until
 			// its recursion limit.
