@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/vault"
@@ -40,6 +41,7 @@ var errTooDeep = errors.New("serve: directory tree too deep to remove")
 type vaultFS struct {
 	v        *vault.Vault
 	readOnly bool
+	propsMu  sync.Mutex // serialises PROPPATCH's read, change, write (props.go)
 }
 
 var _ webdav.FileSystem = (*vaultFS)(nil)
@@ -61,10 +63,11 @@ func (f *vaultFS) OpenFile(_ context.Context, name string, flag int, perm os.Fil
 	fi, err := f.stat(name)
 	switch {
 	case err == nil && fi.IsDir():
-		if writes {
+		// O_RDWR alone is x/net/webdav's open for PROPPATCH.
+		if flag&(os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: errIsDir}
 		}
-		return &dirFile{v: f.v, name: name, info: fi}, nil
+		return &dirFile{fs: f, v: f.v, name: name, info: fi}, nil
 	case err != nil && !(errors.Is(err, fs.ErrNotExist) && flag&os.O_CREATE != 0):
 		return nil, davErr(err)
 	}
@@ -72,7 +75,7 @@ func (f *vaultFS) OpenFile(_ context.Context, name string, flag int, perm os.Fil
 	if err != nil {
 		return nil, davErr(err)
 	}
-	return &file{File: vf, base: path.Base("/" + name), writable: writes}, nil
+	return &file{File: vf, fs: f, base: path.Base("/" + name), writable: writes}, nil
 }
 
 // errIsDir refuses writing to a collection as if it were a file.
@@ -197,6 +200,7 @@ func (n named) Name() string { return n.name }
 // file is an open regular file of the vault.
 type file struct {
 	*vault.File
+	fs       *vaultFS
 	base     string
 	writable bool
 }
@@ -227,6 +231,7 @@ func (f *file) Close() error {
 
 // dirFile is a collection opened for listing (PROPFIND Depth: 1, COPY).
 type dirFile struct {
+	fs   *vaultFS
 	v    *vault.Vault
 	name string
 	info fs.FileInfo
