@@ -68,7 +68,7 @@ func logLine(r *http.Request, rec *recorder, user string, err error, d time.Dura
 // errKind names an error for the log without its text.
 func errKind(err error) string {
 	switch {
-	case err == errBadPath, err == errReadOnly, err == errTooDeep, err == errUnauthenticated, err == errInsideSource:
+	case err == errBadPath, err == errReadOnly, err == errTooDeep, err == errUnauthenticated, err == errInsideSource, err == errInfiniteDepth:
 		return strconv.Quote(err.Error())
 	}
 	return fault.Of(err).String()

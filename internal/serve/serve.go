@@ -102,6 +102,15 @@ func (h *handler) serve(w *recorder, r *http.Request) (string, error) {
 			return user, errInsideSource
 		}
 	}
+	if r.Method == "PROPFIND" && r.Header.Get("Depth") != "0" && r.Header.Get("Depth") != "1" {
+		// Depth: infinity (also what no Depth header means) would walk
+		// the whole vault for one request; RFC 4918 §9.1 lets a server
+		// refuse it, as Apache's mod_dav does by default.
+		w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `<?xml version="1.0" encoding="utf-8"?>`+"\n"+`<D:error xmlns:D="DAV:"><D:propfind-finite-depth/></D:error>`)
+		return user, errInfiniteDepth
+	}
 	if r.Method != "PUT" {
 		r.Body = http.MaxBytesReader(w, r.Body, maxXMLBody)
 	}
@@ -118,6 +127,9 @@ func (h *handler) serve(w *recorder, r *http.Request) (string, error) {
 
 // errInsideSource refuses a COPY or MOVE of a collection into itself.
 var errInsideSource = errors.New("serve: destination inside the source")
+
+// errInfiniteDepth refuses a PROPFIND of Depth: infinity.
+var errInfiniteDepth = errors.New("serve: PROPFIND of infinite depth")
 
 // errUnauthenticated is a request without valid credentials (401).
 var errUnauthenticated = errors.New("not authenticated")

@@ -72,6 +72,13 @@ func TestMethods(t *testing.T) {
 		t.Fatalf("root after DELETE: %v %v", ents, err)
 	}
 	s.want(t, http.StatusMethodNotAllowed, "TRACE", "/", "")
+	// Depth: infinity, said or meant by no Depth header, is refused.
+	for _, depth := range []string{"infinity", ""} {
+		_, body := s.want(t, http.StatusForbidden, "PROPFIND", "/", "", "Depth", depth)
+		if !strings.Contains(body, "propfind-finite-depth") {
+			t.Fatalf("Depth %q: %s", depth, body)
+		}
+	}
 }
 
 // TestLock takes a write lock as Finder and Explorer do: a PUT without
@@ -168,7 +175,7 @@ func TestNoEncryptedNames(t *testing.T) {
 	}
 	var bodies []string
 	for _, req := range [][]string{
-		{"PROPFIND", "/", "Depth", "infinity"}, {"PROPFIND", "/", "Depth", "1"}, {"PROPFIND", "/dir/", "Depth", "1"},
+		{"PROPFIND", "/", "Depth", "0"}, {"PROPFIND", "/", "Depth", "1"}, {"PROPFIND", "/dir/", "Depth", "1"},
 		{"GET", "/planted-not-a-name"}, {"DELETE", "/dir/missing"}, {"PROPFIND", "/missing"},
 		{"MOVE", "/dir", "Destination", s.url + "/nodir/x"},
 	} {
