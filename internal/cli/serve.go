@@ -31,6 +31,7 @@ type serveFlags struct {
 	insecure      bool
 	sharedStorage bool
 	stateDir      string
+	logPaths      bool
 }
 
 func (f *serveFlags) register(fs *pflag.FlagSet) {
@@ -43,6 +44,7 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.tokenFile, "token-file", "", "require \"Authorization: Bearer TOKEN\", the first line of `FILE`")
 	fs.BoolVar(&f.insecure, "insecure-no-tls-no-auth", false, "allow a listen address beyond loopback without TLS or authentication (anyone who reaches it reads and writes the vault)")
 	fs.BoolVar(&f.sharedStorage, "shared-storage", false, "serve a vault that is also mounted, or changed by others (network or sync folder)")
+	fs.BoolVar(&f.logPaths, "log-paths", false, "log the plaintext path of every request (without it, only of those that failed on the server's side)")
 	registerStateDir(fs, &f.stateDir)
 	for _, name := range []string{"cert", "key", "users", "token-file"} {
 		mustMark(cobra.MarkFlagFilename(fs, name))
@@ -121,7 +123,7 @@ func (a *App) serveWebDAV(dir string, f serveFlags) error {
 			logger.Printf("close: %v", err)
 		}
 	}()
-	h := serve.NewHandler(serve.Options{Vault: v, ReadOnly: f.readOnly, Auth: auth, Log: func(l string) { logger.Print(displayText(l)) }})
+	h := serve.NewHandler(serve.Options{Vault: v, ReadOnly: f.readOnly, Auth: auth, LogPaths: f.logPaths, Log: func(l string) { logger.Print(displayText(l)) }})
 	return a.runWebDAV(serve.NewServer(h, tlsConf), ln, dir, f, logger)
 }
 

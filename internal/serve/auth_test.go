@@ -22,7 +22,7 @@ func TestAuthUsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := start(t, Options{Auth: users}, selfSigned(t))
+	s := start(t, Options{Auth: users, LogPaths: true}, selfSigned(t))
 	resp, _ := s.want(t, http.StatusUnauthorized, "PROPFIND", "/", "", "Depth", "1")
 	if !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic ") {
 		t.Fatalf("challenge %q", resp.Header.Get("WWW-Authenticate"))
@@ -92,6 +92,10 @@ func TestAuthToken(t *testing.T) {
 	for _, l := range s.logs.all() {
 		if strings.Contains(l, "0123456789") {
 			t.Fatalf("log line with the token: %q", l)
+		}
+		// Without LogPaths, no plaintext name reaches the log.
+		if strings.Contains(l, "/t") || !strings.Contains(l, " - ") {
+			t.Fatalf("log line with a path: %q", l)
 		}
 	}
 	for _, short := range []string{"", "\n", "short", "  0123456789abcde  "} {

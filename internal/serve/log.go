@@ -40,11 +40,11 @@ func (r *recorder) Flush() {
 }
 
 // logLine is one request on one line: client, user, method, plaintext
-// path (and destination), status, bytes, time, and the kind of the error
-// (never its text, which may carry CIPHERDIR's names, and never a header
-// with credentials). Paths are quoted: no control character reaches the
-// log raw.
-func logLine(r *http.Request, rec *recorder, user string, err error, d time.Duration) string {
+// path (and destination) if paths or the server failed (else "-"),
+// status, bytes, time, and the kind of the error (never its text, which
+// may carry CIPHERDIR's names, and never a header with credentials).
+// Paths are quoted: no control character reaches the log raw.
+func logLine(r *http.Request, rec *recorder, user string, err error, d time.Duration, paths bool) string {
 	status := rec.status
 	if status == 0 {
 		status = http.StatusOK
@@ -52,8 +52,13 @@ func logLine(r *http.Request, rec *recorder, user string, err error, d time.Dura
 	if user == "" {
 		user = "-"
 	}
-	line := fmt.Sprintf("%s %s %s %q", r.RemoteAddr, strconv.Quote(user), r.Method, r.URL.Path)
-	if dst := r.Header.Get("Destination"); dst != "" {
+	paths = paths || status >= 500
+	p := "-"
+	if paths {
+		p = strconv.Quote(r.URL.Path)
+	}
+	line := fmt.Sprintf("%s %s %s %s", r.RemoteAddr, strconv.Quote(user), r.Method, p)
+	if dst := r.Header.Get("Destination"); dst != "" && paths {
 		if u, perr := r.URL.Parse(dst); perr == nil {
 			line += fmt.Sprintf(" -> %q", u.Path)
 		}

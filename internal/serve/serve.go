@@ -36,6 +36,10 @@ type Options struct {
 	Auth Authenticator
 	// Log gets one line a request (no credentials); nil: none.
 	Log func(line string)
+	// LogPaths puts the plaintext paths of every request in its log
+	// line; without it only a request that failed on the server's side
+	// (5xx) names its path, as the mount logs the path of an EIO.
+	LogPaths bool
 }
 
 // handler is the WebDAV door: checks, then x/net/webdav.
@@ -62,7 +66,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w}
 	user, err := h.serve(rec, r)
 	if h.o.Log != nil {
-		h.o.Log(logLine(r, rec, user, err, time.Since(start)))
+		h.o.Log(logLine(r, rec, user, err, time.Since(start), h.o.LogPaths))
 	}
 }
 
