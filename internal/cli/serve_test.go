@@ -211,6 +211,8 @@ func TestServeTLSAuth(t *testing.T) {
 			t.Fatalf("%s/%s: %d, want %d", c.user, c.pw, resp.StatusCode, c.want)
 		}
 	}
+	// The log line is written once the answer is out.
+	waitFor(t, "the log line of the last request", func() bool { return strings.Contains(d.out.String(), `"alice" PROPFIND - 207`) })
 	if out := d.out.String(); strings.Contains(out, "u-pw") || strings.Contains(out, "wrong") || !strings.Contains(out, `"alice" PROPFIND - 207`) {
 		t.Fatalf("the log holds a password:\n%s", d.out.String())
 	}

@@ -59,7 +59,7 @@ func TestAuthUsers(t *testing.T) {
 	if status, body := s.raw(t, "GET", "/x"); status != http.StatusBadRequest || strings.Contains(body, "data") {
 		t.Fatalf("plain HTTP to TLS: %d %q", status, body)
 	}
-	logs := s.logs.all()
+	logs := s.logs.wait(t, "9 lines", func(l []string) bool { return len(l) >= 9 })
 	if len(logs) != 9 {
 		t.Fatalf("%d log lines for 9 requests:\n%s", len(logs), strings.Join(logs, "\n"))
 	}
@@ -89,7 +89,7 @@ func TestAuthToken(t *testing.T) {
 	s.want(t, http.StatusUnauthorized, "PUT", "/t", "t", "Authorization", "Bearer "+token[:len(token)-1])
 	s.want(t, http.StatusUnauthorized, "PUT", "/t", "t", "Authorization", "Basic "+token)
 	s.want(t, http.StatusCreated, "PUT", "/t", "t", "Authorization", "Bearer "+token)
-	for _, l := range s.logs.all() {
+	for _, l := range s.logs.wait(t, "5 lines", func(l []string) bool { return len(l) >= 5 }) {
 		if strings.Contains(l, "0123456789") {
 			t.Fatalf("log line with the token: %q", l)
 		}

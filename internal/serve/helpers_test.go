@@ -48,6 +48,21 @@ func (l *logLines) all() []string {
 	return append([]string(nil), l.lines...)
 }
 
+// wait waits (at most 10 s) until cond holds of the lines: a request's
+// line is written once its answer is out, so the client may be first.
+func (l *logLines) wait(t *testing.T, what string, cond func([]string) bool) []string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		lines := l.all()
+		if cond(lines) {
+			return lines
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log: %s never came:\n%s", what, strings.Join(lines, "\n"))
+		}
+	}
+}
+
 // newVault creates a vault in a new temp dir's "c".
 func newVault(t *testing.T) (*vault.Vault, string, string) {
 	t.Helper()

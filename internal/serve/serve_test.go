@@ -230,7 +230,7 @@ func TestCorruptIsServerError(t *testing.T) {
 		t.Fatalf("flipped %d files", flipped)
 	}
 	s.want(t, http.StatusInternalServerError, "GET", "/f", "")
-	logs := strings.Join(s.logs.all(), "\n")
+	logs := strings.Join(s.logs.wait(t, "the GET", func(l []string) bool { return len(l) >= 2 }), "\n")
 	if !strings.Contains(logs, `GET "/f" 500`) || !strings.Contains(logs, "error=corrupt") {
 		t.Fatalf("log:\n%s", logs)
 	}
