@@ -168,7 +168,11 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer f.Close()
-	vf := f.(*file)
+	vf, ok := f.(*file)
+	if !ok { // it became a directory since the Stat
+		fail(w, http.StatusMethodNotAllowed)
+		return nil
+	}
 	if fi.Size() > 0 {
 		if _, err := vf.ReadAt(make([]byte, 1), 0); err != nil {
 			fail(w, statusOf(err))
