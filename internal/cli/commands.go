@@ -53,6 +53,7 @@ func commandConstructors() []func(*App) *cobra.Command {
 		(*App).newUpgradeCommand,
 		(*App).newMountCommand,
 		(*App).newUnmountCommand,
+		(*App).newServeCommand,
 		(*App).newFsckCommand,
 		(*App).newFreshnessCommand,
 		(*App).newLsCommand,

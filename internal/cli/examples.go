@@ -28,6 +28,12 @@ encryptfs key add --recovery ~/vault`,
 encryptfs mount -o ro,passfile=/root/vault.pw /srv/vault /mnt/vault
 encryptfs mount -f --idle 30m ~/vault ~/private    # foreground; Ctrl-C unmounts`,
 	"encryptfs unmount": `encryptfs unmount ~/private`,
+	"encryptfs serve": `encryptfs serve webdav ~/vault
+encryptfs serve adduser ~/.config/encryptfs/users alice`,
+	"encryptfs serve webdav": `encryptfs serve webdav ~/vault                      # http://127.0.0.1:PORT/, printed
+encryptfs serve webdav --listen 127.0.0.1:8080 --ro ~/vault
+encryptfs serve webdav --listen 0.0.0.0:8443 --cert cert.pem --key key.pem --users ~/.config/encryptfs/users ~/vault`,
+	"encryptfs serve adduser": `encryptfs serve adduser ~/.config/encryptfs/users alice   # asks for alice's password twice`,
 	"encryptfs fsck": `encryptfs fsck ~/vault
 encryptfs fsck --salvage ~/rescued ~/vault
 encryptfs fsck --repair ~/vault`,

@@ -20,7 +20,7 @@ const (
 	ExitUnsupported   = 6  // vault newer than this build, unknown feature flag, reverse vault, KDF memory beyond this machine
 	ExitPassword      = 7  // no password could be read (empty, mismatch, passfile/extpass failed)
 	ExitMountPoint    = 8  // MOUNTPOINT missing, not a directory or not empty
-	ExitMount         = 9  // the FUSE mount failed
+	ExitMount         = 9  // the FUSE mount failed (serve: the listener failed)
 	ExitUnmount       = 10 // unmount failed (not mounted, busy)
 	ExitCorruptData   = 11 // file data or a name failed authentication (offline tools)
 	ExitNoSpace       = 12 // the file system written to is full (ENOSPC) or over quota (EDQUOT)

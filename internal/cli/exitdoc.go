@@ -22,7 +22,7 @@ var exitCodeDocs = []struct {
 	{ExitUnsupported, "unsupported vault: newer format, unknown feature flag, reverse vault, KDF memory beyond this machine, interrupted upgrade"},
 	{ExitPassword, "no password or credential could be read: empty, the entries differ, passfile/extpass/keyfile failed"},
 	{ExitMountPoint, "MOUNTPOINT problem: missing, not a directory, not empty, inside CIPHERDIR, already mounted (also: the vault is already mounted on this machine)"},
-	{ExitMount, "the FUSE mount failed"},
+	{ExitMount, "the FUSE mount failed (serve: the listener failed)"},
 	{ExitUnmount, "unmount failed: not mounted, not a FUSE mount, busy"},
 	{ExitCorruptData, "data failed authentication or is malformed (offline tools)"},
 	{ExitNoSpace, "no space left (ENOSPC, EDQUOT)"},
