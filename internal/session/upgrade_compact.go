@@ -58,7 +58,11 @@ type compacter struct {
 	*upgrader
 	old    *Session
 	inodes []*cInode
-	files  int64 // inodes to rewrite and their bytes (progress)
+	// tempLinks counts the names of an inode under the upgrade's temp
+	// prefix: a relink interrupted between its link and its rename
+	// (removed before the conversion starts).
+	tempLinks map[[2]uint64]int
+	files     int64 // inodes to rewrite and their bytes (progress)
 	bytes  int64
 
 	converted, rerooted int
@@ -120,6 +124,7 @@ func (c *compacter) scan() error {
 	}
 	root.id = id
 	byInode := map[[2]uint64]*cInode{}
+	c.tempLinks = map[[2]uint64]int{}
 	if err := c.scanDir(c.rootfd, root, byInode); err != nil {
 		return err
 	}
@@ -131,7 +136,7 @@ func (c *compacter) scan() error {
 	}
 	for _, in := range c.inodes {
 		switch {
-		case int(in.st.Nlink) != len(in.names):
+		case int(in.st.Nlink) != len(in.names)+c.tempLinks[[2]uint64{in.st.Dev, in.st.Ino}]:
 			c.problem("%s: has another hard link that the upgrade cannot see (outside the vault, or an entry whose name does not decrypt)", in.names[0].plain)
 		case in.state == compactConvert && done[in.hdr] != nil:
 			in.state, in.twin = compactRelink, done[in.hdr]
@@ -152,6 +157,9 @@ func (c *compacter) scanDir(fd int, d *upDir, byInode map[[2]uint64]*cInode) err
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name, upgradeTempPrefix) {
 			c.temps = append(c.temps, upTemp{dir: d, name: e.Name})
+			if st, err := backing.Fstatat(fd, e.Name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+				c.tempLinks[[2]uint64{st.Dev, st.Ino}]++
+			}
 		}
 	}
 	// With d's place: names made under a conflict copy of its ID file
