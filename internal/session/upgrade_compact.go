@@ -63,7 +63,7 @@ type compacter struct {
 	// (removed before the conversion starts).
 	tempLinks map[[2]uint64]int
 	files     int64 // inodes to rewrite and their bytes (progress)
-	bytes  int64
+	bytes     int64
 
 	converted, rerooted int
 }
