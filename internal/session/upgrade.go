@@ -45,6 +45,14 @@ import (
 //     written atomically), last: until then no reader expects v2 objects
 //     or roots.
 //  4. encryptfs.upgrade is removed.
+//
+// Files converted by step 2 are written in the compact layout
+// (CompactRoots). A vault with FileRoots alone (or files an older
+// build's interrupted run left in that layout) gets the compact step
+// (upgrade_compact.go) in the same pattern: the scan and the re-rooting
+// of DIRTY files before the marker, each file copied beside itself in
+// the compact layout and renamed over (hard links relinked), and
+// CompactRoots written to the config with the other flags, last.
 
 // ErrUpgradeIncomplete: a content upgrade of the vault was interrupted
 // (encryptfs.upgrade exists, the config does not have BoundLocations and
