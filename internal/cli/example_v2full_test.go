@@ -14,9 +14,15 @@ import (
 // TestExampleVaultV2FullCLI: on a copy of the committed example vault of
 // the full format 2 (testdata/example-vaults/v2-full-aes-256-gcm, read by
 // vault's TestExampleVaultV2Full), fsck is clean, freshness status with a
-// new local state is clean, cat reads a file of each epoch, and upgrade
-// says it is up to date (init's features and epochs: nothing to add).
+// new local state is clean, cat reads a file of each epoch. The example
+// was made before CompactRoots: upgrade moves its files into the compact
+// layout (epochs, a links file, freshness records: headers unchanged),
+// after which fsck is clean, freshness status still OK, the files read
+// the same, and a second upgrade says it is up to date.
 func TestExampleVaultV2FullCLI(t *testing.T) {
+	// The upgrade below records the example's VaultID with CompactRoots:
+	// a state of its own, so that another copy of it is no rollback.
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	examples := filepath.Join("..", "..", "testdata", "example-vaults")
 	dir := filepath.Join(t.TempDir(), "v2-full")
 	cpA(t, filepath.Join(examples, "v2-full-aes-256-gcm"), dir)
@@ -24,7 +30,8 @@ func TestExampleVaultV2FullCLI(t *testing.T) {
 	pf := filepath.Join(examples, "v2-full-credentials", "password")
 
 	run(t, "", "fsck", "--passfile", pf, dir).want(t, 0)
-	r := run(t, "", "freshness", "status", "--passfile", pf, "--state-dir", filepath.Join(t.TempDir(), "state"), dir)
+	state := filepath.Join(t.TempDir(), "state")
+	r := run(t, "", "freshness", "status", "--passfile", pf, "--state-dir", state, dir)
 	r.want(t, 0)
 	if strings.Contains(r.stdout, "nothing recorded yet") || !strings.Contains(r.stdout, "OK") {
 		t.Fatalf("freshness status of the example:\n%s", r.stdout)
@@ -38,10 +45,28 @@ func TestExampleVaultV2FullCLI(t *testing.T) {
 	}
 	r = run(t, "", "upgrade", "--passfile", pf, dir)
 	r.want(t, 0)
-	if !strings.Contains(r.stdout, "up to date") {
+	if !strings.Contains(r.stdout, "into the compact layout") {
 		t.Fatalf("upgrade of the example said:\n%s", r.stdout)
 	}
+	wantFlags(t, dir, "CompactRoots", "FileRoots", "KeyEpochs", "Freshness")
 	run(t, "", "fsck", "--passfile", pf, dir).want(t, 0)
+	r = run(t, "", "freshness", "status", "--passfile", pf, "--state-dir", state, dir)
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "OK") {
+		t.Fatalf("freshness status of the upgraded example:\n%s", r.stdout)
+	}
+	for name, want := range map[string]string{"hello.txt": "Hello, EncryptFS v1!\n", "epoch1/new.txt": "written at epoch 1\n", "links/c": "one file, four names\n"} {
+		r = run(t, "", "cat", "--passfile", pf, dir, name)
+		r.want(t, 0)
+		if r.stdout != want {
+			t.Fatalf("cat %s after the upgrade: %q", name, r.stdout)
+		}
+	}
+	r = run(t, "", "upgrade", "--passfile", pf, dir)
+	r.want(t, 0)
+	if !strings.Contains(r.stdout, "up to date") {
+		t.Fatalf("second upgrade of the example said:\n%s", r.stdout)
+	}
 }
 
 // restoreExtras applies the extras file of an example vault (what git

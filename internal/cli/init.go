@@ -66,6 +66,7 @@ func (a *App) newInitCommand() *cobra.Command {
 	format := fs.Int("format", config.FormatVersion2, "config format: 2 (key slots: password, keyfiles, age identities, recovery key) or 1 (one password, as encryptfs 0.1 made); --reverse is always 1")
 	noRecovery := fs.Bool("no-recovery-key", false, "format 2: make no recovery key slot (the password is then the only way in until key add)")
 	fileRoots := fs.Bool("file-roots", true, "format 2: authenticate each file as one version (no chunk splicing, truncation or zeroed chunks); costs 16 bytes per chunk and 128 bytes of header (docs/format.md §16)")
+	compactRoots := fs.Bool("compact-roots", true, "format 2, with --file-roots: store tag block 0 in two pieces after chunks 0 and 15, so that a small file pays no 4 KiB tag block; =false keeps the layout of vaults made before it (encryptfs upgrade converts such a vault) (docs/format.md §16)")
 	freshness := fs.Bool("freshness", true, "format 2: record what each device changes, so that deletion and rollback by the storage are reported (docs/format.md §15)")
 	reverse := fs.Bool("reverse", false, "set up the existing plaintext directory CIPHERDIR for reverse mounts (aes-256-siv; see docs/reverse.md)")
 	flagGroup(fs, groupReverse, "reverse")
@@ -81,9 +82,13 @@ func (a *App) newInitCommand() *cobra.Command {
 			return usageErrorf("init: --no-recovery-key is for format 2, which has a recovery key slot")
 		case (fs.Changed("file-roots") || fs.Changed("freshness")) && (*reverse || *format == config.FormatVersion1):
 			return usageErrorf("init: --file-roots and --freshness are features of format 2")
+		case fs.Changed("compact-roots") && *compactRoots && !*fileRoots:
+			return usageErrorf("init: --compact-roots is a layout of file roots; drop --file-roots=false")
+		case fs.Changed("compact-roots") && (*reverse || *format == config.FormatVersion1):
+			return usageErrorf("init: --compact-roots is a feature of format 2")
 		}
 		if *format == config.FormatVersion2 && !*reverse {
-			return a.runInitV2(pos[0], *cipherName, *chunk, kf, src, initFeatures{recovery: !*noRecovery, fileRoots: *fileRoots, freshness: *freshness})
+			return a.runInitV2(pos[0], *cipherName, *chunk, kf, src, initFeatures{recovery: !*noRecovery, fileRoots: *fileRoots, compactRoots: *compactRoots, freshness: *freshness})
 		}
 		return a.runInit(pos[0], *cipherName, fs.Changed("cipher"), *chunk, *reverse, kf, src)
 	}

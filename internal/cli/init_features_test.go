@@ -21,6 +21,7 @@ func TestInitFeatures(t *testing.T) {
 		{nil, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots, config.FlagFreshness}, nil},
 		{[]string{"--format", "2"}, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots, config.FlagFreshness}, nil},
 		{[]string{"--file-roots=false"}, []string{config.FlagBoundLocations, config.FlagFreshness}, []string{config.FlagFileRoots, config.FlagCompactRoots}},
+		{[]string{"--compact-roots=false"}, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagFreshness}, []string{config.FlagCompactRoots}},
 		{[]string{"--freshness=false"}, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots}, []string{config.FlagFreshness}},
 	} {
 		dir := filepath.Join(t.TempDir(), "cipher")

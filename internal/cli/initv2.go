@@ -13,7 +13,7 @@ import (
 // initFeatures are init's choices for a format-2 vault: a recovery slot,
 // and the optional features on top of location binding (always on).
 type initFeatures struct {
-	recovery, fileRoots, freshness bool
+	recovery, fileRoots, compactRoots, freshness bool
 }
 
 // runInitV2 makes a format-2 vault (docs/format.md §3a): a password slot
@@ -47,7 +47,7 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 	p, err := config.NewParamsV2(string(alg), chunkSize).WithBoundLocations(vaultID)
 	if err == nil && ft.fileRoots {
 		p, err = p.WithFeature(config.FlagFileRoots)
-		if err == nil {
+		if err == nil && ft.compactRoots {
 			// The compact layout (§16): a small file pays no tag block.
 			p, err = p.WithFeature(config.FlagCompactRoots)
 		}

@@ -15,7 +15,7 @@ import (
 )
 
 func (a *App) newUpgradeCommand() *cobra.Command {
-	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding and file roots (every directory ID and file rewritten; resumable), then freshness (the config only)", dirArg)
+	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding and file roots in the compact layout (every directory ID and file rewritten; a vault with file roots alone gets the compact layout: each file's first chunks and tag block 0 moved; resumable), then freshness (the config only)", dirArg)
 	fs := cmd.Flags()
 	var u unlockFlags
 	u.register(fs, "password")
@@ -38,8 +38,11 @@ func (a *App) newUpgradeCommand() *cobra.Command {
 //  2. Content without location binding or file roots gets them
 //     (session.UpgradeContent): every dirid is rewritten bound, and every
 //     file in the roots layout (bound header, tag blocks, root), crash-safe
-//     and resumable, and BoundLocations and FileRoots are written to the
-//     config last. The vault must not be mounted; an interrupted run is
+//     and resumable, and BoundLocations, FileRoots and CompactRoots are
+//     written to the config last. A vault with FileRoots alone gets
+//     CompactRoots: every file's first 16 chunks and tag block 0 are moved
+//     into the compact layout (headers unchanged; DIRTY files re-rooted
+//     first). The vault must not be mounted; an interrupted run is
 //     finished by running upgrade again (every other command refuses the
 //     vault until then).
 //  3. A bound vault without freshness gets the feature flag "Freshness"
@@ -65,9 +68,10 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 		return withCode(ExitUnsupported, fmt.Errorf("upgrade: %w", config.ErrReverseV2))
 	}
 	wasBound := c.Params.Bound()
-	if wasBound && c.Params.Has(config.FlagFileRoots) && !a.markerLeft(dir) {
+	hadRoots := wasBound && c.Params.Has(config.FlagFileRoots)
+	if hadRoots && c.Params.Has(config.FlagCompactRoots) && !a.markerLeft(dir) {
 		if c.Params.Has(config.FlagFreshness) {
-			fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots, freshness); nothing to do.\n", dir)
+			fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots (compact), freshness); nothing to do.\n", dir)
 			return nil
 		}
 		return a.upgradeFreshness(dir, c, u)
@@ -101,7 +105,7 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 	}
 	switch {
 	case res.AlreadyBound:
-		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots); removed the marker of a finished upgrade.\n", dir)
+		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots (compact)); removed the marker of a finished upgrade.\n", dir)
 		if added {
 			fmt.Fprintln(a.Stdout, freshnessAdded)
 		}
@@ -109,10 +113,16 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 	case res.Resumed:
 		fmt.Fprintf(a.Stdout, "Finished the interrupted upgrade of %s.\n", dir)
 	}
-	if wasBound {
-		fmt.Fprintf(a.Stdout, "Added file roots to %s: %d files rewritten", dir, res.Files)
-	} else {
-		fmt.Fprintf(a.Stdout, "Upgraded %s to location binding and file roots (VaultID %s): %d directory IDs and %d files rewritten", dir, hex.EncodeToString(res.VaultID), res.Dirs, res.Files)
+	switch {
+	case hadRoots:
+		fmt.Fprintf(a.Stdout, "Moved the file roots of %s into the compact layout (tag block 0 in two pieces after chunks 0 and 15, headers unchanged): %d files rewritten", dir, res.Compacted)
+		if res.Rerooted > 0 {
+			fmt.Fprintf(a.Stdout, ", %d of them DIRTY (re-rooted from their chunks first, as fsck --repair does)", res.Rerooted)
+		}
+	case wasBound:
+		fmt.Fprintf(a.Stdout, "Added file roots (compact layout) to %s: %d files rewritten", dir, res.Files+res.Compacted)
+	default:
+		fmt.Fprintf(a.Stdout, "Upgraded %s to location binding and file roots in the compact layout (VaultID %s): %d directory IDs and %d files rewritten", dir, hex.EncodeToString(res.VaultID), res.Dirs, res.Files+res.Compacted)
 	}
 	if res.Relinked > 0 {
 		fmt.Fprintf(a.Stdout, ", %d hard links restored", res.Relinked)
@@ -121,9 +131,12 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 	if res.Skipped > 0 {
 		fmt.Fprintf(a.Stdout, "%d entries whose names do not decrypt (or hidden sync-conflict copies) were left as they are; encryptfs fsck lists them.\n", res.Skipped)
 	}
-	if wasBound {
+	switch {
+	case hadRoots:
+		fmt.Fprintf(a.Stdout, "A small file now takes a few hundred bytes instead of 4 KiB more. Older encryptfs versions, which do not know the compact layout, cannot open it.\n")
+	case wasBound:
 		fmt.Fprintf(a.Stdout, "A chunk or tag block put back from an older version of a file now fails to read (EIO). Older encryptfs versions cannot open it.\n")
-	} else {
+	default:
 		fmt.Fprintf(a.Stdout, "Contents moved to another name or directory in CIPHERDIR, or put back from an older version of a file, now fail to read (EIO). Older encryptfs versions cannot open it.\n")
 	}
 	if added {

@@ -191,7 +191,7 @@ func TestUpgradeRootsBoundCLI(t *testing.T) {
 	if !strings.Contains(r.stdout, "Added file roots") {
 		t.Fatalf("upgrade said:\n%s", r.stdout)
 	}
-	wantFlags(t, dir, "BoundLocations", "FileRoots", "Freshness")
+	wantFlags(t, dir, "BoundLocations", "FileRoots", "CompactRoots", "Freshness")
 	for name, want := range map[string]string{"big.txt": big, "small.txt": "small"} {
 		r := run(t, "", "cat", "--passfile", pf, dir, name)
 		r.want(t, 0)
@@ -199,8 +199,10 @@ func TestUpgradeRootsBoundCLI(t *testing.T) {
 			t.Fatalf("cat %s after the upgrade: %d bytes, want %d", name, len(r.stdout), len(want))
 		}
 	}
-	if got, err := os.ReadFile(enc); err != nil || len(got) < len(orig)+4096 {
-		t.Fatalf("big.txt's backing after the upgrade: %d bytes (was %d), %v: no tag block", len(got), len(orig), err)
+	// A file of 2..16 chunks: piece A of tag block 0 (256 bytes) in the
+	// compact layout.
+	if got, err := os.ReadFile(enc); err != nil || len(got) < len(orig)+256 {
+		t.Fatalf("big.txt's backing after the upgrade: %d bytes (was %d), %v: no tag entries", len(got), len(orig), err)
 	}
 	run(t, "", "fsck", "--passfile", pf, dir).want(t, 0)
 	r = run(t, "", "freshness", "status", "--passfile", pf, dir)

@@ -100,8 +100,8 @@ func checkUpgradeState(t *testing.T, dir string, pw []byte, want map[string]stri
 	}
 	runUpgrade(t, dir, pw, nil, rand.NewChaCha8([32]byte{9}))
 	c, err := config.Load(dir)
-	if err != nil || !c.Params.Bound() || !c.Params.Has(config.FlagFileRoots) {
-		return refused, fmt.Errorf("after the second upgrade the config is not bound with file roots (%v)", err)
+	if err != nil || !c.Params.Bound() || !c.Params.Has(config.FlagFileRoots) || !c.Params.Has(config.FlagCompactRoots) {
+		return refused, fmt.Errorf("after the second upgrade the config is not bound with compact file roots (%v)", err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, config.UpgradeMarkerName)); !errors.Is(err, fs.ErrNotExist) {
 		return refused, fmt.Errorf("the marker is left after the second upgrade: %v", err)

@@ -45,6 +45,14 @@ import (
 //     written atomically), last: until then no reader expects v2 objects
 //     or roots.
 //  4. encryptfs.upgrade is removed.
+//
+// Files converted by step 2 are written in the compact layout
+// (CompactRoots). A vault with FileRoots alone (or files an older
+// build's interrupted run left in that layout) gets the compact step
+// (upgrade_compact.go) in the same pattern: the scan and the re-rooting
+// of DIRTY files before the marker, each file copied beside itself in
+// the compact layout and renamed over (hard links relinked), and
+// CompactRoots written to the config with the other flags, last.
 
 // ErrUpgradeIncomplete: a content upgrade of the vault was interrupted
 // (encryptfs.upgrade exists, the config does not have BoundLocations and
@@ -59,9 +67,9 @@ var ErrUpgradeIncomplete = fault.New(fault.UnsupportedVault,
 var ErrUpgradeBlocked = fault.New(fault.Corrupt, "session: the vault cannot be upgraded as it is")
 
 // upgraded reports whether a vault with Params p has what the content
-// upgrade gives: BoundLocations and FileRoots.
+// upgrade gives: BoundLocations, FileRoots and CompactRoots.
 func upgraded(p config.Params) bool {
-	return p.Bound() && p.Has(config.FlagFileRoots)
+	return p.Bound() && p.Has(config.FlagFileRoots) && p.Has(config.FlagCompactRoots)
 }
 
 // unrootedSuite is the content suite of v2 headers without roots, for
@@ -134,7 +142,8 @@ type UpgradeProgress struct {
 
 // UpgradeResult says what UpgradeContent did.
 type UpgradeResult struct {
-	// AlreadyBound: the config had BoundLocations and FileRoots already;
+	// AlreadyBound: the config had BoundLocations, FileRoots and
+	// CompactRoots already;
 	// at most a leftover marker was removed.
 	AlreadyBound bool
 	// Resumed: an interrupted upgrade was finished.
@@ -144,6 +153,10 @@ type UpgradeResult struct {
 	// converted by this run; Relinked, hard links restored after a crash
 	// between the two names of one file.
 	Dirs, Files, Relinked int
+	// Compacted counts the files with roots rewritten from the FileRoots
+	// layout into the compact one (upgrade_compact.go), Rerooted the
+	// DIRTY files among them re-rooted first.
+	Compacted, Rerooted int
 	// Skipped counts the entries left as they are: names that do not
 	// decrypt, and conflict copies hidden by another entry of the same
 	// displayed name (docs/format.md §14, "Upgrading").
@@ -208,7 +221,15 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 	if err != nil {
 		return res, err
 	}
-	p, err := bound.WithFeature(config.FlagFileRoots)
+	rooted, err := bound.WithFeature(config.FlagFileRoots)
+	if err != nil {
+		return res, err
+	}
+	// Files converted by this run are written in the compact layout
+	// (b's suite); those with roots in the FileRoots layout (a vault
+	// with FileRoots alone, or an older build's interrupted run) are
+	// converted by the compact step (upgrade_compact.go).
+	p, err := rooted.WithFeature(config.FlagCompactRoots)
 	if err != nil {
 		return res, err
 	}
@@ -226,6 +247,11 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 		return res, err
 	}
 	defer b.Close()
+	old, err := New(s.dir, rooted, ring.master, o)
+	if err != nil {
+		return res, err
+	}
+	defer old.Close()
 	unrooted, err := unrootedSuite(p, append(slices.Clone(o.epochs), ring.master))
 	if err != nil {
 		return res, err
@@ -248,6 +274,19 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 	if len(u.problems) > 0 {
 		return res, u.blocked()
 	}
+	// A vault with FileRoots: everything the compact step finds to do
+	// is known, and DIRTY files re-rooted, before the marker is written.
+	// Otherwise the files it would find are written by the roots step
+	// below, in the compact layout: it runs after it.
+	compact := newCompacter(u, old)
+	hadRoots := ring.cfg.Params.Has(config.FlagFileRoots)
+	if hadRoots {
+		err := compact.prepare()
+		res.Rerooted = compact.rerooted
+		if err != nil {
+			return res, err
+		}
+	}
 	if !m.authentic(ring.master) || !bytes.Equal(m.vid, res.VaultID) {
 		// (Re)written with this build's tag, before any object changes.
 		if err := s.writeMarker(rootfd, res.VaultID, ring.master); err != nil {
@@ -258,6 +297,16 @@ func (s *Session) UpgradeContent(progress func(UpgradeProgress)) (UpgradeResult,
 		return res, err
 	}
 	res.Dirs, res.Files, res.Relinked = u.doneDirs, u.doneFiles, u.relinked
+	if !hadRoots {
+		if err := compact.prepare(); err != nil {
+			return res, err
+		}
+	}
+	if err := compact.convert(progress); err != nil {
+		return res, err
+	}
+	res.Compacted = compact.converted
+	res.Relinked += compact.relinked
 	if res.Resumed {
 		// A config temporary beside the marker is this upgrade's own
 		// last step, interrupted: nothing else writes the config of a

@@ -339,6 +339,16 @@ func (u *upgrader) convertFile(dirfd int, f *upFile, flags uint16, places ...bin
 			h.Bindings[i] = u.b.binder.Sum(bind.KindFile, h.FileID[:], p)
 		}
 	}
+	return u.replaceWith(dirfd, f.name, srcfd, st, func(out *backing.ObservedFile) error {
+		return u.copyRoots(out, srcfd, f, h, st.Size)
+	})
+}
+
+// replaceWith replaces file name of dirfd (open as srcfd, with stat st)
+// by what fill writes: into a temporary beside it, given the original's
+// owner, mode, xattrs and times, fsynced and renamed over name. The
+// caller fsyncs dirfd.
+func (u *upgrader) replaceWith(dirfd int, name string, srcfd int, st unix.Stat_t, fill func(out *backing.ObservedFile) error) error {
 	tmp, err := u.tempName()
 	if err != nil {
 		return err
@@ -348,7 +358,7 @@ func (u *upgrader) convertFile(dirfd int, f *upFile, flags uint16, places ...bin
 		return err
 	}
 	out := u.v1.fs.NewFile(fd, nil)
-	err = u.copyRoots(out, srcfd, f, h, st.Size)
+	err = fill(out)
 	if err == nil {
 		err = u.copyMeta(out, srcfd, st)
 	}
@@ -362,7 +372,7 @@ func (u *upgrader) convertFile(dirfd int, f *upFile, flags uint16, places ...bin
 		err = cerr
 	}
 	if err == nil {
-		err = u.v1.fs.Renameat2(dirfd, tmp, dirfd, f.name, 0)
+		err = u.v1.fs.Renameat2(dirfd, tmp, dirfd, name, 0)
 	}
 	if err != nil {
 		u.v1.fs.Unlinkat(dirfd, tmp, 0)

@@ -55,11 +55,17 @@ func (u *upgrader) copyRoots(out *backing.ObservedFile, srcfd int, f *upFile, h 
 		return err
 	}
 	hashes := make([][sha256.Size]byte, len(entries)/content.TagBlockSize)
+	cs := int64(s.ChunkSize())
+	chunks := uint64((plain + cs - 1) / cs)
 	for g := range hashes {
 		block := entries[g*content.TagBlockSize : (g+1)*content.TagBlockSize]
 		hashes[g] = content.TagBlockHash(block)
-		if _, err := out.WriteAt(block, s.TagBlockOffset(uint64(g))); err != nil {
-			return err
+		// The whole block, or in the compact layout the pieces of
+		// block 0 the file has (none for one chunk).
+		for _, p := range s.TagPieces(uint64(g), chunks) {
+			if _, err := out.WriteAt(block[p.First*content.TagSize:(p.First+p.Count)*content.TagSize], p.Offset); err != nil {
+				return err
+			}
 		}
 	}
 	h.Size, h.Gen = uint64(plain), 1

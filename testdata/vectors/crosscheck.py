@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Independent cross-check of the EncryptFS known-answer vectors with
 pyca/cryptography (not used by the Go code): HKDF subkeys, format 2 config slots and MAC, master-key epochs, header HMACs, Argon2id, symlink and xattr blobs,
-file roots (v2 tag blocks and root: roots-v2.json),
+file roots (v2 tag blocks and root: roots-v2.json; the compact layout:
+roots-compact-v2.json),
 AES-256-GCM (16-byte nonce) and AES-256-SIV chunks, names and xattr names.
 XChaCha20-Poly1305 via a small HChaCha20 written here.
 Run: python3 testdata/vectors/crosscheck.py"""
@@ -303,6 +304,85 @@ if r:
                 got += xchacha_open(key, chunk, ad)
         assert got == plain, alg
         assert block[16 * nchunks:] == bytes(4096 - 16 * nchunks)
+        checked += 1
+
+rc = load("roots-compact-v2.json")
+if rc:
+    # Compact layout (CompactRoots, format.md §16): chunk 0 at 128, piece
+    # A (entries 0..15) after it for 2+ chunks, chunks 1..15, piece B
+    # (entries 16..255) after chunk 15 for 17+ chunks, then as FileRoots.
+    cmk, cck = bytes.fromhex(rc["HeaderMACKey"]), bytes.fromhex(rc["ContentsKey"])
+
+    def croot(fid, size, gen, hs):
+        level = hs
+        if len(hs) > 256:
+            level = [hashlib.sha256(b"\x01" + b"".join(hs[i:i + 256])).digest() for i in range(0, len(hs), 256)]
+        msg = b"encryptfs v2 file root" + fid + struct.pack(">QQQ", size, gen, len(hs)) + b"".join(level)
+        return hmac.new(cmk, msg, hashlib.sha256).digest()[:16]
+
+    def ctags(n):
+        return (256 if n >= 2 else 0) + (3840 if n >= 17 else 0) + max((n + 255) // 256 - 1, 0) * 4096
+
+    def coffset(i, ccs):
+        if i == 0:
+            return 128
+        if i < 16:
+            return 128 + 256 + i * ccs
+        return 128 + i * ccs + (i // 256 + 1) * 4096
+
+    for v in rc["Sizes"]:
+        cs, size = v["ChunkSize"], v["PlainSize"]
+        n = (size + cs - 1) // cs
+        want = 0 if size == 0 else 128 + size + n * 32 + ctags(n)  # AES-GCM: 16-byte nonce, 16-byte tag
+        assert want == v["CipherSize"], v
+        checked += 1
+    for v in rc["Files"]:
+        alg, cs, st = v["Algorithm"], v["ChunkSize"], bytes.fromhex(v["Stored"])
+        fid, plain = bytes.fromhex(v["FileID"]), bytes.fromhex(v["Plaintext"])
+        ns = 24 if alg == "xchacha20-poly1305" else 16
+        ccs = cs + ns + 16
+        hdr = st[:128]
+        assert hmac.new(cmk, hdr[:112], hashlib.sha256).digest()[:16] == hdr[112:]
+        version, flags, epoch = struct.unpack(">HHI", hdr[:8])
+        size, gen = struct.unpack(">QQ", hdr[24:40])
+        assert (version, flags, hdr[8:24], size) == (2, 0, fid, len(plain))
+        n = (size + cs - 1) // cs
+        assert len(st) == 128 + size + n * (ns + 16) + ctags(n), (alg, len(st))
+        chunks = [st[coffset(i, ccs):coffset(i, ccs) + min(cs, size - i * cs) + ns + 16] for i in range(n)]
+
+        def tag_of(chunk):
+            return chunk[ns:ns + 16] if alg == "aes-256-siv" else chunk[-16:]
+        # Tag block 0 as hashed: its 256 entries whatever is stored.
+        block0 = bytearray(4096)
+        if n == 1:
+            block0[:16] = tag_of(chunks[0])  # no entry stored: chunk 0's own tag
+        if n >= 2:
+            block0[:256] = st[128 + ccs:128 + ccs + 256]
+        if n >= 17:
+            b = 128 + 256 + 16 * ccs
+            block0[256:] = st[b:b + 3840]
+        blocks = [bytes(block0)]
+        for g in range(1, (n + 255) // 256):
+            b = 128 + g * (4096 + 256 * ccs)
+            blocks.append(st[b:b + 4096])
+        assert croot(fid, size, gen, [hashlib.sha256(b"\x00" + b).digest() for b in blocks]) == hdr[40:56], alg
+        key = hkdf(cck, fid, "encryptfs v1 file key " + alg, 64 if alg == "aes-256-siv" else 32)
+        got = b""
+        for i, chunk in enumerate(chunks):
+            entry = blocks[i // 256][16 * (i % 256):16 * (i % 256) + 16]
+            if entry == bytes(16):
+                got += bytes(min(cs, size - i * cs))  # a hole
+                continue
+            assert tag_of(chunk) == entry, (alg, i)
+            ad = fid + struct.pack(">QB", i, 1 if i == n - 1 else 0)
+            if alg == "aes-256-gcm":
+                got += AESGCM(key).decrypt(chunk[:16], chunk[16:], ad)
+            elif alg == "aes-256-siv":
+                got += AESSIV(key).decrypt(chunk[16:], [ad, chunk[:16]])
+            else:
+                got += xchacha_open(key, chunk, ad)
+        assert got == plain, alg
+        assert blocks[-1][16 * (n - (len(blocks) - 1) * 256):] == bytes(4096 - 16 * (n - (len(blocks) - 1) * 256))
         checked += 1
 
 print("crosscheck: %d vectors match" % checked)
