@@ -336,12 +336,20 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 // mtime after either: what FLUSH was for, without its round trip per
 // close (issue 22: create+write+close 6 requests on such a vault, now 5,
 // as on format 1). A vault without roots answers FLUSH with ENOSYS once
-// instead (Flush), so flags is not looked at.
-func (r *Root) noFlush(uint32) uint32 {
-	if r.engine.Roots() {
-		return fuse.FOPEN_NOFLUSH
+// instead (Flush).
+//
+// Not with --shared-storage: there another machine opens the file right
+// after close(2) returns (close-to-open, docs/shared-storage.md), and must
+// find its clean header written, so a handle that may have written keeps
+// its FLUSH (Flush settles it); a read-only one owes nothing.
+func (r *Root) noFlush(flags uint32) uint32 {
+	if !r.engine.Roots() {
+		return 0
 	}
-	return 0
+	if r.opts.SharedStorage && (flags&unix.O_ACCMODE != unix.O_RDONLY || flags&unix.O_TRUNC != 0) {
+		return 0
+	}
+	return fuse.FOPEN_NOFLUSH
 }
 
 // Read reads plaintext.
@@ -403,10 +411,10 @@ func (h *handle) killPriv(ctx context.Context) {
 // go straight to the backing file, so there is no error to report at close
 // time, and POSIX locks are handled by the kernel.
 //
-// With file roots (docs/format.md §16) every handle is opened with
-// FOPEN_NOFLUSH (noFlush), so the kernel sends no FLUSH; the file is
-// settled at RELEASE (Release). A FLUSH that comes all the same (a
-// kernel that ignores the flag) settles it.
+// With file roots (docs/format.md §16) a handle is opened with
+// FOPEN_NOFLUSH (noFlush), so the kernel sends no FLUSH, and the file is
+// settled at RELEASE (Release); with --shared-storage a handle that may
+// write is not, and its FLUSH settles the file before close(2) returns.
 //
 // The answer depends on the vault, never on the file: ENOSYS stops FLUSH
 // for every file of the mount, so it must not be given for the one file
