@@ -17,7 +17,8 @@
 # Environment: ROUNDS=5, TRANSPORT=auto|classic|uring, TREE=a .tar
 # (default: Go's src/net, src/crypto and src/runtime, about 3000 files),
 # A_ENV / B_ENV="VAR=value ..." (e.g. B_ENV=GOGC=400, with the same
-# binary for A and B). Results are noisy on a shared
+# binary for A and B), A_INIT / B_INIT="init flags ..." (e.g. A_INIT="--format
+# 1": format 1 against the default format 2 with one binary). Results are noisy on a shared
 # machine: compare the medians of one run only.
 set -euo pipefail
 export LC_ALL=C
@@ -73,8 +74,10 @@ secs() {
 	python3 -c "import sys; print('%.3f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$t0" "$t1"
 }
 
+INITS=("${A_INIT:-}" "${B_INIT:-}")
 for ab in 0 1; do
-	"${BINS[$ab]}" init --passfile "$WORK/pw" --kdf-memory 8 --kdf-time 1 "$WORK/cipher-$ab" >/dev/null
+	# shellcheck disable=SC2086 # INITS holds flags, split on purpose
+	"${BINS[$ab]}" init ${INITS[$ab]} --passfile "$WORK/pw" --kdf-memory 8 --kdf-time 1 "$WORK/cipher-$ab" >/dev/null
 	mkdir "$WORK/mnt-$ab"
 done
 
