@@ -94,7 +94,11 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 		dir, p.Cipher, p.ChunkSize, k.Time, k.MemoryKiB/1024, k.Threads)
 	fmt.Fprintln(a.Stdout, "location binding: on (a file or directory moved to another name in CIPHERDIR reads as an I/O error)")
 	fmt.Fprintln(a.Stdout, onOff(ft.freshness, "freshness", "rollback and deletion by the storage are reported; --freshness=false to turn off"))
-	fmt.Fprintln(a.Stdout, onOff(ft.fileRoots, "file roots", "4 KiB tag block per non-empty file; --file-roots=false to turn off"))
+	rootsCost := "a 4 KiB tag block per non-empty file"
+	if ft.compactRoots {
+		rootsCost = "compact: no tag block for a file of one chunk, 256 bytes up to 16 chunks, 4 KiB per 256 chunks beyond"
+	}
+	fmt.Fprintln(a.Stdout, onOff(ft.fileRoots, "file roots", rootsCost+"; --file-roots=false to turn off"))
 	if recovery {
 		a.printRecoveryKey(a.Stdout, recoveryKey, 2)
 	}
