@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/encryptfs/encryptfs/internal/fstest"
 )
 
 // TestConfigFromBeforeRevoke (issue 18 M4): after passwd --revoke, the
@@ -18,14 +16,10 @@ import (
 // (exit 28, one line), freshness status says why, and accept takes it
 // knowingly.
 func TestConfigFromBeforeRevoke(t *testing.T) {
-	fstest.RequireFUSE(t)
-	dir := filepath.Join(t.TempDir(), "cipher")
-	pf, npf := writePassfile(t, "old password"), writePassfile(t, "new password")
+	dir, pf, mnt := newMountableVault(t, "old password")
+	npf := writePassfile(t, "new password")
 	keyfile := filepath.Join(t.TempDir(), "key")
-	run(t, "", append(append([]string{"init", "--passfile", pf}, cheapKDF...), dir)...).want(t, 0)
 	keyAdd(t, "", "--passfile", pf, "--new-keyfile", keyfile, dir)
-	mnt := t.TempDir()
-	cleanupMount(t, mnt)
 	run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, 0)
 	must(t, os.WriteFile(filepath.Join(mnt, "before"), []byte("before the revoke"), 0o644))
 	run(t, "", "unmount", mnt).want(t, 0)
@@ -92,12 +86,7 @@ func TestConfigFromBeforeRevoke(t *testing.T) {
 // remembers the flag: status exits 28, a strict mount refuses, a plain
 // mount says so in one line.
 func TestSnapshotFromBeforeUpgrade(t *testing.T) {
-	fstest.RequireFUSE(t)
-	dir := filepath.Join(t.TempDir(), "cipher")
-	pf := writePassfile(t, "pw")
-	run(t, "", append(append([]string{"init", "--passfile", pf, "--freshness=false"}, cheapKDF...), dir)...).want(t, 0)
-	mnt := t.TempDir()
-	cleanupMount(t, mnt)
+	dir, pf, mnt := newMountableVault(t, "pw", "--freshness=false")
 	run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, 0)
 	must(t, os.WriteFile(filepath.Join(mnt, "f"), []byte("version 1"), 0o644))
 	run(t, "", "unmount", mnt).want(t, 0)

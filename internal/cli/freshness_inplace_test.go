@@ -18,12 +18,7 @@ import (
 // mount refuses the vault. Each rewrite is checked on its own, the
 // newer backing file put back in between.
 func TestFreshnessInPlaceRollback(t *testing.T) {
-	fstest.RequireFUSE(t)
-	dir := filepath.Join(t.TempDir(), "cipher")
-	pf := writePassfile(t, "pw")
-	run(t, "", append(append([]string{"init", "--passfile", pf}, cheapKDF...), dir)...).want(t, 0)
-	mnt := t.TempDir()
-	cleanupMount(t, mnt)
+	dir, pf, mnt := newMountableVault(t, "pw")
 
 	rewrites := map[string]func(p string) error{
 		"redirect": func(p string) error { return os.WriteFile(p, []byte("rewritten with >"), 0o644) },
@@ -107,12 +102,7 @@ func TestFreshnessInPlaceRollback(t *testing.T) {
 // generation, so status exits 28, a strict mount refuses the vault and
 // fsck reports the file as rolled back.
 func TestDirtyHeaderReplay(t *testing.T) {
-	fstest.RequireFUSE(t)
-	dir := filepath.Join(t.TempDir(), "cipher")
-	pf := writePassfile(t, "pw")
-	run(t, "", append(append([]string{"init", "--passfile", pf}, cheapKDF...), dir)...).want(t, 0)
-	mnt := t.TempDir()
-	cleanupMount(t, mnt)
+	dir, pf, mnt := newMountableVault(t, "pw")
 	run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, 0)
 	p := filepath.Join(mnt, "db")
 	must(t, os.WriteFile(p, []byte("version one, committed"), 0o644))
@@ -175,4 +165,19 @@ func TestDirtyHeaderReplay(t *testing.T) {
 		})
 	}
 	run(t, "", "freshness", "status", "--passfile", pf, dir).want(t, 0)
+}
+
+// newMountableVault makes a vault with encryptfs init (password pw, init
+// flags as given, the tests' cheap KDF) and an empty mount point that is
+// unmounted at cleanup.
+func newMountableVault(t *testing.T, pw string, flags ...string) (dir, pf, mnt string) {
+	t.Helper()
+	fstest.RequireFUSE(t)
+	dir = filepath.Join(t.TempDir(), "cipher")
+	pf = writePassfile(t, pw)
+	args := append(append(append([]string{"init", "--passfile", pf}, flags...), cheapKDF...), dir)
+	run(t, "", args...).want(t, 0)
+	mnt = t.TempDir()
+	cleanupMount(t, mnt)
+	return dir, pf, mnt
 }
