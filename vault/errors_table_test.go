@@ -34,6 +34,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/reversefs"
+	"github.com/encryptfs/encryptfs/internal/serve"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/internal/uring"
@@ -153,7 +154,17 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/session.ErrNoKeyring":      {session.ErrNoKeyring, fault.Other, syscall.EIO, cli.ExitError, nil},
 	"internal/session.ErrWrongMasterKey": {session.ErrWrongMasterKey, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, nil},
 	"internal/mount.ErrNoSession":        {mount.ErrNoSession, fault.Other, syscall.EIO, cli.ExitError, nil},
-	"internal/mount.ErrNoRoot":           {mount.ErrNoRoot, fault.Other, syscall.EIO, cli.ExitError, nil},
+
+	// encryptfs serve webdav (docs/serve.md): the CLI's own refusals of
+	// its flags and files (ErrInsecureListen is a usage error there:
+	// cli/serve.go), and a file's malformed client properties (corrupt
+	// data, as any xattr that does not parse).
+	"internal/serve.ErrUsersFile":      {serve.ErrUsersFile, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/serve.ErrToken":          {serve.ErrToken, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/serve.ErrUserName":       {serve.ErrUserName, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/serve.ErrInsecureListen": {serve.ErrInsecureListen, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/serve.ErrCorruptProps":   {serve.ErrCorruptProps, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/mount.ErrNoRoot":         {mount.ErrNoRoot, fault.Other, syscall.EIO, cli.ExitError, nil},
 
 	// The content upgrade (session/upgrade.go).
 	"internal/session.ErrUpgradeIncomplete": {session.ErrUpgradeIncomplete, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
