@@ -444,7 +444,9 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 // A failed settle leaves the file DIRTY (readable by v1's rules, fsck
 // reports it) and is logged: RELEASE has no caller to tell.
 func (h *handle) Release(ctx context.Context) syscall.Errno {
-	if h.of.file.Roots() {
+	// The vault's answer, not the file's (File.Roots reads state a
+	// concurrent rebind of the file may be writing).
+	if h.n.r.engine.Roots() {
 		if err := h.of.file.Settle(); err != nil {
 			h.n.errno(err, "release")
 		}
