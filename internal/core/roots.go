@@ -484,6 +484,21 @@ func (f *File) RootDirty() bool {
 	return f.rt != nil && f.hasHeader && f.hdr.Flags&content.FlagDirty != 0
 }
 
+// Reroot re-roots the file in b at place p as fsck --repair does: opened
+// with OpenUnrooted (its root not trusted), then RepairRoot, then closed.
+// b stays the caller's to close.
+func (e *Engine) Reroot(b Backing, p Place) error {
+	cf, err := e.OpenUnrooted(b, p)
+	if err != nil {
+		return err
+	}
+	err = cf.RepairRoot()
+	if cerr := cf.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // RepairRoot recomputes the tag blocks of a DIRTY file, or of a file
 // opened with OpenUnrooted, from its chunks and writes a clean header
 // (fsck --repair), durably. A chunk that fails authentication under v1's

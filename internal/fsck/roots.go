@@ -90,15 +90,7 @@ func recomputeRoot(eng *core.Engine, dirfd int, name string, p bind.Place) error
 	}
 	bf := backing.NewFile(fd, nil)
 	defer bf.Close()
-	cf, err := eng.OpenUnrooted(bf, p)
-	if err != nil {
-		return err
-	}
-	err = cf.RepairRoot()
-	if cerr := cf.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := eng.Reroot(bf, p); err != nil {
 		return err
 	}
 	// A repair is no change of the file: keep its times.

@@ -26,15 +26,7 @@ func (c *compacter) reroot(dirfd int, n cName) error {
 	}
 	bf := c.v1.fs.NewFile(fd, &st)
 	defer bf.Close()
-	cf, err := c.old.engine.OpenUnrooted(bf, n.place)
-	if err != nil {
-		return err
-	}
-	err = cf.RepairRoot()
-	if cerr := cf.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := c.old.engine.Reroot(bf, n.place); err != nil {
 		return err
 	}
 	return backing.UtimesNanoAt(dirfd, n.name, [2]unix.Timespec{st.Atim, st.Mtim})
