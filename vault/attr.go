@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
 	"golang.org/x/sys/unix"
 )
 
@@ -15,11 +14,11 @@ func (v *Vault) Chmod(name string, mode fs.FileMode) error {
 	if err != nil {
 		return pathErr("chmod", name, err)
 	}
-	defer ref.parent.release()
+	defer ref.release()
 	if err := ref.name.ReadOnly(); err != nil {
 		return pathErr("chmod", name, err)
 	}
-	return pathErr("chmod", name, backing.Fchmodat(ref.parent.fd, ref.name.Backing, unixMode(mode)))
+	return pathErr("chmod", name, ref.parent.Chmod(ref.name, unixMode(mode)))
 }
 
 // Chtimes sets the access and modification times of name (not following a
@@ -29,12 +28,12 @@ func (v *Vault) Chtimes(name string, atime, mtime time.Time) error {
 	if err != nil {
 		return pathErr("chtimes", name, err)
 	}
-	defer ref.parent.release()
+	defer ref.release()
 	if err := ref.name.ReadOnly(); err != nil {
 		return pathErr("chtimes", name, err)
 	}
 	ts := [2]unix.Timespec{timespec(atime), timespec(mtime)}
-	return pathErr("chtimes", name, backing.UtimesNanoAt(ref.parent.fd, ref.name.Backing, ts))
+	return pathErr("chtimes", name, ref.parent.Utimens(ref.name, ts))
 }
 
 func timespec(t time.Time) unix.Timespec {
@@ -52,9 +51,9 @@ func (v *Vault) Lchown(name string, uid, gid int) error {
 	if err != nil {
 		return pathErr("lchown", name, err)
 	}
-	defer ref.parent.release()
+	defer ref.release()
 	if err := ref.name.ReadOnly(); err != nil {
 		return pathErr("lchown", name, err)
 	}
-	return pathErr("lchown", name, backing.Fchownat(ref.parent.fd, ref.name.Backing, uid, gid))
+	return pathErr("lchown", name, ref.parent.Chown(ref.name, uid, gid))
 }

@@ -80,16 +80,16 @@ func TestBoundExchangeHardLinks(t *testing.T) {
 		return ra, rb
 	}
 	a, b := refs("f", "g")
-	err := v.tree.LinkIn(a.parent.fd, a.parent.id, a.name, b.parent.fd, b.parent.id, b.name)
-	a.parent.release()
-	b.parent.release()
+	err := a.parent.Link(a.name, b.parent, b.name)
+	a.release()
+	b.release()
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, b = refs("f", "g")
-	err = v.tree.Rename(a.parent.fd, a.parent.id, a.name, b.parent.fd, b.parent.id, b.name, unix.RENAME_EXCHANGE)
-	a.parent.release()
-	b.parent.release()
+	err = a.parent.Rename(a.name, b.parent, b.name, unix.RENAME_EXCHANGE)
+	a.release()
+	b.release()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/sys/unix"
 )
 
 // Errors. Lower-layer errors are wrapped, so errors.Is sees through them.
 var (
 	// ErrWrongPassword: the password (or master key) does not unlock the vault.
-	ErrWrongPassword = config.ErrWrongPassword
+	ErrWrongPassword = session.ErrWrongPassword
 	// ErrCorrupt: data in the vault failed authentication (a chunk, a header,
 	// a name, a symlink target, an xattr or a directory ID).
 	ErrCorrupt = fault.New(fault.Corrupt, "vault: data failed authentication")

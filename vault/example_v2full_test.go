@@ -459,20 +459,21 @@ func checkExampleV2FullRoots(t *testing.T, dir string, cr keyslot.Credentials) {
 }
 
 // exampleHardLink makes newName a hard link to oldName (the vault package
-// has no Link; the FUSE layer's is tree.LinkIn too).
+// has no Link; the FUSE layer's is tree.LinkIn too, which engine.Dir.Link
+// calls).
 func exampleHardLink(t *testing.T, v *Vault, oldName, newName string) {
 	t.Helper()
 	from, err := v.resolve(oldName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer from.parent.release()
+	defer from.release()
 	to, err := v.resolve(newName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer to.parent.release()
-	if err := v.tree.LinkIn(from.parent.fd, from.parent.id, from.name, to.parent.fd, to.parent.id, to.name); err != nil {
+	defer to.release()
+	if err := from.parent.Link(from.name, to.parent, to.name); err != nil {
 		t.Fatal(err)
 	}
 }

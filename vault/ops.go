@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,7 +24,7 @@ func (v *Vault) stat(name string) (fs.FileInfo, error) {
 		if err := v.checkOpen(); err != nil {
 			return nil, err
 		}
-		st, err := backing.Fstat(v.rootfd)
+		st, err := v.eng.StatRoot()
 		if err != nil {
 			return nil, err
 		}
@@ -35,8 +34,8 @@ func (v *Vault) stat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer ref.parent.release()
-	return v.statEntry(ref)
+	defer ref.release()
+	return statEntry(ref)
 }
 
 // BadEntriesError lists backing entries of a directory whose names do not
@@ -81,15 +80,15 @@ func (v *Vault) ReadDir(name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, pathErr("readdir", name, err)
 	}
-	defer d.release()
-	ents, bad, err := v.tree.ListAt(d.fd, d.id, d.placeFunc())
+	defer d.Close()
+	ents, bad, err := d.List()
 	if err != nil {
 		return nil, pathErr("readdir", name, err)
 	}
 	out := make([]fs.DirEntry, 0, len(ents))
 	be := &BadEntriesError{Dir: name}
 	for _, e := range ents {
-		fi, err := v.statEntry(entryRef{parent: d, name: e.Name})
+		fi, err := statEntry(entryRef{parent: d, name: e.Name})
 		if errors.Is(err, unix.ENOENT) {
 			continue // removed while listing
 		}
@@ -115,10 +114,10 @@ func (v *Vault) Mkdir(name string, perm fs.FileMode) error {
 	if err != nil {
 		return pathErr("mkdir", name, err)
 	}
-	defer ref.parent.release()
-	_, err = v.tree.MkdirIn(ref.parent.fd, ref.parent.id, ref.name, unixMode(perm))
+	defer ref.release()
+	_, err = ref.parent.Mkdir(ref.name, unixMode(perm))
 	if err == nil {
-		err = v.fs.Fsync(ref.parent.fd)
+		err = ref.parent.Sync()
 	}
 	return pathErr("mkdir", name, err)
 }
@@ -163,17 +162,8 @@ func (v *Vault) Remove(name string) error {
 	if err != nil {
 		return pathErr("remove", name, err)
 	}
-	defer ref.parent.release()
-	st, err := backing.Fstatat(ref.parent.fd, ref.name.Backing)
-	if err != nil {
-		return pathErr("remove", name, err)
-	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		err = v.tree.Rmdir(ref.parent.fd, ref.name)
-	} else {
-		err = v.tree.UnlinkIn(ref.parent.fd, ref.parent.id, ref.name, 0)
-	}
-	return pathErr("remove", name, err)
+	defer ref.release()
+	return pathErr("remove", name, ref.parent.Remove(ref.name))
 }
 
 // Rename moves oldName to newName, replacing newName like rename(2).
@@ -182,13 +172,13 @@ func (v *Vault) Rename(oldName, newName string) error {
 	if err != nil {
 		return pathErr("rename", oldName, err)
 	}
-	defer from.parent.release()
+	defer from.release()
 	to, err := v.resolve(newName)
 	if err != nil {
 		return pathErr("rename", newName, err)
 	}
-	defer to.parent.release()
-	err = v.tree.Rename(from.parent.fd, from.parent.id, from.name, to.parent.fd, to.parent.id, to.name, 0)
+	defer to.release()
+	err = from.parent.Rename(from.name, to.parent, to.name, 0)
 	return pathErr("rename", oldName, err)
 }
 
@@ -198,8 +188,8 @@ func (v *Vault) Symlink(target, name string) error {
 	if err != nil {
 		return pathErr("symlink", name, err)
 	}
-	defer ref.parent.release()
-	return pathErr("symlink", name, v.tree.Symlink(ref.parent.fd, ref.parent.id, ref.name, target))
+	defer ref.release()
+	return pathErr("symlink", name, ref.parent.Symlink(ref.name, target))
 }
 
 // Readlink returns the decrypted target of symlink name.
@@ -208,8 +198,8 @@ func (v *Vault) Readlink(name string) (string, error) {
 	if err != nil {
 		return "", pathErr("readlink", name, err)
 	}
-	defer ref.parent.release()
-	target, err := v.tree.Readlink(ref.parent.fd, ref.parent.id, ref.name)
+	defer ref.release()
+	target, err := ref.parent.Readlink(ref.name)
 	return target, pathErr("readlink", name, err)
 }
 

@@ -3,8 +3,6 @@ package vault
 import (
 	"path"
 	"strings"
-
-	"github.com/encryptfs/encryptfs/internal/backing"
 )
 
 // EncryptPath returns the backing path (relative to the vault's directory)
@@ -19,7 +17,7 @@ func (v *Vault) EncryptPath(name string) (string, error) {
 	if err != nil {
 		return "", pathErr("encrypt-path", name, err)
 	}
-	defer ref.parent.release()
+	defer ref.release()
 	parent, err := v.backingPath(comps[:len(comps)-1])
 	if err != nil {
 		return "", pathErr("encrypt-path", name, err)
@@ -35,8 +33,8 @@ func (v *Vault) backingPath(comps []string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		n, _, err := v.tree.ResolveAt(d.fd, d.id, d.placeFunc(), comps[i], false)
-		d.release()
+		n, _, err := d.Lookup(comps[i], false)
+		d.Close()
 		if err != nil {
 			return "", err
 		}
@@ -56,27 +54,22 @@ func (v *Vault) DecryptPath(backingPath string) (string, error) {
 	}
 	var out []string
 	for i, c := range comps {
-		n, err := v.tree.DecryptName(d.fd, d.id, c)
+		n, err := d.DecryptName(c)
 		if err != nil {
-			d.release()
+			d.Close()
 			return "", pathErr("decrypt-path", backingPath, err)
 		}
 		out = append(out, n.Plain)
 		if i == len(comps)-1 {
 			break
 		}
-		sub, err := backing.OpenSubdir(d.fd, c)
-		d.release()
+		sub, err := d.Sub(n)
+		d.Close()
 		if err != nil {
 			return "", pathErr("decrypt-path", backingPath, err)
 		}
-		id, err := v.tree.ReadDirIDAt(sub, v.tree.Place(d.id, n))
-		if err != nil {
-			backing.Close(sub)
-			return "", pathErr("decrypt-path", backingPath, err)
-		}
-		d = dirRef{fd: sub, id: id, owned: true}
+		d = sub
 	}
-	d.release()
+	d.Close()
 	return strings.Join(out, "/"), nil
 }

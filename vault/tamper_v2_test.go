@@ -250,13 +250,13 @@ func TestBoundLink(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer a.parent.release()
+		defer a.release()
 		b, err := v.resolve(to)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer b.parent.release()
-		return v.tree.LinkIn(a.parent.fd, a.parent.id, a.name, b.parent.fd, b.parent.id, b.name)
+		defer b.release()
+		return a.parent.Link(a.name, b.parent, b.name)
 	}
 	if err := link("f", "g"); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,8 @@
 // Package vault reads and writes an EncryptFS vault without FUSE: create or
 // open a vault, then work with its files and directories through plaintext
-// paths. It goes through the same engine as the mount (internal/tree and
-// internal/core), so what it writes is exactly what a mount would write.
+// paths. It goes through the same engine as the mount (internal/engine,
+// which the session owns), so what it writes is exactly what a mount
+// would write.
 //
 // Paths are slash-separated and relative to the vault's root ("" and "/"
 // are the root). Symbolic links inside the vault are never followed while
@@ -17,13 +18,9 @@ import (
 	"io"
 	"sync"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/display"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/session"
-	"github.com/encryptfs/encryptfs/internal/tree"
-	"golang.org/x/sys/unix"
 )
 
 // Options configure Create. The zero value gives the defaults.
@@ -42,14 +39,11 @@ type Options struct {
 // Vault is an open vault. Its methods are safe for concurrent use.
 type Vault struct {
 	sess   *session.Session
-	tree   *tree.Tree  // sess.Tree()
-	fs     *backing.FS // sess.Backing(): every change to CIPHERDIR
-	rootfd int
+	eng    *engine.Vault // sess.Vault(): directories, files, the open-file table
 	master []byte
 
 	mu     sync.Mutex
 	closed bool
-	files  *core.Table[*openInode] // one core.File per backing inode
 }
 
 // Create makes a new vault in dir, which must exist and be empty, and
@@ -99,7 +93,7 @@ func create(dir string, password []byte, opts Options, so session.Options) (*Vau
 		chunk = session.DefaultChunkSize
 	}
 	s, master, err := session.Create(dir, password, session.CreateOptions{
-		Params:  config.NewParams(alg, chunk, k),
+		Params:  session.NewParams(alg, chunk, k),
 		Creator: opts.Creator,
 		Options: withRand(so, r),
 	})
@@ -157,39 +151,17 @@ func FromSession(s *session.Session) (*Vault, error) {
 	return fromSession(s, nil)
 }
 
-// fromSession opens the session's root and keeps a copy of master (nil
-// when the caller has no use for MasterKey) for MasterKey. On failure it
-// closes s.
+// fromSession wraps s, keeping a copy of master (nil when the caller has
+// no use for MasterKey) for MasterKey. The session's engine is the
+// vault's one way in: its directories, files and open-file table, shared
+// with any other door of the session.
+// On failure it closes s.
 func fromSession(s *session.Session, master []byte) (*Vault, error) {
-	rootfd, err := backing.OpenRoot(s.Dir())
-	if err != nil {
+	if err := s.Vault().OpenRoot(); err != nil {
 		s.Close()
 		return nil, err
 	}
-	v := &Vault{
-		sess: s, tree: s.Tree(), fs: s.Backing(), rootfd: rootfd,
-		master: append([]byte(nil), master...),
-		files:  core.NewTable[*openInode](s.Engine()),
-	}
-	if v.tree.Bound() {
-		v.tree.SetFiles(v.boundFile)
-	}
-	return v, nil
-}
-
-// boundFile is the tree's FileSource with location binding: a file that
-// is open is rebound through its one engine File (tree.FileSource).
-func (v *Vault) boundFile(dirfd int, backingName string, p core.Place) (*core.File, func() error, error) {
-	fd, st, err := backing.OpenRegular(dirfd, backingName, unix.O_RDWR)
-	if err != nil {
-		return nil, nil, err
-	}
-	key := core.FileKey{Dev: st.Dev, Ino: st.Ino}
-	oi, err := v.attach(key, fd, p, true, true)
-	if err != nil {
-		return nil, nil, err
-	}
-	return oi.cf, func() error { return v.files.Release(key, oi) }, nil
+	return &Vault{sess: s, eng: s.Vault(), master: append([]byte(nil), master...)}, nil
 }
 
 // MasterKey returns a copy of the vault's 32-byte master key. It is as
@@ -214,10 +186,7 @@ func (v *Vault) Close() error {
 		return nil
 	}
 	v.closed = true
-	var errs []error
-	errs = append(errs, v.files.Close())
-	errs = append(errs, backing.Close(v.rootfd))
-	errs = append(errs, v.sess.Close())
+	err := errors.Join(v.eng.CloseFiles(), v.sess.Close())
 	clear(v.master)
-	return errors.Join(errs...)
+	return err
 }

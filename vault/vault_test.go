@@ -195,7 +195,7 @@ func TestSharedOpenAndAppend(t *testing.T) {
 	if err := a.Close(); !errors.Is(err, ErrClosed) {
 		t.Fatalf("second Close: %v", err)
 	}
-	if n := v.files.Len(); n != 0 {
+	if n := v.eng.OpenFiles(); n != 0 {
 		t.Fatalf("%d engine files left open", n)
 	}
 }

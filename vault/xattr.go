@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"golang.org/x/sys/unix"
 )
 
@@ -14,12 +15,12 @@ import (
 // GetXattr returns the value of attribute attr of name.
 func (v *Vault) GetXattr(name, attr string) ([]byte, error) {
 	var val []byte
-	err := v.withObject(name, false, func(fd int, id []byte) error {
-		if id == nil {
+	err := v.withObject(name, false, func(o engine.Object) error {
+		if !o.HasID() {
 			return unix.ENODATA // an empty file without a header has none
 		}
 		var err error
-		val, err = v.tree.GetXattr(fd, id, attr)
+		val, err = o.GetXattr(attr)
 		return err
 	})
 	return val, pathErr("getxattr", name, err)
@@ -27,19 +28,19 @@ func (v *Vault) GetXattr(name, attr string) ([]byte, error) {
 
 // SetXattr sets attribute attr of name to value.
 func (v *Vault) SetXattr(name, attr string, value []byte) error {
-	err := v.withObject(name, true, func(fd int, id []byte) error {
-		return v.tree.SetXattr(fd, id, attr, value, 0)
+	err := v.withObject(name, true, func(o engine.Object) error {
+		return o.SetXattr(attr, value, 0)
 	})
 	return pathErr("setxattr", name, err)
 }
 
 // RemoveXattr removes attribute attr of name.
 func (v *Vault) RemoveXattr(name, attr string) error {
-	err := v.withObject(name, false, func(fd int, id []byte) error {
-		if id == nil {
+	err := v.withObject(name, false, func(o engine.Object) error {
+		if !o.HasID() {
 			return unix.ENODATA
 		}
-		return v.tree.RemoveXattr(fd, id, attr)
+		return o.RemoveXattr(attr)
 	})
 	return pathErr("removexattr", name, err)
 }
@@ -48,11 +49,11 @@ func (v *Vault) RemoveXattr(name, attr string) error {
 // decrypt are reported with ErrCorrupt after the others.
 func (v *Vault) ListXattr(name string) ([]string, error) {
 	var list []string
-	err := v.withObject(name, false, func(fd int, id []byte) error {
-		if id == nil {
+	err := v.withObject(name, false, func(o engine.Object) error {
+		if !o.HasID() {
 			return nil
 		}
-		l, bad, err := v.tree.ListXattr(fd, id)
+		l, bad, err := o.ListXattr()
 		list = l
 		if err == nil && len(bad) > 0 {
 			err = ErrCorrupt
@@ -62,10 +63,11 @@ func (v *Vault) ListXattr(name string) ([]string, error) {
 	return list, pathErr("listxattr", name, err)
 }
 
-// withObject calls fn with a backing fd of name and its object ID (a
-// directory's ID; a regular file's ID, created first if write and the
-// file is empty, else nil for a file without header).
-func (v *Vault) withObject(name string, write bool, fn func(fd int, id []byte) error) error {
+// withObject calls fn with the attributes of name (engine.Object): a
+// directory's, bound to its ID; a regular file's, bound to its ID, which
+// is created first if write and the file is empty (else a file without
+// header has none).
+func (v *Vault) withObject(name string, write bool, fn func(o engine.Object) error) error {
 	fi, err := v.stat(name)
 	if err != nil {
 		return err
@@ -76,8 +78,8 @@ func (v *Vault) withObject(name string, write bool, fn func(fd int, id []byte) e
 		if err != nil {
 			return err
 		}
-		defer d.release()
-		return fn(d.fd, d.id)
+		defer d.Close()
+		return fn(d.Object())
 	case fi.Mode().IsRegular():
 		flag := os.O_RDONLY
 		if write {
@@ -87,18 +89,12 @@ func (v *Vault) withObject(name string, write bool, fn func(fd int, id []byte) e
 		if err != nil {
 			return err
 		}
-		var id []byte
-		if write {
-			fid, err := f.oi.cf.EnsureID()
-			if err != nil {
-				f.Close()
-				return err
-			}
-			id = fid[:]
-		} else if fid, ok := f.oi.cf.ID(); ok {
-			id = fid[:]
+		o, err := f.ef.Object(write)
+		if err != nil {
+			f.Close()
+			return err
 		}
-		err = fn(int(f.oi.backing.Fd()), id)
+		err = fn(o)
 		return errors.Join(err, closeQuiet(f))
 	}
 	return unix.ENOTSUP

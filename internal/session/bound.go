@@ -57,5 +57,5 @@ func newBound(dir string, p config.Params, masterKey []byte, k *keys.Keys, eo co
 		k.Wipe()
 		return nil, err
 	}
-	return &Session{dir: dir, params: p, engine: engine, tree: t, fs: o.Backing, rand: eo.Rand, keys: k, binder: binder}, nil
+	return withVault(&Session{dir: dir, params: p, engine: engine, tree: t, fs: o.Backing, rand: eo.Rand, keys: k, binder: binder}), nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/tree"
@@ -145,6 +146,7 @@ type Session struct {
 	// epochBinders are the binders of epochs 1.. (epochs.go).
 	epochBinders []*bind.Binder
 	fresh        *fresh.Vault // Options.Freshness; nil without
+	vault        *engine.Vault // the engine every door goes through (engine.go)
 	seen         *seenVault   // Options.SeenDir; nil without
 }
 
@@ -193,7 +195,7 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 		k.Wipe()
 		return nil, fmt.Errorf("session: content suite: %w", err)
 	}
-	return &Session{dir: dir, params: p, engine: core.NewEngine(suite, eo), tree: t, fs: o.Backing, rand: eo.Rand, keys: k}, nil
+	return withVault(&Session{dir: dir, params: p, engine: core.NewEngine(suite, eo), tree: t, fs: o.Backing, rand: eo.Rand, keys: k}), nil
 }
 
 // loadConfig returns o.Config or loads dir's config, with the KDF memory
@@ -314,6 +316,7 @@ func (s *Session) Backing() *backing.FS { return s.fs }
 // schedules until garbage collected; Close is a best effort at unmount time,
 // not a guarantee. Close is idempotent.
 func (s *Session) Close() error {
+	verr := s.vault.Close() // its open files settle through the keys
 	ferr := s.fresh.Close() // its last batch reads through the keys
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -327,5 +330,5 @@ func (s *Session) Close() error {
 		s.keys = nil
 	}
 	s.wipeRing()
-	return ferr
+	return errors.Join(verr, ferr)
 }
