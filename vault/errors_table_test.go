@@ -61,6 +61,7 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/backing.ErrTooBig":       {backing.ErrTooBig, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 
 	"internal/config.ErrWrongPassword":  {config.ErrWrongPassword, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, vault.ErrWrongPassword},
+	"internal/session.ErrWrongPassword": {session.ErrWrongPassword, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, vault.ErrWrongPassword},
 	"internal/config.ErrCorrupt":        {config.ErrCorrupt, fault.CorruptConfig, syscall.EIO, cli.ExitCorruptConfig, nil},
 	"internal/config.ErrFutureVersion":  {config.ErrFutureVersion, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
 	"internal/config.ErrUnknownFeature": {config.ErrUnknownFeature, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},

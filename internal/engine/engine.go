@@ -25,7 +25,6 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
-	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
@@ -44,21 +43,12 @@ type Place = core.Place
 // open-file table.
 type FileKey = core.FileKey
 
-// Errors of the engine.
-var (
-	// ErrGone: the entry a door looked up is no longer at its name (a
-	// rename or unlink won the race with an open). ENOENT at the doors,
-	// as open(2) gives for a name removed during the call.
-	ErrGone = fault.New(fault.NotFound, "engine: the entry left its name while it was opened")
-	// ErrClosed: the engine was used after Close.
-	ErrClosed = core.ErrClosed
-	// ErrBusy: a writer asked to share a file open on a read-only
-	// backing file (core.ErrBusy, ETXTBSY at the doors).
-	ErrBusy = core.ErrBusy
-	// ErrMisplaced: a file or directory not bound to the place it was
-	// found at (format v2 location binding): corruption.
-	ErrMisplaced = bind.ErrMisplaced
-)
+// errGone: the entry a door looked up is no longer at its name (a rename
+// or unlink won the race with an open). ENOENT at the doors, as open(2)
+// gives for a name removed during the call. The engine's other errors are
+// those of the layers below (core.ErrClosed after Close, core.ErrBusy,
+// bind.ErrMisplaced...), which internal/fault classifies.
+var errGone = fault.New(fault.NotFound, "engine: the entry left its name while it was opened")
 
 // Vault is the engine of one unlocked vault. Its methods are safe for
 // concurrent use.
@@ -129,7 +119,7 @@ func (v *Vault) root() (int, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
-		return -1, ErrClosed
+		return -1, core.ErrClosed
 	}
 	if v.rootfd < 0 {
 		fd, err := backing.OpenRoot(v.dir)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -36,11 +37,11 @@ type File struct {
 // OpenOptions say how a door opens a regular file.
 type OpenOptions struct {
 	// Want, if its Ino is set, is the inode the door expects at the name
-	// (the mount's node): another one there is ErrGone. A zero Dev
+	// (the mount's node): another one there is errGone. A zero Dev
 	// matches any device.
 	Want FileKey
 	// ForWrite: the caller will write. It cannot share a file open on a
-	// read-only backing file (ErrBusy), and an entry that cannot be
+	// read-only backing file (core.ErrBusy), and an entry that cannot be
 	// opened read-write is not opened read-only instead.
 	ForWrite bool
 	// NoAtime opens the backing file with O_NOATIME where allowed: the
@@ -64,8 +65,8 @@ const maxOpenTries = 4
 // The rename race: with location binding a rename drops the old name's
 // binding once it is done, so an open that found the name just before a
 // rename moved the file away finds the file bound elsewhere
-// (ErrMisplaced). If the name no longer holds that inode (by device and
-// inode number), the rename won and the open fails with ErrGone, as open(2)
+// (bind.ErrMisplaced). If the name no longer holds that inode (by device and
+// inode number), the rename won and the open fails with errGone, as open(2)
 // does for a name removed during the call. If it does (renamed away and
 // back: the binding is back too) the open is tried again, a few times;
 // only a file found at a name it is not bound to that often is misplaced.
@@ -76,12 +77,12 @@ const maxOpenTries = 4
 func (d *Dir) Open(n Name, o OpenOptions) (*File, error) {
 	for try := 1; ; try++ {
 		f, key, err := d.openOnce(n, o)
-		if !errors.Is(err, ErrMisplaced) || key.Ino == 0 {
+		if !errors.Is(err, bind.ErrMisplaced) || key.Ino == 0 {
 			return f, err
 		}
 		st, serr := backing.Fstatat(d.fd, n.Backing)
 		if serr != nil || !sameInode(key, st) {
-			return nil, ErrGone
+			return nil, errGone
 		}
 		if try >= maxOpenTries {
 			return nil, err
@@ -138,7 +139,7 @@ func (v *Vault) adopt(fd int, p Place, writable bool, o OpenOptions) (*File, Fil
 		backing.Close(fd)
 		switch {
 		case o.Want.Ino != 0:
-			return nil, FileKey{}, ErrGone
+			return nil, FileKey{}, errGone
 		case st.Mode&unix.S_IFMT == unix.S_IFDIR:
 			return nil, FileKey{}, errIsDir
 		}
