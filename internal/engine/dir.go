@@ -179,8 +179,8 @@ func (d *Dir) Sync() error { return d.v.fs.Fsync(d.fd) }
 // Create creates regular file n in d exclusively (tree.Create: flags may
 // add extras such as O_NOATIME) with mode and opens it as Open does
 // (ForWrite of o counts; the new file is read-write). An existing name is
-// tree's ErrExists (EEXIST). If the open fails, the new entry stays: the
-// door decides whether to remove it.
+// EEXIST. If the new file cannot be put into the open-file table, it is
+// removed again: the caller is told it was not created.
 func (d *Dir) Create(n Name, flags int, mode uint32, o OpenOptions) (*File, error) {
 	fd, err := d.v.tree.Create(d.fd, n, flags, mode)
 	if err != nil {
@@ -188,7 +188,11 @@ func (d *Dir) Create(n Name, flags int, mode uint32, o OpenOptions) (*File, erro
 	}
 	o.Want = FileKey{}
 	f, _, err := d.v.adopt(fd, d.Place(n), true, o)
-	return f, err
+	if err != nil {
+		d.v.tree.Unlink(d.fd, n)
+		return nil, err
+	}
+	return f, nil
 }
 
 // Mkdir creates directory n in d with mode (permission bits, setgid,

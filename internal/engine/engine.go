@@ -25,6 +25,9 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
@@ -178,3 +181,21 @@ func (v *Vault) Close() error {
 	}
 	return err
 }
+
+// IsNotRegular reports whether err is an open refused because the entry
+// is no regular file (a FIFO, device or socket planted at the name:
+// backing.ErrNotRegular).
+func IsNotRegular(err error) bool { return errors.Is(err, backing.ErrNotRegular) }
+
+// IsMisplaced reports whether err is a file or directory found where it is
+// not bound (format v2 location binding: moved, copied or grafted there).
+func IsMisplaced(err error) bool { return errors.Is(err, bind.ErrMisplaced) }
+
+// IsBadRoot reports whether err is a file-root mismatch (format v2 file
+// roots): what a power loss leaves in a file changed since its last fsync,
+// as well as what tampering leaves.
+func IsBadRoot(err error) bool { return errors.Is(err, content.ErrBadRoot) }
+
+// MaxXattrName is the longest user.* attribute name whose encrypted
+// backing name fits the 255-byte limit.
+const MaxXattrName = meta.MaxXattrName

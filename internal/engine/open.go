@@ -40,9 +40,14 @@ type OpenOptions struct {
 	// (the mount's node): another one there is errGone. A zero Dev
 	// matches any device.
 	Want FileKey
-	// ForWrite: the caller will write. It cannot share a file open on a
-	// read-only backing file (core.ErrBusy), and an entry that cannot be
-	// opened read-write is not opened read-only instead.
+	// ReadWrite: an entry that cannot be opened read-write is not opened
+	// read-only instead.
+	ReadWrite bool
+	// ForWrite: the caller will write (the vault package's rule). It
+	// cannot share a file open on a read-only backing file (core.ErrBusy:
+	// it would have to reopen it under the readers), and implies
+	// ReadWrite. The mount does not refuse such writers (their writes
+	// fail instead).
 	ForWrite bool
 	// NoAtime opens the backing file with O_NOATIME where allowed: the
 	// engine's reads (header, read-modify-write of partial chunks) then
@@ -95,7 +100,7 @@ func (d *Dir) Open(n Name, o OpenOptions) (*File, error) {
 func (d *Dir) openOnce(n Name, o OpenOptions) (*File, FileKey, error) {
 	fd, err := openBacking(d.fd, n.Backing, unix.O_RDWR, o.NoAtime)
 	writable := err == nil
-	if !o.ForWrite && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS)) {
+	if !o.ForWrite && !o.ReadWrite && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS)) {
 		fd, err = openBacking(d.fd, n.Backing, unix.O_RDONLY, o.NoAtime)
 	}
 	if err != nil {

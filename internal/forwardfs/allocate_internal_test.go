@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
 
@@ -39,16 +38,21 @@ func TestAllocateOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	bf, err := os.Create(filepath.Join(dir, "f"))
+	root, err := s.Vault().Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bf.Close()
-	cf, err := s.Engine().Open(bf)
+	defer root.Close()
+	name, err := root.NewName("f")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &handle{n: &r.node, of: &openFile{fd: int(bf.Fd()), file: cf}}
+	cf, err := root.Create(name, 0, 0o644, engine.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cf.Release()
+	h := &handle{n: &r.node, of: cf}
 	for _, c := range []struct{ off, size uint64 }{
 		{math.MaxUint64 - 10, 100}, // the sum wraps to 89
 		{1 << 63, 1 << 63},         // wraps to 0

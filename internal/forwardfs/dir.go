@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -118,18 +119,13 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, n.r.errno(err, "create", name)
 	}
 	defer e.close()
-	fd, err := n.r.tree.Create(e.pfd, e.name, unix.O_NOATIME, mode)
+	of, err := n.r.entryDir(e).Create(e.name, unix.O_NOATIME, mode, engine.OpenOptions{})
 	if errors.Is(err, unix.EEXIST) && flags&unix.O_EXCL == 0 {
 		// The kernel believed the name free (a stale negative entry):
 		// open(O_CREAT) without O_EXCL opens the existing file.
 		return n.openExisting(ctx, e, flags, out)
 	}
 	if err != nil {
-		return nil, nil, 0, n.r.errno(err, "create", name)
-	}
-	of, err := n.r.adopt(fd, 0, n.r.tree.Place(e.pid, e.name))
-	if err != nil {
-		n.r.tree.Unlink(e.pfd, e.name)
 		return nil, nil, 0, n.r.errno(err, "create", name)
 	}
 	child, errno := n.created(ctx, e, nil, out, func() { n.r.tree.Unlink(e.pfd, e.name) })
@@ -152,16 +148,13 @@ func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fus
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, nil, 0, syscall.EEXIST
 	}
-	fd, err := openBacking(e.pfd, e.name.Backing, unix.O_RDWR)
-	if err != nil {
-		return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
-	}
-	of, err := n.r.adopt(fd, st.Ino, n.r.tree.Place(e.pid, e.name))
+	want := engine.FileKey{Dev: uint64(st.Dev), Ino: st.Ino}
+	of, err := n.r.entryDir(e).Open(e.name, engine.OpenOptions{Want: want, ReadWrite: true, NoAtime: true})
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
 	}
 	if flags&unix.O_TRUNC != 0 {
-		if err := of.file.Truncate(0); err != nil {
+		if err := of.Truncate(0); err != nil {
 			n.r.files.put(of)
 			return nil, nil, 0, n.r.errno(err, "create", e.name.Plain)
 		}

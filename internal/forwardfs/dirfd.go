@@ -1,11 +1,10 @@
 package forwardfs
 
 import (
-	"errors"
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -132,7 +131,7 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		nm, err := n.r.tree.Name(id, plain[i])
 		if err == nil && c.alias.Load() {
 			p := here
-			nm = n.r.aliasName(fd, id, func() (bind.Place, error) { return p, nil }, nm, plain[i])
+			nm = n.r.aliasName(fd, id, func() (engine.Place, error) { return p, nil }, nm, plain[i])
 		}
 		next := -1
 		if err == nil {
@@ -149,7 +148,7 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		if id, err = n.r.tree.ReadDirIDAt(fd, here); err != nil {
 			// A directory found where it is not bound is not served from
 			// the ID read before (it was moved or grafted there since).
-			if id = c.cachedDirID(); id == nil || errors.Is(err, bind.ErrMisplaced) {
+			if id = c.cachedDirID(); id == nil || engine.IsMisplaced(err) {
 				backing.Close(fd)
 				return -1, nil, err
 			}
@@ -192,13 +191,13 @@ func (n *node) dirPlace() tree.DirPlace {
 	if !t.Bound() {
 		return nil
 	}
-	return func() (bind.Place, error) {
+	return func() (engine.Place, error) {
 		if n == &n.r.node {
 			return t.RootPlace(), nil
 		}
 		e, err := n.entry()
 		if err != nil {
-			return bind.Place{}, err
+			return engine.Place{}, err
 		}
 		defer e.close()
 		return t.Place(e.pid, e.name), nil

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fault"
 )
 
@@ -26,7 +26,7 @@ func (r *Root) errno(err error, op, what string) syscall.Errno {
 	if fault.Of(err) == fault.Corrupt {
 		if r.logged.first(what) {
 			hint := ""
-			if errors.Is(err, content.ErrBadRoot) {
+			if engine.IsBadRoot(err) {
 				hint = badRootHint
 			}
 			r.logf("%s %q: %v%s", op, what, err, hint)

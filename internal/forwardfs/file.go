@@ -5,65 +5,49 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
-	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
 
-// fileKey identifies a backing inode by its number. CIPHERDIR is assumed to
-// be one filesystem: its inode numbers are the plaintext inode numbers too.
-type fileKey uint64
+// openFile is the mount's reference to an open backing inode: the
+// vault engine's one file of the inode (engine.File), shared with every
+// handle, every hard link and every other door until the last reference
+// is released, so an open-but-unlinked file keeps working and the
+// engine's size and tail caches are never duplicated.
+type openFile = engine.File
 
-// tableKey is the engine table's key of a backing inode. The device is
-// left 0: CIPHERDIR is one filesystem, and a node knows only its inode
-// number.
-func (k fileKey) tableKey() core.FileKey { return core.FileKey{Ino: uint64(k)} }
-
-// openFile is the mount's state of an open backing inode. The engine's
-// open-file table (core.Table) keeps one per inode with its core.File,
-// shared by every handle and every hard link until the last handle is
-// released: so an open-but-unlinked file keeps working, and the engine's
-// size and tail caches are never duplicated.
-type openFile struct {
-	key      fileKey
-	fd       int
-	file     *core.File
-	mode     atomic.Uint32 // backing st_mode, for suid/sgid clearing on write
-	appendMu sync.Mutex    // makes size lookup + write of O_APPEND writes atomic
-	wrote    atomic.Bool   // written through since opened (see keepCache)
-}
-
-// openFiles is the mount's side of the open-file table.
+// openFiles is the mount's side of the engine's open-file table: which
+// inodes were written through (the page-cache rule, keepCache).
 type openFiles struct {
-	t *core.Table[*openFile]
+	ev  *engine.Vault
+	dev uint64 // CIPHERDIR's device: a node knows only its inode number
 	// written holds the inodes written through since their last open
 	// (see keepCache); bounded by maxWritten. Guarded by writtenMu, which
 	// is taken inside the table's lock when the last handle goes, so the
 	// next open of the inode sees the entry.
 	writtenMu sync.Mutex
-	written   map[fileKey]struct{}
+	written   map[uint64]struct{}
 }
 
 // maxWritten bounds openFiles.written (about 40 bytes an entry). Forgetting
 // entries costs only speed: their next open keeps the page cache.
 const maxWritten = 1 << 16
 
-// init makes an empty table whose files e opens.
-func (t *openFiles) init(e *core.Engine) {
-	t.t = core.NewTable[*openFile](e)
-	t.t.OnLast = t.lastReleased
-	t.written = map[fileKey]struct{}{}
+// init serves the mount from the engine's table; dev is CIPHERDIR's
+// device, which with a node's inode number keys the table.
+func (t *openFiles) init(ev *engine.Vault, dev uint64) {
+	t.ev, t.dev = ev, dev
+	t.written = map[uint64]struct{}{}
+	ev.OnLastRelease(t.lastReleased)
 }
 
 // lastReleased remembers an inode written through as its last handle goes.
-func (t *openFiles) lastReleased(_ core.FileKey, of *openFile) {
-	if !of.wrote.Load() {
+func (t *openFiles) lastReleased(of *openFile) {
+	if !of.Wrote.Load() {
 		return
 	}
 	t.writtenMu.Lock()
@@ -71,22 +55,23 @@ func (t *openFiles) lastReleased(_ core.FileKey, of *openFile) {
 	if len(t.written) >= maxWritten {
 		clear(t.written)
 	}
-	t.written[of.key] = struct{}{}
+	t.written[of.Key().Ino] = struct{}{}
 }
 
-// takeWritten reports whether key was written through since its last open
-// and forgets it.
-func (t *openFiles) takeWritten(key fileKey) bool {
+// takeWritten reports whether the inode was written through since its
+// last open and forgets it.
+func (t *openFiles) takeWritten(ino uint64) bool {
 	t.writtenMu.Lock()
 	defer t.writtenMu.Unlock()
-	_, written := t.written[key]
-	delete(t.written, key)
+	_, written := t.written[ino]
+	delete(t.written, ino)
 	return written
 }
 
-// get returns the open file for key with a new reference, or nil.
-func (t *openFiles) get(key fileKey) *openFile {
-	of, _ := t.t.Lookup(key.tableKey())
+// get returns the open file of the backing inode st with a new reference,
+// or nil.
+func (t *openFiles) get(st *unix.Stat_t) *openFile {
+	of, _ := t.ev.Lookup(engine.FileKey{Dev: uint64(st.Dev), Ino: st.Ino})
 	return of
 }
 
@@ -102,81 +87,41 @@ func (t *openFiles) forNode(n *node) *openFile {
 	if n.StableAttr().Mode != unix.S_IFREG {
 		return nil
 	}
-	of, _ := t.t.LookupOwned(fileKey(n.StableAttr().Ino).tableKey(), n)
+	of, _ := t.ev.LookupOwned(engine.FileKey{Dev: t.dev, Ino: n.StableAttr().Ino}, n)
 	return of
 }
 
 // bind makes of serve node n (see forNode). Two live nodes for one backing
 // inode are rare (go-fuse keeps one node per inode number); if it happens,
-// the later open wins and the other node reopens by name, which adopt
-// shares again.
-func (t *openFiles) bind(of *openFile, n *node) {
-	t.t.Bind(of.key.tableKey(), of, n)
-}
-
-// hold takes another reference on an open file the caller already holds.
-func (t *openFiles) hold(of *openFile) {
-	t.t.Hold(of.key.tableKey(), of)
-}
-
-// sole reports whether the caller's reference to of is the only one.
-func (t *openFiles) sole(of *openFile) bool {
-	return t.t.Refs(of.key.tableKey()) == 1
-}
+// the later open wins and the other node reopens by name, which shares the
+// engine's file again.
+func (t *openFiles) bind(of *openFile, n *node) { of.Bind(n) }
 
 // put drops a reference and closes the file after the last one.
-func (t *openFiles) put(of *openFile) error {
-	return t.t.Release(of.key.tableKey(), of)
-}
+func (t *openFiles) put(of *openFile) error { return of.Release() }
 
 // closeAll closes every open file (at unmount, see Root.Close).
-func (t *openFiles) closeAll() { t.t.Close() }
+func (t *openFiles) closeAll() { t.ev.CloseFiles() }
 
 // count returns the number of open backing inodes.
-func (t *openFiles) count() int { return t.t.Len() }
+func (t *openFiles) count() int { return t.ev.OpenFiles() }
 
-// adopt registers a freshly opened backing fd, or, if another handle
-// already opened the same inode, closes fd and shares that one. If want is
-// not 0, fd must be that backing inode. place is where the file was
-// found: with location binding its header must bind it there
-// (core.Table.AcquireAt).
+// acquire returns the open file of regular-file node n, opening it if
+// needed through the engine's place-checked open (engine.Dir.Open), which
+// shares an inode open already, opens read-write where it can (the
+// engine reads partial chunks back before rewriting them) and read-only
+// otherwise, with O_NOATIME, and handles the race with a rename.
 //
 // A node's name is resolved again for each open (after the kernel's
 // lookup), so a rename racing with the open can put another object under
 // the name. The object the kernel looked up is then gone from the
-// directory, and adopt fails with ENOENT, as open does for a name removed
-// during the call; opening the newcomer instead would hand one kernel inode
-// another file's contents. (ESTALE would make the kernel walk the path
-// again, but a second race in a row then leaks ESTALE, which callers such
-// as go-fuse's posixtest do not expect from a local file system.)
-func (r *Root) adopt(fd int, want uint64, place core.Place) (*openFile, error) {
-	st, err := backing.Fstat(fd)
-	if err != nil {
-		backing.Close(fd)
-		return nil, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || (want != 0 && st.Ino != want) {
-		backing.Close(fd)
-		return nil, syscall.ENOENT
-	}
-	key := fileKey(st.Ino)
-	// The mount does not refuse writers on a read-only backing fd (the
-	// write fails instead), so every open shares as a reader.
-	return r.files.t.AcquireAt(key.tableKey(), r.tree.NewFile(fd, &st), place, false, false, func(file *core.File) *openFile {
-		of := &openFile{key: key, fd: fd, file: file}
-		of.mode.Store(st.Mode)
-		return of
-	})
-}
-
-// acquire returns the open file of regular-file node n, opening its backing
-// file if needed. Backing files are opened O_RDWR even for read-only or
-// write-only opens (the engine reads partial chunks back before rewriting
-// them); O_RDONLY is the fallback when the backing file is not writable.
-func (n *node) acquire() (*openFile, error) { return n.acquireTry(0) }
-
-// acquireTry is acquire's try'th attempt (see the renamed-and-back case).
-func (n *node) acquireTry(try int) (*openFile, error) {
+// directory, and the open fails with ENOENT (Want: the node's inode), as
+// open does for a name removed during the call; opening the newcomer
+// instead would hand one kernel inode another file's contents. (ESTALE
+// would make the kernel walk the path again, but a second race in a row
+// then leaks ESTALE, which callers such as go-fuse's posixtest do not
+// expect from a local file system.)
+func (n *node) acquire() (*openFile, error) {
 	if of := n.r.files.forNode(n); of != nil {
 		return of, nil
 	}
@@ -185,33 +130,11 @@ func (n *node) acquireTry(try int) (*openFile, error) {
 		return nil, err
 	}
 	defer e.close()
-	fd, err := openBacking(e.pfd, e.name.Backing, unix.O_RDWR)
-	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EROFS) {
-		fd, err = openBacking(e.pfd, e.name.Backing, unix.O_RDONLY)
-	}
-	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EISDIR) || errors.Is(err, backing.ErrNotRegular) {
-		// A symlink, directory or special file took the name over (see
-		// adopt).
+	want := engine.FileKey{Ino: n.StableAttr().Ino}
+	of, err := n.r.entryDir(e).Open(e.name, engine.OpenOptions{Want: want, NoAtime: true})
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EISDIR) || engine.IsNotRegular(err) {
+		// A symlink, directory or special file took the name over.
 		return nil, syscall.ENOENT
-	}
-	if err != nil {
-		return nil, err
-	}
-	of, err := n.r.adopt(fd, n.StableAttr().Ino, n.r.tree.Place(e.pid, e.name))
-	if errors.Is(err, bind.ErrMisplaced) {
-		// With location binding a rename drops the old name's binding
-		// when it is done: a file renamed away between the open of the
-		// name and the check is gone from it (see adopt), not misplaced.
-		if st, serr := backing.Fstatat(e.pfd, e.name.Backing); serr != nil || st.Ino != n.StableAttr().Ino {
-			return nil, syscall.ENOENT
-		}
-		// The same file is at the name again: renamed away and back
-		// between the check and now, its binding to this name is back
-		// too, so open it again (adopt closed fd). A misplaced file
-		// stays misplaced: after a few tries it is EIO.
-		if try < 3 {
-			return n.acquireTry(try + 1)
-		}
 	}
 	if err != nil {
 		return nil, err
@@ -220,34 +143,9 @@ func (n *node) acquireTry(try int) (*openFile, error) {
 	return of, nil
 }
 
-// boundFile is the tree's FileSource with location binding
-// (tree.SetFiles): a file renamed, linked or unlinked is rebound through
-// the one engine File of its inode, so that an open file's cached header
-// stays the one on disk.
-func (r *Root) boundFile(dirfd int, backingName string, p core.Place) (*core.File, func() error, error) {
-	fd, err := openBacking(dirfd, backingName, unix.O_RDWR)
-	if err != nil {
-		return nil, nil, err
-	}
-	of, err := r.adopt(fd, 0, p)
-	if err != nil {
-		return nil, nil, err
-	}
-	return of.file, func() error { return r.files.put(of) }, nil
-}
-
-// openBacking opens a backing file with O_NOATIME where allowed: the
-// engine's reads (header, read-modify-write of partial chunks) must not
-// move the plaintext atime, which is the backing atime. So atime changes
-// only by utimensat, as on a noatime mount. backing.OpenRegular refuses a
-// non-regular entry without blocking on it (a FIFO planted in CIPHERDIR).
-func openBacking(dirfd int, name string, flags int) (int, error) {
-	fd, _, err := backing.OpenRegular(dirfd, name, flags|unix.O_NOATIME)
-	if errors.Is(err, unix.EPERM) {
-		fd, _, err = backing.OpenRegular(dirfd, name, flags)
-	}
-	return fd, err
-}
+// entryDir is the engine's handle of e's parent directory, over the fd e
+// holds (which stays e's).
+func (r *Root) entryDir(e entry) *engine.Dir { return r.ev.DirAt(e.pfd, e.pid, nil) }
 
 // handle is one FUSE file handle.
 type handle struct {
@@ -291,7 +189,7 @@ func (r *Root) keepCache(of *openFile) uint32 {
 	if flags&fuse.FOPEN_KEEP_CACHE == 0 {
 		return flags
 	}
-	if r.files.sole(of) && (r.files.takeWritten(of.key) || of.wrote.Load()) {
+	if of.Sole() && (r.files.takeWritten(of.Key().Ino) || of.Wrote.Load()) {
 		flags &^= fuse.FOPEN_KEEP_CACHE
 	}
 	return flags
@@ -314,13 +212,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		// Close-to-open with another writer of CIPHERDIR: this mount's
 		// File of the inode may be older than what the other side
 		// closed (docs/shared-storage.md).
-		if err := of.file.Reload(); err != nil {
+		if err := of.Reload(); err != nil {
 			n.r.files.put(of)
 			return nil, 0, n.errno(err, "open")
 		}
 	}
 	if flags&unix.O_TRUNC != 0 {
-		if err := of.file.Truncate(0); err != nil {
+		if err := of.Truncate(0); err != nil {
 			n.r.files.put(of)
 			return nil, 0, n.errno(err, "truncate")
 		}
@@ -343,7 +241,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 // find its clean header written, so a handle that may have written keeps
 // its FLUSH (Flush settles it); a read-only one owes nothing.
 func (r *Root) noFlush(flags uint32) uint32 {
-	if !r.engine.Roots() {
+	if !r.ev.Roots() {
 		return 0
 	}
 	if r.opts.SharedStorage && (flags&unix.O_ACCMODE != unix.O_RDONLY || flags&unix.O_TRUNC != 0) {
@@ -355,7 +253,7 @@ func (r *Root) noFlush(flags uint32) uint32 {
 // Read reads plaintext.
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	h.n.r.touch()
-	k, err := h.of.file.ReadAt(dest, off)
+	k, err := h.of.ReadAt(dest, off)
 	if err != nil && err != io.EOF {
 		return nil, h.n.errno(err, "read")
 	}
@@ -367,18 +265,18 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	h.n.r.touch()
 	h.killPriv(ctx)
 	if h.append {
-		h.of.appendMu.Lock()
-		defer h.of.appendMu.Unlock()
-		size, err := h.of.file.Size()
+		h.of.AppendMu.Lock()
+		defer h.of.AppendMu.Unlock()
+		size, err := h.of.Size()
 		if err != nil {
 			return 0, h.n.errno(err, "write")
 		}
 		off = size
 	}
-	if !h.of.wrote.Load() {
-		h.of.wrote.Store(true)
+	if !h.of.Wrote.Load() {
+		h.of.Wrote.Store(true)
 	}
-	k, err := h.of.file.WriteAt(data, off)
+	k, err := h.of.WriteAt(data, off)
 	if err != nil {
 		return uint32(k), h.n.errno(err, "write")
 	}
@@ -390,7 +288,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 // this to us because the mount asks for FUSE_HANDLE_KILLPRIV_V2, which saves
 // a getxattr("security.capability") round trip per write.
 func (h *handle) killPriv(ctx context.Context) {
-	mode := h.of.mode.Load()
+	mode := h.of.Mode.Load()
 	priv := mode & unix.S_ISUID
 	if mode&unix.S_IXGRP != 0 {
 		priv |= mode & unix.S_ISGID
@@ -401,8 +299,8 @@ func (h *handle) killPriv(ctx context.Context) {
 	if c, ok := fuse.FromContext(ctx); ok && c.Uid == 0 {
 		return
 	}
-	if err := unix.Fchmod(h.of.fd, (mode&^priv)&0o7777); err == nil {
-		h.of.mode.Store(mode &^ priv)
+	if err := unix.Fchmod(h.of.Fd(), (mode&^priv)&0o7777); err == nil {
+		h.of.Mode.Store(mode &^ priv)
 	}
 }
 
@@ -422,10 +320,10 @@ func (h *handle) killPriv(ctx context.Context) {
 // turned FLUSH off for the whole mount at the first close of an empty
 // file).
 func (h *handle) Flush(ctx context.Context) syscall.Errno {
-	if !h.n.r.engine.Roots() {
+	if !h.n.r.ev.Roots() {
 		return syscall.ENOSYS
 	}
-	if err := h.of.file.Settle(); err != nil {
+	if err := h.of.Settle(); err != nil {
 		return h.n.errno(err, "flush")
 	}
 	return 0
@@ -433,11 +331,11 @@ func (h *handle) Flush(ctx context.Context) syscall.Errno {
 
 // Fsync flushes the backing file.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
-	return h.n.errno(h.of.file.Sync(), "fsync")
+	return h.n.errno(h.of.Sync(), "fsync")
 }
 
 // Release drops the handle's reference to the shared file. It
-// settles a file with roots (core.File.Settle: the clean header,
+// settles a file with roots (engine.File.Settle: the clean header,
 // the space reserved ahead given back) before the handle leaves the
 // open-file table: until then a stat or a utimensat finds the file open
 // and settles it first, so none sees the mtime move after it (noFlush).
@@ -446,8 +344,8 @@ func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 func (h *handle) Release(ctx context.Context) syscall.Errno {
 	// The vault's answer, not the file's (File.Roots reads state a
 	// concurrent rebind of the file may be writing).
-	if h.n.r.engine.Roots() {
-		if err := h.of.file.Settle(); err != nil {
+	if h.n.r.ev.Roots() {
+		if err := h.of.Settle(); err != nil {
 			h.n.errno(err, "release")
 		}
 	}
@@ -461,9 +359,8 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 // here whoever sends the request.
 func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
 	h.n.r.touch()
-	f := h.of.file
-	suite := h.n.r.engine.Suite()
-	maxSize := uint64(suite.MaxPlainSize())
+	f := h.of
+	maxSize := uint64(h.n.r.ev.MaxPlainSize())
 	if mode&unix.FALLOC_FL_PUNCH_HOLE == 0 && (off > maxSize || size > maxSize-off) {
 		return syscall.EFBIG
 	}
@@ -476,14 +373,10 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 			err = f.Truncate(end)
 		}
 	case unix.FALLOC_FL_KEEP_SIZE:
-		// The backing bytes of the chunks [off, end) touch: from the start
-		// of off's chunk to the end of end's (CipherSize of a plaintext
-		// size is where its last chunk ends). A later write there then
-		// cannot fail for lack of space (where the backing file system
-		// overwrites in place).
-		cs := uint64(suite.ChunkSize())
-		start := suite.CipherSize(int64(off / cs * cs))
-		err = backing.ReserveSpace(h.of.fd, start, suite.CipherSize(end)-start)
+		// The backing bytes of the chunks [off, end) touch: a later
+		// write there then cannot fail for lack of space (where the
+		// backing file system overwrites in place).
+		err = f.ReserveSpace(int64(off), end)
 	case unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE:
 		err = f.PunchHole(int64(off), int64(size))
 	default:

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
@@ -61,7 +61,7 @@ type Options struct {
 type Root struct {
 	node
 	tree   *tree.Tree
-	engine *core.Engine
+	ev     *engine.Vault // the session's engine: the open-file table, the place-checked open
 	rootfd int
 	opts   Options
 	euid   int // the daemon's uid: 0 means we chown new entries to the caller
@@ -90,7 +90,7 @@ func NewRoot(s *session.Session, opts Options) (*Root, error) {
 		backing.Close(fd)
 		return nil, err
 	}
-	r := &Root{tree: t, engine: s.Engine(), rootfd: fd, opts: opts, euid: os.Geteuid()}
+	r := &Root{tree: t, ev: s.Vault(), rootfd: fd, opts: opts, euid: os.Geteuid()}
 	if err := tree.ProbeXattrs(fd); err != nil {
 		if !errors.Is(err, tree.ErrNoXattrs) {
 			backing.Close(fd)
@@ -102,10 +102,12 @@ func NewRoot(s *session.Session, opts Options) (*Root, error) {
 	r.node.r = r
 	r.node.dirID = id
 	r.node.fd = fd // never closed by OnForget: the root is never forgotten
-	r.files.init(s.Engine())
-	if t.Bound() {
-		t.SetFiles(r.boundFile)
+	st, err := backing.Fstat(fd)
+	if err != nil {
+		backing.Close(fd)
+		return nil, err
 	}
+	r.files.init(r.ev, uint64(st.Dev))
 	return r, nil
 }
 

@@ -228,17 +228,17 @@ func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, of *openFile, what func
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		if of == nil {
-			if of = r.files.get(fileKey(st.Ino)); of != nil {
+			if of = r.files.get(st); of != nil {
 				defer r.files.put(of)
 			}
 		}
 		if of != nil {
-			if size, err := of.file.Size(); err == nil {
+			if size, err := of.Size(); err == nil {
 				out.Size = uint64(size)
 				return
 			}
 		}
-		size, err := r.engine.Suite().PlainSize(st.Size)
+		size, err := r.ev.PlainSize(st.Size)
 		if err != nil {
 			r.errno(err, "stat", what())
 			size = 0
@@ -342,7 +342,7 @@ func (n *node) stat() (unix.Stat_t, error) {
 	}
 	if of := n.r.files.forNode(n); of != nil {
 		defer n.r.files.put(of)
-		return backing.Fstat(of.fd)
+		return of.Stat()
 	}
 	if fd, release, ok := n.cachedFD(); ok {
 		// A directory with a cached fd: one fstat, no name encryption.
@@ -368,7 +368,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	var of *openFile
 	if h, ok := f.(*handle); ok {
 		of = h.of
-	} else if n.r.engine.Roots() { // only files with roots owe writes (below)
+	} else if n.r.ev.Roots() { // only files with roots owe writes (below)
 		if of = n.r.files.forNode(n); of != nil {
 			defer n.r.files.put(of)
 		}
@@ -380,13 +380,13 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 	// A settle that fails (a chunk a failed write left damaged) is logged
 	// and does not fail the stat: the file stays DIRTY, its reads of that
 	// chunk give EIO, and fsck reports it; the attributes are still right.
-	if of != nil && of.file.Roots() {
-		if err := of.file.Settle(); err != nil {
+	if of != nil && of.Roots() {
+		if err := of.Settle(); err != nil {
 			n.errno(err, "getattr")
 		}
 	}
 	if _, ok := f.(*handle); ok {
-		st, err = backing.Fstat(of.fd)
+		st, err = of.Stat()
 	} else {
 		st, err = n.stat()
 	}

@@ -52,7 +52,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	var of *openFile
 	if h, ok := f.(*handle); ok {
 		of = h.of
-		n.r.files.hold(of) // the put below is for every case
+		of.Hold() // the put below is for every case
 	} else if _, ok := in.GetSize(); ok && n.StableAttr().Mode == unix.S_IFREG {
 		var err error
 		if of, err = n.acquire(); err != nil {
@@ -67,7 +67,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	t := attrTarget{fd: -1}
 	switch {
 	case of != nil:
-		t.fd = of.fd
+		t.fd = of.Fd()
 	case n == &n.r.node:
 		t.fd = n.r.rootfd
 	case n.StableAttr().Mode == unix.S_IFDIR:
@@ -89,7 +89,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		if of == nil {
 			return syscall.EINVAL
 		}
-		if err := of.file.Truncate(int64(size)); err != nil {
+		if err := of.Truncate(int64(size)); err != nil {
 			return n.errno(err, "truncate")
 		}
 	}
@@ -119,7 +119,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		// made at RELEASE, after these times, they would move the mtime
 		// again (tar sets times before it closes).
 		if of != nil {
-			if err := of.file.Settle(); err != nil {
+			if err := of.Settle(); err != nil {
 				return n.errno(err, "setattr")
 			}
 		}
@@ -151,7 +151,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 		return n.errno(err, "setattr")
 	}
 	if of != nil {
-		of.mode.Store(st.Mode)
+		of.Mode.Store(st.Mode)
 	}
 	n.r.fillAttr(&st, &out.Attr, of, n.plainPath)
 	out.Ino = n.StableAttr().Ino

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/crypto/meta"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"golang.org/x/sys/unix"
 )
@@ -25,18 +25,18 @@ func (n *node) xattrObject(create bool) (fd int, id []byte, done func(), err err
 			return -1, nil, nil, err
 		}
 		done := func() { n.r.files.put(of) }
-		if fid, ok := of.file.ID(); ok {
-			return of.fd, fid[:], done, nil
+		if fid, ok := of.ID(); ok {
+			return of.Fd(), fid, done, nil
 		}
 		if !create {
-			return of.fd, nil, done, nil
+			return of.Fd(), nil, done, nil
 		}
-		fid, err := of.file.EnsureID()
+		fid, err := of.EnsureID()
 		if err != nil {
 			done()
 			return -1, nil, nil, err
 		}
-		return of.fd, fid[:], done, nil
+		return of.Fd(), fid, done, nil
 	}
 	return -1, nil, nil, syscall.EOPNOTSUPP
 }
@@ -54,7 +54,7 @@ func checkXattrName(attr string) syscall.Errno {
 	if !strings.HasPrefix(attr, "user.") {
 		return syscall.EOPNOTSUPP
 	}
-	if len(attr) > meta.MaxXattrName {
+	if len(attr) > engine.MaxXattrName {
 		return syscall.ERANGE
 	}
 	return 0

@@ -145,9 +145,9 @@ type Session struct {
 	binder *bind.Binder
 	// epochBinders are the binders of epochs 1.. (epochs.go).
 	epochBinders []*bind.Binder
-	fresh        *fresh.Vault // Options.Freshness; nil without
+	fresh        *fresh.Vault  // Options.Freshness; nil without
 	vault        *engine.Vault // the engine every door goes through (engine.go)
-	seen         *seenVault   // Options.SeenDir; nil without
+	seen         *seenVault    // Options.SeenDir; nil without
 }
 
 // New builds the session of the vault in dir with parameters p from its
