@@ -69,13 +69,9 @@ func (d *Dir) ID() []byte { return d.id }
 // ID file must name it, with location binding).
 func (d *Dir) Place(n Name) Place { return d.v.tree.Place(d.id, n) }
 
-// dirPlace is d's place for the tree.
-func (d *Dir) dirPlace() tree.DirPlace {
-	if d.place == nil {
-		return func() (Place, error) { return Place{}, nil }
-	}
-	return d.place
-}
+// dirPlace is d's place for the tree; nil if it has none (then the tree
+// takes no conflict copy of its ID file as valid).
+func (d *Dir) dirPlace() tree.DirPlace { return d.place }
 
 // Lookup finds the entry shown as plain, as every door does
 // (tree.Resolve): its own encrypted name, else a sync tool's conflict copy,

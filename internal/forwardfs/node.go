@@ -289,7 +289,8 @@ func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out 
 }
 
 // Lookup finds a child by plaintext name, as every door into the vault
-// does (tree.Resolve): its own encrypted name, else an alias.
+// does (engine.Dir.Lookup, tree.Resolve): its own encrypted name, else an
+// alias.
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	n.r.touch()
 	if h := n.r.opts.LookupHook; h != nil {
@@ -300,7 +301,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 		return nil, n.errno(err, "lookup")
 	}
 	defer release()
-	nm, st, err := n.r.tree.ResolveAt(fd, id, n.dirPlace(), name, n.r.opts.ShowUndecryptable)
+	nm, st, err := n.r.ev.DirAt(fd, id, n.dirPlace()).Lookup(name, n.r.opts.ShowUndecryptable)
 	if err != nil {
 		return nil, n.r.errno(err, "lookup", name)
 	}

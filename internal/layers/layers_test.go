@@ -20,7 +20,7 @@ const module = "github.com/encryptfs/encryptfs/"
 // (high), tier by tier as docs/architecture.md, "The picture", draws them
 // (rule 1). A package may import only packages of a strictly lower rank:
 // cmd -> cli -> mount/vault -> FUSE frontends/fsck/transport -> FUSE
-// helpers -> session -> fresh -> fault -> tree -> keyslot -> core/config
+// helpers -> session -> engine -> fresh -> fault -> tree -> keyslot -> core/config
 // -> crypto/backing/uring/display. A package missing from this table
 // fails the test, so that every new package gets a place.
 var rank = map[string]int{
@@ -61,7 +61,8 @@ const fuseLayer = 60
 // ours it may import (rule 2, "the doors reach a vault only through the
 // session"): the session, the classification of errors, the display rule
 // and the FUSE helpers; the CLI also the doors and the key slot
-// credentials the session's API takes. Whatever else a door imports is
+// credentials the session's API takes; forwardfs and vault also the
+// engine the session owns (internal/engine). Whatever else a door imports is
 // either a known violation below or a new one, which fails.
 var doors = map[string][]string{
 	"cmd/encryptfs":      {"internal/cli"},
