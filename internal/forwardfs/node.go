@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -64,6 +65,8 @@ func (n *node) errno(err error, op string) syscall.Errno {
 		return 0
 	} else if errors.As(err, &e) {
 		return e
+	} else if e = fault.Errno(err); e != syscall.EIO {
+		return e // a POSIX kind (the engine's errGone...): not logged
 	}
 	return n.r.errno(err, op, n.plainPath())
 }
