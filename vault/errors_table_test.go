@@ -27,6 +27,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/crypto/reverse"
 	"github.com/encryptfs/encryptfs/internal/crypto/siv"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/fsck"
@@ -182,6 +183,7 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/tree.ErrNotPermitted":     {tree.ErrNotPermitted, fault.NotPermitted, syscall.EPERM, cli.ExitError, syscall.EPERM},
 	"internal/tree.ErrInvalid":          {tree.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
 	"internal/tree.ErrReadOnly":         {tree.ErrReadOnly, fault.ReadOnly, syscall.EROFS, cli.ExitError, syscall.EROFS},
+	"internal/engine.ErrReadOnly":       {engine.ErrReadOnly, fault.ReadOnly, syscall.EROFS, cli.ExitError, syscall.EROFS},
 	"internal/tree.ErrXattrListFull":    {tree.ErrXattrListFull, fault.NoSpace, syscall.ENOSPC, cli.ExitNoSpace, syscall.ENOSPC},
 	"internal/uring.ErrUnsupported":     {uring.ErrUnsupported, fault.NotSupported, syscall.EOPNOTSUPP, cli.ExitError, syscall.ENOTSUP},
 	"internal/fuseuring.ErrUnavailable": {fuseuring.ErrUnavailable, fault.NotSupported, syscall.EOPNOTSUPP, cli.ExitError, syscall.ENOTSUP},

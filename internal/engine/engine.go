@@ -33,6 +33,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// DirPlace computes a directory's place when a lookup needs it (nil: the
+// directory has none, and no conflict copy of its ID file is valid).
+type DirPlace = tree.DirPlace
+
 // Name is a directory entry's name: its plaintext and backing forms, and
 // whether it is an alias (a sync tool's conflict copy or an undecryptable
 // entry, which is read-only: Name.ReadOnly).

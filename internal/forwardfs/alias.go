@@ -4,7 +4,7 @@ import (
 	"context"
 	"hash/fnv"
 
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -25,7 +25,7 @@ import (
 //
 // Symlinks already get an identity of their own in newChild (their
 // backing inode changes with every rename), so they go through it.
-func (n *node) newAliasChild(ctx context.Context, st *unix.Stat_t, nm tree.Name, out *fuse.EntryOut) *fs.Inode {
+func (n *node) newAliasChild(ctx context.Context, st *unix.Stat_t, nm engine.Name, out *fuse.EntryOut) *fs.Inode {
 	var child *fs.Inode
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 		child = n.newChild(ctx, st, nil, out, nm.Plain)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/engine"
-	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -58,17 +57,17 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 		return nil, n.r.errno(err, "mkdir", name)
 	}
 	defer e.close()
-	id, err := n.r.tree.MkdirIn(e.pfd, e.pid, e.name, mode)
+	id, err := n.r.entryDir(e).Mkdir(e.name, mode)
 	if err != nil {
 		return nil, n.r.errno(err, "mkdir", name)
 	}
-	return n.created(ctx, e, id, out, func() { n.r.tree.Rmdir(e.pfd, e.name) })
+	return n.created(ctx, e, id, out, func() { n.r.entryDir(e).Rmdir(e.name) })
 }
 
 // Rmdir removes an empty directory.
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	n.r.touch()
-	return n.remove(name, "rmdir", func(e entry) error { return n.r.tree.Rmdir(e.pfd, e.name) })
+	return n.remove(name, "rmdir", func(e entry) error { return n.r.entryDir(e).Rmdir(e.name) })
 }
 
 // Unlink removes a non-directory. An open file stays usable through its
@@ -83,14 +82,14 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if c := n.GetChild(name); c != nil && !n.r.opts.SharedStorage {
 		mode = c.StableAttr().Mode & unix.S_IFMT
 	}
-	return n.remove(name, "unlink", func(e entry) error { return n.r.tree.UnlinkIn(e.pfd, e.pid, e.name, mode) })
+	return n.remove(name, "unlink", func(e entry) error { return n.r.entryDir(e).Unlink(e.name, mode) })
 }
 
 // remove runs op (unlink or rmdir) on child name: under its ordinary
 // backing name first, without checking beforehand that it exists (that
 // fstatat measured 9% of the daemon's CPU in `rm -rf`), and only if that
 // is absent and name may be an alias, under the alias's backing name
-// (tree.ResolveAlias, as existing does).
+// (engine.Dir.ResolveAlias, as existing does).
 func (n *node) remove(name, what string, op func(e entry) error) syscall.Errno {
 	e, err := n.child(name)
 	if err != nil {
@@ -99,8 +98,8 @@ func (n *node) remove(name, what string, op func(e entry) error) syscall.Errno {
 	defer e.close()
 	err = op(e)
 	show := n.r.opts.ShowUndecryptable
-	if errors.Is(err, unix.ENOENT) && tree.MayBeAlias(name, show) {
-		if an, _, aerr := n.r.tree.ResolveAliasAt(e.pfd, e.pid, n.dirPlace(), name, show); aerr == nil {
+	if errors.Is(err, unix.ENOENT) && engine.MayBeAlias(name, show) {
+		if an, _, aerr := n.r.ev.DirAt(e.pfd, e.pid, n.dirPlace()).ResolveAlias(name, show); aerr == nil {
 			e.name = an
 			err = op(e)
 		}
@@ -128,7 +127,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if err != nil {
 		return nil, nil, 0, n.r.errno(err, "create", name)
 	}
-	child, errno := n.created(ctx, e, nil, out, func() { n.r.tree.Unlink(e.pfd, e.name) })
+	child, errno := n.created(ctx, e, nil, out, func() { n.r.entryDir(e).Unlink(e.name, 0) })
 	if errno != 0 {
 		n.r.files.put(of)
 		return nil, nil, 0, errno
@@ -177,10 +176,10 @@ func (n *node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, 
 		return nil, n.r.errno(err, "mknod", name)
 	}
 	defer e.close()
-	if err := n.r.tree.Mknod(e.pfd, e.name, mode, uint64(dev)); err != nil {
+	if err := n.r.entryDir(e).Mknod(e.name, mode, uint64(dev)); err != nil {
 		return nil, n.r.errno(err, "mknod", name)
 	}
-	return n.created(ctx, e, nil, out, func() { n.r.tree.Unlink(e.pfd, e.name) })
+	return n.created(ctx, e, nil, out, func() { n.r.entryDir(e).Unlink(e.name, 0) })
 }
 
 // Symlink creates a symlink whose target is encrypted and bound to its
@@ -198,10 +197,10 @@ func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.Entry
 		return nil, n.r.errno(err, "symlink", name)
 	}
 	defer e.close()
-	if err := n.r.tree.Symlink(e.pfd, e.pid, e.name, target); err != nil {
+	if err := n.r.entryDir(e).Symlink(e.name, target); err != nil {
 		return nil, n.r.errno(err, "symlink", name)
 	}
-	return n.created(ctx, e, nil, out, func() { n.r.tree.Unlink(e.pfd, e.name) })
+	return n.created(ctx, e, nil, out, func() { n.r.entryDir(e).Unlink(e.name, 0) })
 }
 
 // Readlink decrypts a symlink target.
@@ -212,10 +211,10 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 		return nil, n.errno(err, "readlink")
 	}
 	defer e.close()
-	target, err := n.r.tree.Readlink(e.pfd, e.pid, e.name)
+	target, err := n.r.entryDir(e).Readlink(e.name)
 	if errors.Is(err, unix.EINVAL) {
 		// A rename put a non-symlink under the name after the kernel's
-		// lookup: the symlink that was looked up is gone (see adopt).
+		// lookup: the symlink that was looked up is gone (see acquire).
 		return nil, syscall.ENOENT
 	}
 	if err != nil {
@@ -245,7 +244,7 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return nil, n.r.errno(err, "link", name)
 	}
 	defer e.close()
-	if err := n.r.tree.LinkIn(te.pfd, te.pid, te.name, e.pfd, e.pid, e.name); err != nil {
+	if err := n.r.entryDir(te).Link(te.name, n.r.entryDir(e), e.name); err != nil {
 		return nil, n.r.errno(err, "link", name)
 	}
 	st, err := n.r.statEntry(e)
@@ -279,7 +278,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	defer ne.close()
 	moved, replaced := n.GetChild(name), np.GetChild(newName)
-	err = n.r.tree.Rename(oe.pfd, oe.pid, oe.name, ne.pfd, ne.pid, ne.name, uint(flags))
+	err = n.r.entryDir(oe).Rename(oe.name, n.r.entryDir(ne), ne.name, uint(flags))
 	if err != nil {
 		return n.r.errno(err, "rename", name)
 	}

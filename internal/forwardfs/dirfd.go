@@ -5,7 +5,6 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/engine"
-	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
@@ -125,10 +124,10 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		cur = parent.Operations().(nodeOps).self()
 	}
 	fd, id = n.r.rootfd, n.r.node.cachedDirID()
-	here := n.r.tree.RootPlace() // the place of the directory fd (binding)
+	here := n.r.ev.RootPlace() // the place of the directory fd (binding)
 	for i := len(path) - 1; i >= 0; i-- {
 		c := path[i]
-		nm, err := n.r.tree.Name(id, plain[i])
+		nm, err := n.r.ev.Name(id, plain[i])
 		if err == nil && c.alias.Load() {
 			p := here
 			nm = n.r.aliasName(fd, id, func() (engine.Place, error) { return p, nil }, nm, plain[i])
@@ -143,9 +142,9 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		if err != nil {
 			return -1, nil, err
 		}
-		here = n.r.tree.Place(id, nm) // the directory's place (binding)
+		here = n.r.ev.Place(id, nm) // the directory's place (binding)
 		fd = next
-		if id, err = n.r.tree.ReadDirIDAt(fd, here); err != nil {
+		if id, err = n.r.ev.ReadDirID(fd, here); err != nil {
 			// A directory found where it is not bound is not served from
 			// the ID read before (it was moved or grafted there since).
 			if id = c.cachedDirID(); id == nil || engine.IsMisplaced(err) {
@@ -164,43 +163,43 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 
 // readDirID reads the ID of directory node n's backing directory fd. With
 // location binding (format v2) the ID file must bind the directory to its
-// place, its parent's ID and its encrypted name (tree.ReadDirIDAt): the
-// name is encrypted again for that. Without binding the place is not
+// place, its parent's ID and its encrypted name (engine.Vault.ReadDirID):
+// the name is encrypted again for that. Without binding the place is not
 // needed, and not computed.
 func (n *node) readDirID(fd int) ([]byte, error) {
-	t := n.r.tree
+	ev := n.r.ev
 	switch {
-	case !t.Bound():
-		return t.ReadDirID(fd)
+	case !ev.Bound():
+		return ev.ReadDirID(fd, engine.Place{})
 	case n == &n.r.node:
-		return t.ReadRootDirID(fd)
+		return ev.ReadDirID(fd, ev.RootPlace())
 	}
 	e, err := n.entry()
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
-	return t.ReadDirIDAt(fd, t.Place(e.pid, e.name))
+	return ev.ReadDirID(fd, ev.Place(e.pid, e.name))
 }
 
 // dirPlace is directory node n's place, computed when the tree needs it
 // (a conflict copy of the directory's ID file, with location binding:
 // tree.AltDirIDsAt); nil without binding.
-func (n *node) dirPlace() tree.DirPlace {
-	t := n.r.tree
-	if !t.Bound() {
+func (n *node) dirPlace() engine.DirPlace {
+	ev := n.r.ev
+	if !ev.Bound() {
 		return nil
 	}
 	return func() (engine.Place, error) {
 		if n == &n.r.node {
-			return t.RootPlace(), nil
+			return ev.RootPlace(), nil
 		}
 		e, err := n.entry()
 		if err != nil {
 			return engine.Place{}, err
 		}
 		defer e.close()
-		return t.Place(e.pid, e.name), nil
+		return ev.Place(e.pid, e.name), nil
 	}
 }
 

@@ -13,7 +13,6 @@
 package forwardfs
 
 import (
-	"errors"
 	"log"
 	"os"
 	"sync"
@@ -24,7 +23,6 @@ import (
 	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/session"
-	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/hanwen/go-fuse/v2/fs"
 )
 
@@ -36,7 +34,7 @@ type Options struct {
 	SharedStorage bool
 	// ShowUndecryptable lists entries whose names do not decrypt (foreign
 	// files, tampered or truncated names) as "<backing name>" +
-	// tree.BadNameSuffix instead of leaving them out, so that they can be
+	// session.BadNameSuffix instead of leaving them out, so that they can be
 	// read, renamed to a proper name, or removed (gocryptfs's -badname).
 	ShowUndecryptable bool
 	// ForceOwner, if set, is shown as the owner of every entry.
@@ -60,7 +58,6 @@ type Options struct {
 // nodes: the tree, the CIPHERDIR root fd and the open-file table.
 type Root struct {
 	node
-	tree   *tree.Tree
 	ev     *engine.Vault // the session's engine: the open-file table, the place-checked open
 	rootfd int
 	opts   Options
@@ -70,7 +67,7 @@ type Root struct {
 	dirFDs dirFDSet      // the nodes that cache a directory fd (node.fd)
 	logged loggedSet
 	moved  movedLinks // numbers of renamed symlinks (linkino.go)
-	// noXattrs is non-nil (tree.ErrNoXattrs) when the backing store keeps
+	// noXattrs is non-nil (engine.IsNoXattrs) when the backing store keeps
 	// no extended attributes (probed once, in NewRoot): the mount then
 	// looks like a file system without them (see xattr.go).
 	noXattrs error
@@ -80,19 +77,19 @@ type Root struct {
 // Close releases it after the filesystem is unmounted; s stays the
 // caller's to close after that.
 func NewRoot(s *session.Session, opts Options) (*Root, error) {
-	t := s.Tree()
 	fd, err := backing.OpenRoot(s.Dir())
 	if err != nil {
 		return nil, err
 	}
-	id, err := t.ReadRootDirID(fd)
+	ev := s.Vault()
+	id, err := ev.ReadDirID(fd, ev.RootPlace())
 	if err != nil {
 		backing.Close(fd)
 		return nil, err
 	}
-	r := &Root{tree: t, ev: s.Vault(), rootfd: fd, opts: opts, euid: os.Geteuid()}
-	if err := tree.ProbeXattrs(fd); err != nil {
-		if !errors.Is(err, tree.ErrNoXattrs) {
+	r := &Root{ev: ev, rootfd: fd, opts: opts, euid: os.Geteuid()}
+	if err := engine.ProbeXattrs(fd); err != nil {
+		if !engine.IsNoXattrs(err) {
 			backing.Close(fd)
 			return nil, err
 		}

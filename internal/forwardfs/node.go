@@ -9,8 +9,8 @@ import (
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fault"
-	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -100,7 +100,7 @@ func (n *node) backingRel() (rel string, ok bool, err error) {
 		if err != nil {
 			return "", false, err
 		}
-		nm, err := n.r.tree.Name(pid, name)
+		nm, err := n.r.ev.Name(pid, name)
 		if err != nil {
 			return "", false, err
 		}
@@ -136,7 +136,7 @@ func (n *node) dirIDOf() ([]byte, error) {
 type entry struct {
 	pfd     int
 	pid     []byte
-	name    tree.Name
+	name    engine.Name
 	release func()
 }
 
@@ -152,7 +152,7 @@ func (n *node) entry() (entry, error) {
 }
 
 // existing is child for a name that should exist: if the ordinary backing
-// name is absent, name may be an alias (tree.ResolveAlias).
+// name is absent, name may be an alias (engine.Dir.ResolveAlias).
 func (n *node) existing(name string) (entry, error) {
 	e, err := n.child(name)
 	if err != nil {
@@ -164,27 +164,27 @@ func (n *node) existing(name string) (entry, error) {
 
 // aliasName returns the backing name of alias name in directory pfd (ID
 // pid, at place pp with location binding): nm, its ordinary name, if that
-// exists, else the alias it resolves to (tree.ResolveAliasAt), else nm.
-func (r *Root) aliasName(pfd int, pid []byte, pp tree.DirPlace, nm tree.Name, name string) tree.Name {
+// exists, else the alias it resolves to (engine.Dir.ResolveAlias), else nm.
+func (r *Root) aliasName(pfd int, pid []byte, pp engine.DirPlace, nm engine.Name, name string) engine.Name {
 	show := r.opts.ShowUndecryptable
-	if !tree.MayBeAlias(name, show) {
+	if !engine.MayBeAlias(name, show) {
 		return nm
 	}
 	if _, err := backing.Fstatat(pfd, nm.Backing); !errors.Is(err, unix.ENOENT) {
 		return nm
 	}
-	if an, _, err := r.tree.ResolveAliasAt(pfd, pid, pp, name, show); err == nil {
+	if an, _, err := r.ev.DirAt(pfd, pid, pp).ResolveAlias(name, show); err == nil {
 		return an
 	}
 	return nm
 }
 
-// readOnly returns tree.ErrReadOnly if n is an alias (a conflict copy or an
+// readOnly returns engine.ErrReadOnly if n is an alias (a conflict copy or an
 // undecryptable entry), which is not changed in place: it may be read,
 // renamed to a name of its own (adopted) or removed.
 func (n *node) readOnly() error {
 	if n.alias.Load() {
-		return tree.ErrReadOnly
+		return engine.ErrReadOnly
 	}
 	return nil
 }
@@ -195,7 +195,7 @@ func (n *node) child(name string) (entry, error) {
 	if err != nil {
 		return entry{}, err
 	}
-	nm, err := n.r.tree.Name(id, name)
+	nm, err := n.r.ev.Name(id, name)
 	if err != nil {
 		release()
 		return entry{}, err
@@ -264,13 +264,13 @@ func (r *Root) statEntry(e entry) (unix.Stat_t, error) {
 
 // linkSize sets a symlink's st_size to its plaintext target's length (see
 // statEntry), computed from the backing sizes without reading the link
-// (tree.LinkSize): a read would move the link's atime. A size that no
+// (engine.Dir.LinkSize): a read would move the link's atime. A size that no
 // target encodes to is left as it is; readlink reports the corruption.
 func (r *Root) linkSize(e entry, st *unix.Stat_t) {
 	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
 		return
 	}
-	if size, err := r.tree.LinkSize(e.pfd, e.name, st); err == nil {
+	if size, err := r.entryDir(e).LinkSize(e.name, st); err == nil {
 		st.Size = size
 	}
 }
@@ -314,7 +314,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 
 // newEntryChild is newChild for a looked-up entry, marking aliases, which
 // are shown without write bits (see readOnly).
-func (n *node) newEntryChild(ctx context.Context, st *unix.Stat_t, nm tree.Name, out *fuse.EntryOut) *fs.Inode {
+func (n *node) newEntryChild(ctx context.Context, st *unix.Stat_t, nm engine.Name, out *fuse.EntryOut) *fs.Inode {
 	if nm.Alias() {
 		return n.newAliasChild(ctx, st, nm, out)
 	}

@@ -2,14 +2,13 @@ package forwardfs
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/dircursor"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -24,7 +23,7 @@ type dirHandle struct {
 	n       *node
 	fd      int
 	id      []byte
-	entries []tree.Entry
+	entries []engine.Entry
 	cur     dircursor.Cursor
 	mu      sync.Mutex // guards lazy, and fd and id while lazy
 	lazy    bool       // not opened and listed yet (OpendirHandle)
@@ -127,7 +126,7 @@ func (d *dirHandle) ensure() (fresh bool, errno syscall.Errno) {
 func (d *dirHandle) load() syscall.Errno {
 	d.n.listedAt.Store(time.Now().UnixNano())
 	d.n.listingStale.Store(false)
-	ents, bad, err := d.n.r.tree.ListAt(d.fd, d.id, d.n.dirPlace())
+	ents, bad, err := d.n.r.ev.DirAt(d.fd, d.id, d.n.dirPlace()).List()
 	if err != nil {
 		return d.n.errno(err, "readdir")
 	}
@@ -137,10 +136,10 @@ func (d *dirHandle) load() syscall.Errno {
 		if d.n.r.logged.first(what) {
 			d.n.r.logf("readdir %s: undecryptable entry %q: %v", d.n.plainPath(), b.Backing, b.Err)
 		}
-		if !d.n.r.opts.ShowUndecryptable || errors.Is(b.Err, tree.ErrShadowed) {
+		if !d.n.r.opts.ShowUndecryptable || engine.IsShadowed(b.Err) {
 			continue
 		}
-		bn, ok := tree.BadName(b.Backing)
+		bn, ok := engine.BadName(b.Backing)
 		if shown == nil {
 			shown = make(map[string]bool, len(ents))
 			for _, e := range ents {
@@ -148,7 +147,7 @@ func (d *dirHandle) load() syscall.Errno {
 			}
 		}
 		if ok && !shown[bn.Plain] {
-			ents = append(ents, tree.Entry{Name: bn, Ino: b.Ino, Type: b.Type})
+			ents = append(ents, engine.Entry{Name: bn, Ino: b.Ino, Type: b.Type})
 		}
 	}
 	d.entries = ents

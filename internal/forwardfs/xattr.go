@@ -79,7 +79,7 @@ func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	if id == nil {
 		return 0, syscall.ENODATA
 	}
-	v, err := n.r.tree.GetXattr(fd, id, attr)
+	v, err := n.r.ev.ObjectAt(fd, id).GetXattr(attr)
 	if err != nil {
 		return 0, n.errno(err, "getxattr")
 	}
@@ -106,7 +106,7 @@ func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 		return n.errno(err, "setxattr")
 	}
 	defer done()
-	return n.errno(n.r.tree.SetXattr(fd, id, attr, data, int(flags)), "setxattr")
+	return n.errno(n.r.ev.ObjectAt(fd, id).SetXattr(attr, data, int(flags)), "setxattr")
 }
 
 // Removexattr removes a user.* attribute (not from an alias: readOnly).
@@ -129,7 +129,7 @@ func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if id == nil {
 		return syscall.ENODATA
 	}
-	return n.errno(n.r.tree.RemoveXattr(fd, id, attr), "removexattr")
+	return n.errno(n.r.ev.ObjectAt(fd, id).RemoveXattr(attr), "removexattr")
 }
 
 // Listxattr lists the user.* attributes (none for types without an ID).
@@ -147,7 +147,7 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	if id == nil {
 		return 0, 0
 	}
-	list, bad, err := n.r.tree.ListXattr(fd, id)
+	list, bad, err := n.r.ev.ObjectAt(fd, id).ListXattr()
 	if err != nil {
 		return 0, n.errno(err, "listxattr")
 	}
