@@ -1,6 +1,7 @@
 // Package forwardfs is the forward-mode FUSE filesystem: go-fuse nodes whose every
-// operation goes to the backing directory through internal/tree (names,
-// directory IDs, symlinks, xattrs) and internal/core (file contents).
+// operation goes to the vault through the session's engine
+// (internal/engine: names, directory IDs, symlinks, xattrs, and file
+// contents through its open-file table and place-checked open).
 //
 // It is the only package where errors become errnos (see errno.go).
 //

@@ -117,12 +117,12 @@ func (d *dirHandle) ensure() (fresh bool, errno syscall.Errno) {
 	return true, d.load()
 }
 
-// load reads the listing (tree.List, which also decides which conflict
-// copies are shown). Entries whose names do not decrypt are logged (once
-// per directory and name) and left out of the listing, or, with
-// ShowUndecryptable, listed under tree.BadName (unless a good entry has
-// that name, or it would be too long). Conflict copies hidden by an entry
-// of the same name (tree.ErrShadowed) are never listed.
+// load reads the listing (engine.Dir.List, which also decides which
+// conflict copies are shown). Entries whose names do not decrypt are
+// logged (once per directory and name) and left out of the listing, or,
+// with ShowUndecryptable, listed under engine.BadName (unless a good entry
+// has that name, or it would be too long). Conflict copies hidden by an
+// entry of the same name (engine.IsShadowed) are never listed.
 func (d *dirHandle) load() syscall.Errno {
 	d.n.listedAt.Store(time.Now().UnixNano())
 	d.n.listingStale.Store(false)
