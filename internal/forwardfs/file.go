@@ -23,8 +23,7 @@ type openFile = engine.File
 // openFiles is the mount's side of the engine's open-file table: which
 // inodes were written through (the page-cache rule, keepCache).
 type openFiles struct {
-	ev  *engine.Vault
-	dev uint64 // CIPHERDIR's device: a node knows only its inode number
+	ev *engine.Vault
 	// written holds the inodes written through since their last open
 	// (see keepCache); bounded by maxWritten. Guarded by writtenMu, which
 	// is taken inside the table's lock when the last handle goes, so the
@@ -37,10 +36,9 @@ type openFiles struct {
 // entries costs only speed: their next open keeps the page cache.
 const maxWritten = 1 << 16
 
-// init serves the mount from the engine's table; dev is CIPHERDIR's
-// device, which with a node's inode number keys the table.
-func (t *openFiles) init(ev *engine.Vault, dev uint64) {
-	t.ev, t.dev = ev, dev
+// init serves the mount from the engine's table.
+func (t *openFiles) init(ev *engine.Vault) {
+	t.ev = ev
 	t.written = map[uint64]struct{}{}
 	ev.OnLastRelease(t.lastReleased)
 }
@@ -87,15 +85,19 @@ func (t *openFiles) forNode(n *node) *openFile {
 	if n.StableAttr().Mode != unix.S_IFREG {
 		return nil
 	}
-	of, _ := t.ev.LookupOwned(engine.FileKey{Dev: t.dev, Ino: n.StableAttr().Ino}, n)
+	of, _ := t.ev.LookupOwned(engine.FileKey{Dev: n.fileDev.Load(), Ino: n.StableAttr().Ino}, n)
 	return of
 }
 
-// bind makes of serve node n (see forNode). Two live nodes for one backing
-// inode are rare (go-fuse keeps one node per inode number); if it happens,
-// the later open wins and the other node reopens by name, which shares the
-// engine's file again.
-func (t *openFiles) bind(of *openFile, n *node) { of.Bind(n) }
+// bind makes of serve node n (see forNode), and records its device in n
+// (the table's key is device and inode; a node knows only the inode
+// number). Two live nodes for one backing inode are rare (go-fuse keeps
+// one node per inode number); if it happens, the later open wins and the
+// other node reopens by name, which shares the engine's file again.
+func (t *openFiles) bind(of *openFile, n *node) {
+	n.fileDev.Store(of.Key().Dev)
+	of.Bind(n)
+}
 
 // put drops a reference and closes the file after the last one.
 func (t *openFiles) put(of *openFile) error { return of.Release() }

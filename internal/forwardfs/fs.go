@@ -100,12 +100,7 @@ func NewRoot(s *session.Session, opts Options) (*Root, error) {
 	r.node.r = r
 	r.node.dirID = id
 	r.node.fd = fd // never closed by OnForget: the root is never forgotten
-	st, err := backing.Fstat(fd)
-	if err != nil {
-		backing.Close(fd)
-		return nil, err
-	}
-	r.files.init(r.ev, uint64(st.Dev))
+	r.files.init(r.ev)
 	return r, nil
 }
 

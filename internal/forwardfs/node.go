@@ -34,6 +34,11 @@ type node struct {
 	// existing).
 	alias atomic.Bool
 
+	// Regular files: the backing device of the file bound to the node
+	// (openFiles.bind), which with the node's inode number keys it in
+	// the engine's open-file table.
+	fileDev atomic.Uint64
+
 	// Symlinks: the backing inode number, which a rename changes, and
 	// whether the node holds its own, older number in r.moved (linkino.go).
 	linkIno  atomic.Uint64
