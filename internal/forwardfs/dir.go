@@ -5,7 +5,6 @@ import (
 	"errors"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -15,7 +14,7 @@ import (
 // setOwner gives a new backing entry to the calling user when the daemon
 // runs as root (otherwise everything belongs to the daemon's user). In a
 // set-group-ID directory the group inherited from the directory is kept.
-func (r *Root) setOwner(ctx context.Context, pfd int, name string) error {
+func (r *Root) setOwner(ctx context.Context, e entry) error {
 	if r.euid != 0 {
 		return nil
 	}
@@ -24,16 +23,17 @@ func (r *Root) setOwner(ctx context.Context, pfd int, name string) error {
 		return nil
 	}
 	gid := int(c.Gid)
-	if st, err := backing.Fstat(pfd); err == nil && st.Mode&unix.S_ISGID != 0 {
+	d := r.entryDir(e)
+	if st, err := d.Stat(); err == nil && st.Mode&unix.S_ISGID != 0 {
 		gid = -1
 	}
-	return backing.Fchownat(pfd, name, int(c.Uid), gid)
+	return d.Chown(e.name, int(c.Uid), gid)
 }
 
 // created finishes a create-type operation: chown to the caller, stat, and
 // a new child inode. On failure the entry is removed again by undo.
 func (n *node) created(ctx context.Context, e entry, dirID []byte, out *fuse.EntryOut, undo func()) (*fs.Inode, syscall.Errno) {
-	if err := n.r.setOwner(ctx, e.pfd, e.name.Backing); err != nil {
+	if err := n.r.setOwner(ctx, e); err != nil {
 		undo()
 		return nil, n.r.errno(err, "chown", e.name.Plain)
 	}
@@ -303,7 +303,7 @@ func (n *node) relinked(e entry) {
 	if n.StableAttr().Mode != unix.S_IFLNK {
 		return
 	}
-	if st, err := backing.Fstatat(e.pfd, e.name.Backing); err == nil {
+	if st, err := n.r.entryDir(e).Lstat(e.name); err == nil {
 		n.linkMoved(st.Ino)
 	}
 }

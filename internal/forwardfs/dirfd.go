@@ -3,7 +3,6 @@ package forwardfs
 import (
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/engine"
 	"golang.org/x/sys/unix"
 )
@@ -34,14 +33,14 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 		n.mu.Lock()
 		n.dirID = id
 		n.mu.Unlock()
-		return fd, id, func() { backing.Close(fd) }, nil
+		return fd, id, func() { engine.CloseFD(fd) }, nil
 	}
 	if fd, err = n.openUncached(); err != nil {
 		return -1, nil, nil, err
 	}
 	if id = n.cachedDirID(); id == nil {
 		if id, err = n.readDirID(fd); err != nil {
-			backing.Close(fd)
+			engine.CloseFD(fd)
 			return -1, nil, nil, err
 		}
 	}
@@ -53,7 +52,7 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 		n.fdUsers++
 		return fd, id, n.doneFD, nil
 	}
-	return fd, id, func() { backing.Close(fd) }, nil
+	return fd, id, func() { engine.CloseFD(fd) }, nil
 }
 
 // cachedFD returns directory node n's cached backing fd, if it has one,
@@ -85,7 +84,7 @@ func (n *node) openUncached() (int, error) {
 			return -1, err
 		}
 		defer e.close()
-		return backing.OpenSubdir(e.pfd, e.name.Backing)
+		return engine.OpenSubdirFD(e.pfd, e.name.Backing)
 	}
 	pn.mu.Lock()
 	parentCached := pn.fd >= 0
@@ -100,7 +99,7 @@ func (n *node) openUncached() (int, error) {
 	if !ok || len(rel) >= unix.PathMax {
 		return viaParent()
 	}
-	return backing.OpenDir(n.r.rootfd, rel)
+	return engine.OpenDirFD(n.r.rootfd, rel)
 }
 
 // openWalk opens directory node n's backing directory with SharedStorage,
@@ -134,10 +133,10 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		}
 		next := -1
 		if err == nil {
-			next, err = backing.OpenSubdir(fd, nm.Backing)
+			next, err = engine.OpenSubdirFD(fd, nm.Backing)
 		}
 		if fd != n.r.rootfd {
-			backing.Close(fd)
+			engine.CloseFD(fd)
 		}
 		if err != nil {
 			return -1, nil, err
@@ -148,7 +147,7 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 			// A directory found where it is not bound is not served from
 			// the ID read before (it was moved or grafted there since).
 			if id = c.cachedDirID(); id == nil || engine.IsMisplaced(err) {
-				backing.Close(fd)
+				engine.CloseFD(fd)
 				return -1, nil, err
 			}
 		}
@@ -215,7 +214,7 @@ func (n *node) doneFD() {
 // n.mu is held.
 func (n *node) closeIfForgotten() {
 	if n.forgotten && n.fdUsers == 0 && n.fd >= 0 && n != &n.r.node {
-		backing.Close(n.fd)
+		engine.CloseFD(n.fd)
 		n.fd = -1
 		n.r.releaseDirFD(n)
 	}

@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/session"
@@ -78,20 +77,20 @@ type Root struct {
 // Close releases it after the filesystem is unmounted; s stays the
 // caller's to close after that.
 func NewRoot(s *session.Session, opts Options) (*Root, error) {
-	fd, err := backing.OpenRoot(s.Dir())
+	fd, err := s.Vault().OpenRootFD()
 	if err != nil {
 		return nil, err
 	}
 	ev := s.Vault()
 	id, err := ev.ReadDirID(fd, ev.RootPlace())
 	if err != nil {
-		backing.Close(fd)
+		engine.CloseFD(fd)
 		return nil, err
 	}
 	r := &Root{ev: ev, rootfd: fd, opts: opts, euid: os.Geteuid()}
 	if err := engine.ProbeXattrs(fd); err != nil {
 		if !engine.IsNoXattrs(err) {
-			backing.Close(fd)
+			engine.CloseFD(fd)
 			return nil, err
 		}
 		r.noXattrs = err
@@ -120,12 +119,12 @@ func (r *Root) Close() error {
 	for _, n := range nodes {
 		n.mu.Lock()
 		if n.fd >= 0 {
-			backing.Close(n.fd)
+			engine.CloseFD(n.fd)
 			n.fd = -1
 		}
 		n.mu.Unlock()
 	}
-	return backing.Close(r.rootfd)
+	return engine.CloseFD(r.rootfd)
 }
 
 // Activity returns the number of requests served so far and the number of

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -175,7 +174,7 @@ func (r *Root) aliasName(pfd int, pid []byte, pp engine.DirPlace, nm engine.Name
 	if !engine.MayBeAlias(name, show) {
 		return nm
 	}
-	if _, err := backing.Fstatat(pfd, nm.Backing); !errors.Is(err, unix.ENOENT) {
+	if _, err := r.ev.DirAt(pfd, pid, pp).Lstat(nm); !errors.Is(err, unix.ENOENT) {
 		return nm
 	}
 	if an, _, err := r.ev.DirAt(pfd, pid, pp).ResolveAlias(name, show); err == nil {
@@ -259,7 +258,7 @@ func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, of *openFile, what func
 // target's length, which programs such as tar use to size their readlink
 // buffer.
 func (r *Root) statEntry(e entry) (unix.Stat_t, error) {
-	st, err := backing.Fstatat(e.pfd, e.name.Backing)
+	st, err := r.entryDir(e).Lstat(e.name)
 	if err != nil {
 		return st, err
 	}
@@ -347,7 +346,7 @@ func (n *node) maskAlias(a *fuse.Attr) {
 // (works after unlink), else through its parent.
 func (n *node) stat() (unix.Stat_t, error) {
 	if n == &n.r.node {
-		return backing.Fstat(n.r.rootfd)
+		return engine.StatFD(n.r.rootfd)
 	}
 	if of := n.r.files.forNode(n); of != nil {
 		defer n.r.files.put(of)
@@ -359,7 +358,7 @@ func (n *node) stat() (unix.Stat_t, error) {
 		// directory's attributes after each change in it, so this is one
 		// GETATTR per create or unlink in `tar x` and `rm -rf`.
 		defer release()
-		return backing.Fstat(fd)
+		return engine.StatFD(fd)
 	}
 	e, err := n.entry()
 	if err != nil {

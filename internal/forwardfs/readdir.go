@@ -6,7 +6,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/dircursor"
 	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -42,7 +41,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 		return nil, 0, errno
 	}
 	if errno := d.load(); errno != 0 {
-		backing.Close(d.fd)
+		engine.CloseFD(d.fd)
 		return nil, 0, errno
 	}
 	return d, 0, 0
@@ -55,7 +54,7 @@ func (d *dirHandle) open() syscall.Errno {
 		return d.n.errno(err, "opendir")
 	}
 	// A listing needs its own fd (getdents keeps a position in it).
-	fd, err := backing.OpenDir(pfd, ".")
+	fd, err := engine.OpenDirFD(pfd, ".")
 	release()
 	if err != nil {
 		return d.n.errno(err, "opendir")
@@ -212,13 +211,13 @@ func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	if _, errno := d.ensure(); errno != 0 {
 		return errno
 	}
-	return d.n.errno(backing.Fsync(d.fd), "fsyncdir")
+	return d.n.errno(engine.SyncFD(d.fd), "fsyncdir")
 }
 
 // Releasedir closes the backing fd.
 func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) {
 	if d.fd >= 0 {
-		backing.Close(d.fd)
+		engine.CloseFD(d.fd)
 	}
 }
 

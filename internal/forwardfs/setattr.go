@@ -2,10 +2,10 @@ package forwardfs
 
 import (
 	"context"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"strconv"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -17,20 +17,21 @@ import (
 type attrTarget struct {
 	fd int // >= 0: act on this fd
 	e  entry
+	d  *engine.Dir // e's parent
 }
 
 func (t attrTarget) chmod(mode uint32) error {
 	if t.fd >= 0 {
 		return unix.Fchmod(t.fd, mode)
 	}
-	return backing.Fchmodat(t.e.pfd, t.e.name.Backing, mode)
+	return t.d.Chmod(t.e.name, mode)
 }
 
 func (t attrTarget) chown(uid, gid int) error {
 	if t.fd >= 0 {
 		return unix.Fchown(t.fd, uid, gid)
 	}
-	return backing.Fchownat(t.e.pfd, t.e.name.Backing, uid, gid)
+	return t.d.Chown(t.e.name, uid, gid)
 }
 
 func (t attrTarget) utimens(ts [2]unix.Timespec) error {
@@ -38,7 +39,7 @@ func (t attrTarget) utimens(ts [2]unix.Timespec) error {
 		// utimensat on /proc/self/fd/N names exactly the open inode.
 		return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(t.fd), ts[:], 0)
 	}
-	return backing.UtimesNanoAt(t.e.pfd, t.e.name.Backing, ts)
+	return t.d.Utimens(t.e.name, ts)
 }
 
 // Setattr handles truncate, chmod, chown and utimens (to the nanosecond).
@@ -83,7 +84,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 			return n.errno(err, "setattr")
 		}
 		defer e.close()
-		t.e = e
+		t.e, t.d = e, n.r.entryDir(e)
 	}
 	if size, ok := in.GetSize(); ok {
 		if of == nil {
@@ -143,7 +144,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	var st unix.Stat_t
 	var err error
 	if t.fd >= 0 {
-		st, err = backing.Fstat(t.fd)
+		st, err = engine.StatFD(t.fd)
 	} else {
 		st, err = n.r.statEntry(t.e)
 	}

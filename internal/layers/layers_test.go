@@ -86,11 +86,6 @@ var knownViolations = map[string][]string{
 	// mount's transport and owner options, and builds the reverse view's
 	// root.
 	"internal/cli": {"internal/config", "internal/fresh", "internal/fuseserver", "internal/fuseuring", "internal/reversefs"},
-	// The forward mount keeps its own directory fds in its nodes (opens,
-	// caches and closes them, and stats, chowns and lists backing entries
-	// with them); names, files and every tree operation go through the
-	// engine.
-	"internal/forwardfs": {"internal/backing"},
 	// The reverse view seals with the engine and the ciphers directly.
 	"internal/reversefs": {"internal/backing", "internal/config", "internal/core", "internal/crypto/content", "internal/crypto/meta", "internal/crypto/names", "internal/crypto/reverse"},
 	// fsck reads every layer raw to report and repair what the engine
