@@ -43,7 +43,7 @@ func BenchmarkRead(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer h.Release(context.Background())
-			total := r.suite.CipherSize(size)
+			total := r.v.CipherSize(size)
 			buf := make([]byte, req)
 			b.SetBytes(size)
 			b.ResetTimer()

@@ -50,7 +50,7 @@ func TestConfigShownAsUnlocked(t *testing.T) {
 	if bytes.Equal(unlocked, swapped) {
 		t.Fatal("the two configs are equal")
 	}
-	if !bytes.Equal(r.config, unlocked) {
-		t.Fatalf("the view shows %q, want the unlocked config %q", r.config, unlocked)
+	if !bytes.Equal(r.v.Config(), unlocked) {
+		t.Fatalf("the view shows %q, want the unlocked config %q", r.v.Config(), unlocked)
 	}
 }

@@ -31,7 +31,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 }
 
 func (d *dirHandle) load() syscall.Errno {
-	ents, err := d.n.r.list(d.n.rel)
+	ents, err := d.n.r.v.List(d.n.rel)
 	if err != nil {
 		return d.n.r.errno(err, "readdir", d.n.rel)
 	}
@@ -45,7 +45,7 @@ func (d *dirHandle) Len() int { return len(d.entries) }
 // Entry describes listing entry i.
 func (d *dirHandle) Entry(i int) (string, uint32, uint64) {
 	sa := d.n.r.stableAttr(d.entries[i])
-	return d.entries[i].name, sa.Mode, sa.Ino
+	return d.entries[i].Name, sa.Mode, sa.Ino
 }
 
 // Readdirent returns the next entry.
@@ -65,7 +65,7 @@ func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 // Lookup answers the READDIRPLUS lookup of the entry just returned.
 func (d *dirHandle) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	i := d.cur.Last()
-	if i < 0 || i >= len(d.entries) || d.entries[i].name != name {
+	if i < 0 || i >= len(d.entries) || d.entries[i].Name != name {
 		return d.n.Lookup(ctx, name, out)
 	}
 	return d.n.newChild(ctx, d.entries[i], out)

@@ -23,8 +23,7 @@ const VirtualIno = virtualIno
 
 // ViewName returns the view name of rel's base name in its directory.
 func (r *Root) ViewName(rel string) (string, error) {
-	_, viewName, _, err := r.encName(rel)
-	return viewName, err
+	return r.v.ViewName(rel)
 }
 
 // UnkeyedVirtualIno is the inode number the root's virtual file name

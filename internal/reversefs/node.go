@@ -5,7 +5,7 @@ import (
 	"errors"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -27,10 +27,10 @@ type node struct {
 const virtualIno = 1 << 63
 
 // pathHash is the keyed number of a kind and a path
-// (reverse.Deriver.InodeNumber): stable across mounts with the same key, and
+// (engine.Reverse.InodeNumber): stable across mounts with the same key, and
 // no use for testing guesses of plaintext paths without it.
 func (r *Root) pathHash(k kind, rel string) uint64 {
-	return r.derive.InodeNumber(byte(k), rel)
+	return r.v.InodeNumber(k, rel)
 }
 
 // stableAttr identifies a view entry to go-fuse. Plaintext objects keep
@@ -40,31 +40,41 @@ func (r *Root) pathHash(k kind, rel string) uint64 {
 // files get an inode number derived from their kind and path under the
 // reverse key (bit 63 set, the rest keyed), the same on every mount.
 func (r *Root) stableAttr(e viewEntry) fs.StableAttr {
-	h := r.pathHash(e.kind, e.rel)
-	if e.kind.virtual() {
+	h := r.pathHash(e.Kind, e.Rel)
+	if e.Kind.Virtual() {
 		return fs.StableAttr{Mode: unix.S_IFREG, Ino: virtualIno | h&(virtualIno-1), Gen: 1}
 	}
-	ino := e.st.Ino
+	ino := e.St.Ino
 	if ino == ^uint64(0) { // reserved by go-fuse
 		ino = virtualIno | h&(virtualIno-1)
 	}
-	return fs.StableAttr{Mode: e.st.Mode & unix.S_IFMT, Ino: ino, Gen: h}
+	return fs.StableAttr{Mode: e.St.Mode & unix.S_IFMT, Ino: ino, Gen: h}
 }
 
 // RootAttr is the StableAttr of the view's root directory, for go-fuse's
 // Options.RootStableAttr: the root keeps PLAINDIR's inode number, as
 // every other directory of the view keeps its own.
 func (r *Root) RootAttr() (fs.StableAttr, error) {
-	st, err := r.lstat("")
+	st, err := r.v.Lstat("")
 	if err != nil {
 		return fs.StableAttr{}, err
 	}
-	return r.stableAttr(viewEntry{kind: kindDir, st: st}), nil
+	return r.stableAttr(viewEntry{Kind: kindDir, St: st}), nil
 }
 
 // errno maps an error to an errno (fault.Errno, as in forward mode),
-// logging those not from the kernel with the path.
+// logging those not from the kernel with the path. The engine's answers
+// about the view itself (no such entry, a changed entry, no virtual file)
+// are errnos of the view, not failures, and are not logged.
 func (r *Root) errno(err error, op, rel string) syscall.Errno {
+	switch {
+	case errors.Is(err, engine.ErrNoEntry):
+		return syscall.ENOENT
+	case errors.Is(err, engine.ErrStale):
+		return syscall.ESTALE
+	case errors.Is(err, engine.ErrNotVirtual):
+		return syscall.EINVAL
+	}
 	var kernel syscall.Errno
 	if err != nil && !errors.As(err, &kernel) {
 		r.logf("%s %q: %v", op, "/"+rel, err)
@@ -77,7 +87,7 @@ func (r *Root) errno(err error, op, rel string) syscall.Errno {
 // inode pass through from the plaintext object; sizes are the ciphertext
 // sizes; virtual files are read-only regular files of their content's size.
 func (r *Root) fillAttr(e viewEntry, sa fs.StableAttr, out *fuse.Attr) error {
-	st := &e.st
+	st := &e.St
 	out.Ino = sa.Ino
 	out.Mode = st.Mode
 	out.Nlink = uint32(st.Nlink)
@@ -89,24 +99,24 @@ func (r *Root) fillAttr(e viewEntry, sa fs.StableAttr, out *fuse.Attr) error {
 	out.Mtime, out.Mtimensec = uint64(st.Mtim.Sec), uint32(st.Mtim.Nsec)
 	out.Ctime, out.Ctimensec = uint64(st.Ctim.Sec), uint32(st.Ctim.Nsec)
 	out.Size, out.Blocks = uint64(st.Size), uint64(st.Blocks)
-	switch e.kind {
+	switch e.Kind {
 	case kindFile:
-		out.Size = uint64(r.suite.CipherSize(st.Size))
+		out.Size = uint64(r.v.CipherSize(st.Size))
 		out.Blocks = (out.Size + 511) / 512
 	case kindSymlink:
-		target, _, _, err := r.viewTarget(e.rel)
+		target, err := r.v.Target(e.Rel)
 		if err != nil {
 			return err
 		}
 		out.Size = uint64(len(target))
 		out.Blocks = 0
 	case kindDirID, kindNameSidecar, kindLinkSidecar, kindConfig:
-		data, err := r.virtualData(e.kind, e.rel)
+		data, err := r.v.Content(e.Kind, e.Rel)
 		if err != nil {
 			return err
 		}
 		out.Mode = unix.S_IFREG | 0o444
-		if e.kind == kindConfig {
+		if e.Kind == kindConfig {
 			out.Mode = unix.S_IFREG | st.Mode&0o7777
 		}
 		out.Nlink, out.Rdev = 1, 0
@@ -119,9 +129,9 @@ func (r *Root) fillAttr(e viewEntry, sa fs.StableAttr, out *fuse.Attr) error {
 func (n *node) newChild(ctx context.Context, e viewEntry, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	sa := n.r.stableAttr(e) // a keyed hash: computed once
 	if err := n.r.fillAttr(e, sa, &out.Attr); err != nil {
-		return nil, n.r.errno(err, "lookup", e.rel)
+		return nil, n.r.errno(err, "lookup", e.Rel)
 	}
-	child := &node{r: n.r, kind: e.kind, rel: e.rel}
+	child := &node{r: n.r, kind: e.Kind, rel: e.Rel}
 	return n.NewInode(ctx, child, sa), 0
 }
 
@@ -130,7 +140,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if n.kind != kindDir {
 		return nil, syscall.ENOTDIR
 	}
-	e, err := n.r.lookup(n.rel, name)
+	e, err := n.r.v.Lookup(n.rel, name)
 	if err != nil {
 		return nil, n.r.errno(err, "lookup", join(n.rel, name))
 	}
@@ -139,8 +149,8 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 
 // entry re-reads the node's plaintext object.
 func (n *node) entry() (viewEntry, error) {
-	st, err := n.r.restat(n.kind, n.rel)
-	return viewEntry{kind: n.kind, rel: n.rel, st: st}, err
+	st, err := n.r.v.Restat(n.kind, n.rel)
+	return viewEntry{Kind: n.kind, Rel: n.rel, St: st}, err
 }
 
 // Getattr reports the view attributes. An open file reports the size it
@@ -151,7 +161,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		return n.r.errno(err, "getattr", n.rel)
 	}
 	if h, ok := f.(*fileHandle); ok {
-		e.st.Size = h.size
+		e.St.Size = h.f.PlainSize()
 	}
 	if err := n.r.fillAttr(e, n.r.stableAttr(e), &out.Attr); err != nil {
 		return n.r.errno(err, "getattr", n.rel)
@@ -164,7 +174,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	if n.kind != kindSymlink {
 		return nil, syscall.EINVAL
 	}
-	target, _, _, err := n.r.viewTarget(n.rel)
+	target, err := n.r.v.Target(n.rel)
 	if err != nil {
 		return nil, n.r.errno(err, "readlink", n.rel)
 	}
@@ -173,14 +183,14 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 
 // Statfs reports PLAINDIR's filesystem.
 func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	var s unix.Statfs_t
-	if err := unix.Fstatfs(n.r.rootfd, &s); err != nil {
+	s, err := n.r.v.Statfs()
+	if err != nil {
 		return n.r.errno(err, "statfs", "")
 	}
 	out.Blocks, out.Bfree, out.Bavail = s.Blocks, s.Bfree, s.Bavail
 	out.Files, out.Ffree = s.Files, s.Ffree
 	out.Bsize, out.Frsize = uint32(s.Bsize), uint32(s.Frsize)
-	out.NameLen = names.MaxBackingLen
+	out.NameLen = engine.MaxNameLen
 	return 0
 }
 

@@ -43,7 +43,7 @@ func TestExcluded(t *testing.T) {
 		{"x/1/y", true}, {"x/1/2/y", false},
 		{"one", false}, {"", false},
 	} {
-		if got := r.excluded(tc.rel); got != tc.want {
+		if got := r.v.Excluded(tc.rel); got != tc.want {
 			t.Errorf("excluded(%q) = %v, want %v", tc.rel, got, tc.want)
 		}
 	}
@@ -73,7 +73,7 @@ func TestFileChangesWhileOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer h.Release(t.Context())
-			before := make([]byte, r.suite.CipherSize(3*testChunk))
+			before := make([]byte, r.v.CipherSize(3*testChunk))
 			if err := h.fill(before, 0); err != nil {
 				t.Fatal(err)
 			}
@@ -106,11 +106,11 @@ func TestListShape(t *testing.T) {
 	count := func(ents []viewEntry) map[kind]int {
 		m := map[kind]int{}
 		for _, e := range ents {
-			m[e.kind]++
+			m[e.Kind]++
 		}
 		return m
 	}
-	root, err := r.list("")
+	root, err := r.v.List("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,18 +123,18 @@ func TestListShape(t *testing.T) {
 			t.Errorf("root view: %d of kind %d, want %d", count(root)[k], k, n)
 		}
 	}
-	sub, err := r.list("d")
+	sub, err := r.v.List("d")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sub) != 1 || sub[0].kind != kindDirID {
+	if len(sub) != 1 || sub[0].Kind != kindDirID {
 		t.Fatalf("empty dir view: %+v", sub)
 	}
 	// Every listed name is found again by lookup.
 	for _, e := range root {
-		got, err := r.lookup("", e.name)
-		if err != nil || got.kind != e.kind || got.rel != e.rel {
-			t.Errorf("lookup(%q) = %+v, %v; listed as %+v", e.name, got, err, e)
+		got, err := r.v.Lookup("", e.Name)
+		if err != nil || got.Kind != e.Kind || got.Rel != e.Rel {
+			t.Errorf("lookup(%q) = %+v, %v; listed as %+v", e.Name, got, err, e)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/crypto/reverse"
+	"github.com/encryptfs/encryptfs/internal/engine"
 )
 
 // ErrReverseCipher: reverse mode needs aes-256-siv (derived nonces repeat
@@ -19,8 +20,9 @@ var ErrReverseCipher = errors.New("reverse: the config's cipher is not aes-256-s
 
 // Reverse is an unlocked reverse-mode config: the ciphers the reverse view
 // of PLAINDIR computes its encrypted names, contents and symlink targets
-// with (docs/reverse.md). The subkeys themselves are wiped as soon as the
-// ciphers are built; Close wipes the reverse key the deriver keeps.
+// with (docs/reverse.md), and the reverse engine built on them (View),
+// which the view goes through. The subkeys themselves are wiped as soon as
+// the ciphers are built; Close wipes the reverse key the deriver keeps.
 type Reverse struct {
 	dir    string
 	params config.Params
@@ -28,13 +30,19 @@ type Reverse struct {
 	names  *names.Cipher
 	links  *meta.Symlinks
 	derive *reverse.Deriver
-	config []byte // the config file as unlocked; nil from NewReverse
+	view   *engine.Reverse
 }
 
 // NewReverse builds the reverse session of PLAINDIR plainDir with
 // parameters p (whose cipher must be aes-256-siv) from its master key,
 // which stays the caller's to clear. It reads nothing from plainDir.
 func NewReverse(plainDir string, p config.Params, masterKey []byte) (*Reverse, error) {
+	return newReverse(plainDir, p, masterKey, nil)
+}
+
+// newReverse is NewReverse with the config bytes the view shows as
+// encryptfs.conf (nil: the view reads the file when it opens PLAINDIR).
+func newReverse(plainDir string, p config.Params, masterKey, raw []byte) (*Reverse, error) {
 	if content.Algorithm(p.Cipher) != content.AES256SIV {
 		return nil, fmt.Errorf("%w (it is %q)", ErrReverseCipher, p.Cipher)
 	}
@@ -47,6 +55,7 @@ func NewReverse(plainDir string, p config.Params, masterKey []byte) (*Reverse, e
 	if err := r.build(k); err != nil {
 		return nil, err
 	}
+	r.view = engine.NewReverse(plainDir, r.suite, r.names, r.links, r.derive, raw)
 	return r, nil
 }
 
@@ -105,7 +114,7 @@ func OpenReverse(plainDir string, password []byte, o Options) (*Reverse, error) 
 }
 
 // newReverseOf is NewReverse for the loaded config c, whose bytes the
-// session keeps (Config).
+// view shows as encryptfs.conf.
 func newReverseOf(plainDir string, c *config.Config, masterKey []byte) (*Reverse, error) {
 	raw := c.Raw()
 	if raw == nil {
@@ -114,12 +123,7 @@ func newReverseOf(plainDir string, c *config.Config, masterKey []byte) (*Reverse
 			return nil, err
 		}
 	}
-	r, err := NewReverse(plainDir, c.Params, masterKey)
-	if err != nil {
-		return nil, err
-	}
-	r.config = raw
-	return r, nil
+	return newReverse(plainDir, c.Params, masterKey, raw)
 }
 
 // OpenReverseWithMasterKey opens PLAINDIR's reverse config with its master
@@ -135,29 +139,19 @@ func OpenReverseWithMasterKey(plainDir string, masterKey []byte, o Options) (*Re
 	return newReverseOf(plainDir, c, masterKey)
 }
 
-// Config returns the bytes of the reverse config the session was opened
-// with (OpenReverse, OpenReverseWithMasterKey), which the view shows as
-// encryptfs.conf: reading the file again could show a config swapped in
-// since. Nil for a session built from parameters (NewReverse).
-func (r *Reverse) Config() []byte { return r.config }
+// View returns the reverse engine: what the view of PLAINDIR shows,
+// computed from the plaintext (engine.Reverse). It shows as encryptfs.conf
+// the config bytes the session was opened with (OpenReverse,
+// OpenReverseWithMasterKey), not the file read again, which could be a
+// config swapped in since; a session built from parameters (NewReverse)
+// has none, and the view reads the file when it opens PLAINDIR.
+func (r *Reverse) View() *engine.Reverse { return r.view }
 
 // Dir returns PLAINDIR.
 func (r *Reverse) Dir() string { return r.dir }
 
 // Params returns the reverse config's parameters.
 func (r *Reverse) Params() config.Params { return r.params }
-
-// Suite returns the content suite (aes-256-siv).
-func (r *Reverse) Suite() *content.Suite { return r.suite }
-
-// Names returns the name cipher.
-func (r *Reverse) Names() *names.Cipher { return r.names }
-
-// Symlinks returns the symlink target cipher.
-func (r *Reverse) Symlinks() *meta.Symlinks { return r.links }
-
-// Deriver returns the derivation of directory IDs, file IDs and nonces.
-func (r *Reverse) Deriver() *reverse.Deriver { return r.derive }
 
 // Close wipes the reverse key and the content suite's keys. Call it after
 // the view is unmounted.

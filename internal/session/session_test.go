@@ -238,7 +238,7 @@ func TestOpenReverse(t *testing.T) {
 				t.Fatalf("%s: %v, want %v", tc.cipher, err, tc.want)
 			}
 			if r != nil {
-				if r.Dir() != plain || r.Suite() == nil || r.Names() == nil || r.Symlinks() == nil || r.Deriver() == nil {
+				if r.Dir() != plain || r.suite == nil || r.names == nil || r.links == nil || r.derive == nil || r.view == nil {
 					t.Fatalf("reverse session %+v", r)
 				}
 				r.Close()
