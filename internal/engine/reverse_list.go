@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"errors"
 	"slices"
 	"strings"
@@ -11,115 +10,6 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"golang.org/x/sys/unix"
 )
-
-// ViewKind is what an entry of the reverse view shows. Its value enters
-// the keyed inode numbers of the view (Reverse.InodeNumber), so the
-// constants must not be renumbered.
-type ViewKind uint8
-
-// The kinds of view entries.
-const (
-	ViewDir         ViewKind = iota + 1 // a plaintext directory
-	ViewFile                            // a plaintext regular file, shown encrypted
-	ViewSymlink                         // a plaintext symlink, target encrypted
-	ViewSpecial                         // a fifo, socket or device node, shown as is
-	ViewDirID                           // virtual encryptfs.dirid of directory rel
-	ViewNameSidecar                     // virtual encryptfs.long.<H>.name of entry rel
-	ViewLinkSidecar                     // virtual encryptfs.link.<H> of symlink rel
-	ViewConfig                          // virtual encryptfs.conf in the root
-)
-
-// Virtual reports whether the kind is generated rather than a plaintext
-// object.
-func (k ViewKind) Virtual() bool { return k >= ViewDirID }
-
-// ViewEntry is one entry of a view directory.
-type ViewEntry struct {
-	Name string      // the name in the view
-	Kind ViewKind    // what it shows
-	Rel  string      // the plaintext object it shows or describes
-	St   unix.Stat_t // lstat of that object
-}
-
-// JoinRel appends a name to a relative plaintext directory path.
-func JoinRel(dir, name string) string {
-	if dir == "" {
-		return name
-	}
-	return dir + "/" + name
-}
-
-// splitRel returns the parent directory and base name of a non-root rel.
-func splitRel(rel string) (dir, base string) {
-	i := strings.LastIndexByte(rel, '/')
-	if i < 0 {
-		return "", rel
-	}
-	return rel[:i], rel[i+1:]
-}
-
-// kindOf maps a plaintext file type to the view kind.
-func kindOf(mode uint32) ViewKind {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return ViewDir
-	case unix.S_IFREG:
-		return ViewFile
-	case unix.S_IFLNK:
-		return ViewSymlink
-	}
-	return ViewSpecial
-}
-
-// encName returns the encrypted name of rel's base name in its directory
-// and the backing (view) name: the long-name form when it is too long.
-func (v *ReverseView) encName(rel string) (enc, viewName string, long bool, err error) {
-	dir, base := splitRel(rel)
-	enc, err = v.r.names.Encrypt(v.r.derive.DirID(dir), base)
-	if err != nil {
-		return "", "", false, err
-	}
-	viewName, long = names.Backing(enc)
-	return enc, viewName, long, nil
-}
-
-// ViewName returns the name rel's base name shows in its directory.
-func (v *ReverseView) ViewName(rel string) (string, error) {
-	_, viewName, _, err := v.encName(rel)
-	return viewName, err
-}
-
-// linkBlob encrypts the target of the plaintext symlink rel bound to its
-// directory's derived ID and its name, with the derived nonce.
-func (v *ReverseView) linkBlob(rel, target string) ([]byte, error) {
-	dir, base := splitRel(rel)
-	dirID := v.r.derive.DirID(dir)
-	nonce := v.r.derive.SymlinkNonce(dirID, base, target)
-	return v.r.links.Seal(dirID, base, target, bytes.NewReader(nonce))
-}
-
-// viewTarget is the view's target of symlink rel: the encoded blob, or the
-// long-target marker when the blob lives in a sidecar.
-func (v *ReverseView) viewTarget(rel string) (target string, blob []byte, sidecar bool, err error) {
-	plain, err := v.readlink(rel)
-	if err != nil {
-		return "", nil, false, err
-	}
-	blob, err = v.linkBlob(rel, plain)
-	if err != nil {
-		return "", nil, false, err
-	}
-	target, sidecar = meta.EncodeTarget(blob)
-	return target, blob, sidecar, nil
-}
-
-// Target is the view's target of symlink rel: its plaintext target sealed
-// and encoded, or the long-target marker when the sealed target is shown
-// in a sidecar.
-func (v *ReverseView) Target(rel string) (string, error) {
-	target, _, _, err := v.viewTarget(rel)
-	return target, err
-}
 
 // List computes the whole view of plaintext directory dirRel: its
 // entries under their encrypted names, the long-name and long-target
@@ -257,36 +147,3 @@ func (v *ReverseView) Restat(k ViewKind, rel string) (unix.Stat_t, error) {
 	}
 	return st, nil
 }
-
-// Content computes the content of a virtual file of kind k describing rel.
-func (v *ReverseView) Content(k ViewKind, rel string) ([]byte, error) {
-	switch k {
-	case ViewDirID:
-		return v.r.derive.DirID(rel), nil
-	case ViewNameSidecar:
-		enc, _, long, err := v.encName(rel)
-		if err != nil {
-			return nil, err
-		}
-		if !long {
-			return nil, ErrStale
-		}
-		return []byte(enc), nil
-	case ViewLinkSidecar:
-		_, blob, sidecar, err := v.viewTarget(rel)
-		if err != nil {
-			return nil, err
-		}
-		if !sidecar {
-			return nil, ErrStale // the target got short
-		}
-		return blob, nil
-	case ViewConfig:
-		return v.config, nil
-	}
-	return nil, ErrNotVirtual
-}
-
-// MaxNameLen is the longest name in the view (statfs's f_namelen): that of
-// a backing name.
-const MaxNameLen = names.MaxBackingLen
