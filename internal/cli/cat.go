@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *App) newCatCommand() *cobra.Command {
+func newCatCommand(a *App) *cobra.Command {
 	cmd := newCommand("cat", "CIPHERDIR PATH...", 2, 1<<20, groupOffline, "print files of a vault without mounting", dirArg, vaultArg)
 	fs := cmd.Flags()
 	var vf vaultFlags

@@ -16,8 +16,12 @@ import (
 // Version is this build's version, written to new configs as their Creator.
 const Version = "0.1.0"
 
-// App holds the process's standard streams and randomness, so that the
-// commands can be run from tests with other ones.
+// App is the context every command shares: the process's standard
+// streams and randomness (so that tests can run the commands with other
+// ones), reading passwords and credentials, loading configs and unlocking
+// vaults. The commands themselves are plain functions that take it
+// (newNameCommand(a), runName(a, ...)), one file or a few per command,
+// so that App stays this small shared part.
 type App struct {
 	Stdin  *os.File
 	Stdout io.Writer

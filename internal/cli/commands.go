@@ -7,9 +7,11 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Adding a command: write NAME.go with a constructor
+// Adding a command: write NAME.go with a constructor, a plain function of
+// the shared context (*App: streams, randomness, password prompting,
+// config loading and unlocking), as restic's and age's commands are
 //
-//	func (a *App) newNameCommand() *cobra.Command {
+//	func newNameCommand(a *App) *cobra.Command {
 //		cmd := newCommand("name", "ARGS", minArgs, maxArgs, groupX, "what it does",
 //			dirArg, fileArg) // how each argument completes
 //		f := cmd.Flags()
@@ -19,7 +21,8 @@ import (
 //		return cmd
 //	}
 //
-// and add it to commandConstructors below. A command with subcommands
+// with its work in plain functions (runName(a, ...)) or a small type of
+// its own, not in methods of App, and add it to commandConstructors below. A command with subcommands
 // (encryptfs key add|list|remove) is a newCommand whose constructor
 // AddCommand()s its children; it gets no RunE. Help, completion, the
 // manual pages and the single-dash rewriting all read the cobra tree, so
@@ -46,25 +49,25 @@ func commandGroups() []*cobra.Group {
 // within their group).
 func commandConstructors() []func(*App) *cobra.Command {
 	return []func(*App) *cobra.Command{
-		(*App).newInitCommand,
-		(*App).newPasswdCommand,
-		(*App).newInfoCommand,
-		(*App).newKeyCommand,
-		(*App).newUpgradeCommand,
-		(*App).newMountCommand,
-		(*App).newUnmountCommand,
-		(*App).newServeCommand,
-		(*App).newFsckCommand,
-		(*App).newFreshnessCommand,
-		(*App).newLsCommand,
-		(*App).newCatCommand,
-		(*App).newExportCommand,
-		(*App).newImportCommand,
-		(*App).newEncryptPathCommand,
-		(*App).newDecryptPathCommand,
-		(*App).newVersionCommand,
-		(*App).newCompletionCommand,
-		(*App).newManCommand,
+		newInitCommand,
+		newPasswdCommand,
+		newInfoCommand,
+		newKeyCommand,
+		newUpgradeCommand,
+		newMountCommand,
+		newUnmountCommand,
+		newServeCommand,
+		newFsckCommand,
+		newFreshnessCommand,
+		newLsCommand,
+		newCatCommand,
+		newExportCommand,
+		newImportCommand,
+		newEncryptPathCommand,
+		newDecryptPathCommand,
+		newVersionCommand,
+		newCompletionCommand,
+		newManCommand,
 	}
 }
 

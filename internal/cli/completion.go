@@ -10,7 +10,7 @@ var completionShells = []string{"bash", "zsh", "fish", "powershell"}
 // newCompletionCommand is "encryptfs completion SHELL". The scripts come
 // from cobra and call the hidden "encryptfs __complete" at completion
 // time, so they follow the command tree without being regenerated.
-func (a *App) newCompletionCommand() *cobra.Command {
+func newCompletionCommand(a *App) *cobra.Command {
 	cmd := newCommand("completion", "bash|zsh|fish|powershell", 1, 1, groupOther, "print a shell completion script (bash, zsh, fish or PowerShell)")
 	cmd.ValidArgs = completionShells
 	cmd.ValidArgsFunction = cobra.FixedCompletions(completionShells, cobra.ShellCompDirectiveNoFileComp)

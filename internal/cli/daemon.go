@@ -29,7 +29,7 @@ const readyByte = 'R'
 // secretIsKey says the secret is the master key the parent unlocked (a
 // forward mount: the child opens with it and ignores the unlock flags in
 // args).
-func (a *App) daemonize(args []string, secret []byte, secretIsKey bool) error {
+func daemonize(a *App, args []string, secret []byte, secretIsKey bool) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("daemonize: %w", err)
@@ -98,7 +98,7 @@ func (a *App) daemonize(args []string, secret []byte, secretIsKey bool) error {
 // runDaemonChild is the re-executed child: it reads the secret from its
 // pipe, mounts, tells the parent, then detaches from the terminal and logs
 // to syslog.
-func (a *App) runDaemonChild(c *config.Config, cipherDir, mountPoint string, m mountFlags) error {
+func runDaemonChild(a *App, c *config.Config, cipherDir, mountPoint string, m mountFlags) error {
 	notify := os.NewFile(uintptr(m.notifyFD), "notify")
 	if notify == nil {
 		return usageErrorf("mount: bad --internal-notify-fd")
@@ -133,7 +133,7 @@ func (a *App) runDaemonChild(c *config.Config, cipherDir, mountPoint string, m m
 		return detachStdio()
 	}
 	if m.rev.enabled {
-		return a.serveReverse(c, cipherDir, mountPoint, m, m.rev, secret, logger, ready)
+		return serveReverse(a, c, cipherDir, mountPoint, m, m.rev, secret, logger, ready)
 	}
 	// The parent unlocked the vault (with whatever credential) and sent
 	// its master key; on a format-2 vault OpenWithMasterKey checks the
@@ -141,7 +141,7 @@ func (a *App) runDaemonChild(c *config.Config, cipherDir, mountPoint string, m m
 	// password is served too.
 	// The daemon records freshness; its start-up report goes to the
 	// mount's log (stderr until ready: the user's terminal).
-	s, err := openSession(cipherDir, c, secret, m.secretIsKey || m.unlock.masterKey, a.mountSessionOptions(cipherDir, c, m, mountFreshness(m), logger))
+	s, err := openSession(cipherDir, c, secret, m.secretIsKey || m.unlock.masterKey, mountSessionOptions(a, cipherDir, c, m, mountFreshness(m), logger))
 	if err != nil {
 		return mountFreshError(err, cipherDir)
 	}
@@ -149,7 +149,7 @@ func (a *App) runDaemonChild(c *config.Config, cipherDir, mountPoint string, m m
 	if err := mountChecked(s, cipherDir, m, logger); err != nil {
 		return err
 	}
-	return a.serve(s, cipherDir, mountPoint, m, logger, ready)
+	return serveForward(a, s, cipherDir, mountPoint, m, logger, ready)
 }
 
 // masterKeyWire is how the parent passes a master key to the child: the

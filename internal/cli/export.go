@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func (a *App) newExportCommand() *cobra.Command {
+func newExportCommand(a *App) *cobra.Command {
 	cmd := newCommand("export", "CIPHERDIR DESTDIR [PATH]", 2, 3, groupOffline, "decrypt a vault (or part of it) into a plain directory", dirArg, dirArg, vaultArg)
 	cmd.Long = `decrypt a vault (or part of it) into a plain directory.
 

@@ -25,7 +25,7 @@ import (
 
 // newFreshnessForgetCommand is "encryptfs freshness forget CIPHERDIR |
 // --vault-id ID [--yes]".
-func (a *App) newFreshnessForgetCommand() *cobra.Command {
+func newFreshnessForgetCommand(a *App) *cobra.Command {
 	cmd := newCommand("forget", "[CIPHERDIR]", 0, 1, "", "remove this machine's freshness state of one vault (dry run unless --yes)", dirArg)
 	cmd.Long = `remove this machine's freshness state of one vault (dry run unless --yes).
 
@@ -59,13 +59,13 @@ from before is no longer caught here.`
 		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
 			return errorfCode(ExitError, "freshness forget: this machine has no freshness state for vault %s (nothing in %s)", id, root)
 		}
-		return a.removeStateDirs([]string{dir}, *yes, "freshness forget")
+		return removeStateDirs(a, []string{dir}, *yes, "freshness forget")
 	}
 	return cmd
 }
 
 // newFreshnessPruneCommand is "encryptfs freshness prune [--days N] [--yes]".
-func (a *App) newFreshnessPruneCommand() *cobra.Command {
+func newFreshnessPruneCommand(a *App) *cobra.Command {
 	cmd := newCommand("prune", "", 0, 0, "", "remove the freshness state of vaults not used on this machine for --days days (dry run unless --yes)")
 	cmd.Long = `remove the freshness state of vaults not used on this machine for a while
 (dry run unless --yes).
@@ -108,7 +108,7 @@ machine's memory of it: its next mount here is a first mount.`
 			fmt.Fprintf(a.Stdout, "nothing to prune: every vault's state in %s was used in the last %s\n", root, plural(*days, "day"))
 			return nil
 		}
-		return a.removeStateDirs(old, *yes, "freshness prune")
+		return removeStateDirs(a, old, *yes, "freshness prune")
 	}
 	return cmd
 }
@@ -130,7 +130,7 @@ func lastUsed(dir string) time.Time {
 
 // removeStateDirs removes the state directories dirs (or, without yes,
 // says it would), skipping one whose lock a mount holds.
-func (a *App) removeStateDirs(dirs []string, yes bool, cmd string) error {
+func removeStateDirs(a *App, dirs []string, yes bool, cmd string) error {
 	busy := 0
 	for _, dir := range dirs {
 		when := lastUsed(dir).Format("2006-01-02")

@@ -26,16 +26,16 @@ const stateLockWait = 10 * time.Second
 
 // newFreshnessCommand is encryptfs freshness status|accept: rollback and
 // deletion detection offline (format v2 "Freshness", docs/format.md §15).
-func (a *App) newFreshnessCommand() *cobra.Command {
+func newFreshnessCommand(a *App) *cobra.Command {
 	cmd := newCommand("freshness", "", 0, 0, groupOffline, "check a vault for rollback and deletion (status), accept its state (accept), remove this machine's state of old vaults (forget, prune)")
-	cmd.AddCommand(a.newFreshnessSubcommand("status", "report whether anything went back since this machine last saw the vault: OK, behind (a sync in flight could explain it) or rolled back, with the list"))
-	cmd.AddCommand(a.newFreshnessSubcommand("accept", "show what went back, then record the vault as it is now as seen (after a restore from a backup, say)"))
-	cmd.AddCommand(a.newFreshnessForgetCommand())
-	cmd.AddCommand(a.newFreshnessPruneCommand())
+	cmd.AddCommand(newFreshnessSubcommand(a, "status", "report whether anything went back since this machine last saw the vault: OK, behind (a sync in flight could explain it) or rolled back, with the list"))
+	cmd.AddCommand(newFreshnessSubcommand(a, "accept", "show what went back, then record the vault as it is now as seen (after a restore from a backup, say)"))
+	cmd.AddCommand(newFreshnessForgetCommand(a))
+	cmd.AddCommand(newFreshnessPruneCommand(a))
 	return cmd
 }
 
-func (a *App) newFreshnessSubcommand(name, short string) *cobra.Command {
+func newFreshnessSubcommand(a *App, name, short string) *cobra.Command {
 	cmd := newCommand(name, "CIPHERDIR", 1, 1, "", short, dirArg)
 	fs := cmd.Flags()
 	var u unlockFlags
@@ -115,7 +115,7 @@ func (a *App) newFreshnessSubcommand(name, short string) *cobra.Command {
 			return err
 		}
 		defer fs.Close()
-		err = a.runFreshness(name, dir, fs.Freshness())
+		err = runFreshness(a, name, dir, fs.Freshness())
 		if len(back) > 0 && name == "status" && ExitCode(err) != ExitFreshRolledBack {
 			return errorfCode(ExitFreshRolledBack, "freshness: %s was rolled back: its encryptfs.conf is older than one this machine opened it with (encryptfs freshness accept takes it)", dir)
 		}
@@ -125,7 +125,7 @@ func (a *App) newFreshnessSubcommand(name, short string) *cobra.Command {
 }
 
 // runFreshness runs status or accept and prints the report on stdout.
-func (a *App) runFreshness(name, dir string, fv *fresh.Vault) error {
+func runFreshness(a *App, name, dir string, fv *fresh.Vault) error {
 	if name == "accept" {
 		rep, err := fv.Accept()
 		if err != nil {

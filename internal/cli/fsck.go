@@ -28,7 +28,7 @@ const ExitFsckProblems = 26
 // It exits 0 when the vault is clean (after --repair: when nothing is left
 // to repair or report), ExitFsckProblems when problems were found (all
 // listed on stdout), and the usual codes when it cannot run.
-func (a *App) newFsckCommand() *cobra.Command {
+func newFsckCommand(a *App) *cobra.Command {
 	cmd := newCommand("fsck", "CIPHERDIR", 1, 1, groupOffline, "check a vault's integrity offline (optionally salvage or repair)", dirArg)
 	fs := cmd.Flags()
 	var u unlockFlags
@@ -96,7 +96,7 @@ func (a *App) newFsckCommand() *cobra.Command {
 		defer stop()
 		opts := fsck.Options{Salvage: *salvage}
 		if *repair {
-			err := a.fsckRepair(ctx, s, dir, *asJSON)
+			err := fsckRepair(a, ctx, s, dir, *asJSON)
 			if cerr := s.Close(); err == nil && cerr != nil {
 				err = fmt.Errorf("fsck: the repairs are made, but recording them for freshness failed: %w", cerr)
 			}
@@ -114,7 +114,7 @@ func (a *App) newFsckCommand() *cobra.Command {
 			}
 			return withCode(ExitCipherDir, checkErr)
 		}
-		if err := a.writeFsckReport(rep, *asJSON); err != nil {
+		if err := writeFsckReport(a, rep, *asJSON); err != nil {
 			return err
 		}
 		switch {
@@ -131,7 +131,7 @@ func (a *App) newFsckCommand() *cobra.Command {
 }
 
 // writeFsckReport prints a report as text or JSON.
-func (a *App) writeFsckReport(rep *fsck.Report, asJSON bool) error {
+func writeFsckReport(a *App, rep *fsck.Report, asJSON bool) error {
 	if !asJSON {
 		return fsck.WriteText(a.Stdout, rep)
 	}
@@ -146,7 +146,7 @@ func (a *App) writeFsckReport(rep *fsck.Report, asJSON bool) error {
 // fsckRepair runs fsck --repair: each change is printed ("repair: ..."
 // on stdout; on stderr with --json) before it is made, then the report of
 // the check after the changes.
-func (a *App) fsckRepair(ctx context.Context, s *session.Session, dir string, asJSON bool) error {
+func fsckRepair(a *App, ctx context.Context, s *session.Session, dir string, asJSON bool) error {
 	w := a.Stdout
 	if asJSON {
 		w = a.Stderr
@@ -164,7 +164,7 @@ func (a *App) fsckRepair(ctx context.Context, s *session.Session, dir string, as
 	for _, f := range rr.Failed {
 		fmt.Fprintf(a.Stderr, "encryptfs: fsck: repair failed: %s\n", f)
 	}
-	if err := a.writeFsckReport(rr.After, asJSON); err != nil {
+	if err := writeFsckReport(a, rr.After, asJSON); err != nil {
 		return err
 	}
 	switch {

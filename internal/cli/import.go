@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func (a *App) newImportCommand() *cobra.Command {
+func newImportCommand(a *App) *cobra.Command {
 	cmd := newCommand("import", "CIPHERDIR SRC [DESTPATH]", 2, 3, groupOffline, "encrypt a plain file or directory into a vault", dirArg, fileArg, vaultArg)
 	cmd.Long = `encrypt a plain file or directory into a vault.
 

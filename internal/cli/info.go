@@ -47,7 +47,7 @@ type infoJSON struct {
 	Slots []slotJSON `json:",omitempty"`
 }
 
-func (a *App) newInfoCommand() *cobra.Command {
+func newInfoCommand(a *App) *cobra.Command {
 	cmd := newCommand("info", "CIPHERDIR", 1, 1, groupVault, "show a vault's parameters (no secrets)", dirArg)
 	fs := cmd.Flags()
 	asJSON := fs.Bool("json", false, "print JSON")

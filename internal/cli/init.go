@@ -56,7 +56,7 @@ var cipherNames = map[string]session.Algorithm{
 	"xchacha": session.XChaCha20Poly1305, string(session.XChaCha20Poly1305): session.XChaCha20Poly1305,
 }
 
-func (a *App) newInitCommand() *cobra.Command {
+func newInitCommand(a *App) *cobra.Command {
 	cmd := newCommand("init", "CIPHERDIR", 1, 1, groupVault, "create a new vault in an empty directory", dirArg)
 	fs := cmd.Flags()
 	var src passSource
@@ -88,25 +88,25 @@ func (a *App) newInitCommand() *cobra.Command {
 			return usageErrorf("init: --compact-roots is a feature of format 2")
 		}
 		if *format == config.FormatVersion2 && !*reverse {
-			return a.runInitV2(pos[0], *cipherName, *chunk, kf, src, initFeatures{recovery: !*noRecovery, fileRoots: *fileRoots, compactRoots: *compactRoots, freshness: *freshness})
+			return runInitV2(a, pos[0], *cipherName, *chunk, kf, src, initFeatures{recovery: !*noRecovery, fileRoots: *fileRoots, compactRoots: *compactRoots, freshness: *freshness})
 		}
-		return a.runInit(pos[0], *cipherName, fs.Changed("cipher"), *chunk, *reverse, kf, src)
+		return runInit(a, pos[0], *cipherName, fs.Changed("cipher"), *chunk, *reverse, kf, src)
 	}
 	return cmd
 }
 
 // runInit makes a format-1 vault (or, with reverse, a PLAINDIR's
 // reverse-mode config).
-func (a *App) runInit(dir, cipherName string, cipherSet bool, chunk string, reverse bool, kf kdfFlags, src passSource) error {
+func runInit(a *App, dir, cipherName string, cipherSet bool, chunk string, reverse bool, kf kdfFlags, src passSource) error {
 	if reverse {
-		return a.cmdInitReverse(dir, cipherName, cipherSet, chunk, kf, src)
+		return cmdInitReverse(a, dir, cipherName, cipherSet, chunk, kf, src)
 	}
 
 	alg, ok := cipherNames[cipherName]
 	if !ok {
 		return usageErrorf("init: unknown cipher %q (use aes-gcm or xchacha)", cipherName)
 	}
-	p, err := a.vaultParams(alg, chunk, kf)
+	p, err := vaultParams(a, alg, chunk, kf)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (a *App) runInit(dir, cipherName string, cipherSet bool, chunk string, reve
 	defer clear(masterKey)
 	s.Close()
 	fmt.Fprintf(a.Stdout, "Created vault %s (%s).\n", dir, describeParams(p))
-	a.printMasterKey(a.Stdout, masterKey)
+	printMasterKey(a, a.Stdout, masterKey)
 	fmt.Fprintf(a.Stdout, "Mount it with: encryptfs mount %s MOUNTPOINT\n", dir)
 	return nil
 }
@@ -189,7 +189,7 @@ func parseSize(s string) (int, error) {
 }
 
 // cmdInitReverse is init --reverse: the cipher is always aes-256-siv.
-func (a *App) cmdInitReverse(dir, cipherName string, cipherSet bool, chunk string, kf kdfFlags, src passSource) error {
+func cmdInitReverse(a *App, dir, cipherName string, cipherSet bool, chunk string, kf kdfFlags, src passSource) error {
 	if err := reverseCipher(cipherName, cipherSet); err != nil {
 		return err
 	}
@@ -197,11 +197,11 @@ func (a *App) cmdInitReverse(dir, cipherName string, cipherSet bool, chunk strin
 	// as the copy's encryptfs.conf (they are the key wrap's associated
 	// data, so they cannot be edited), and forward mode refuses
 	// Reverse=true. The file name marks the directory as reverse.
-	p, err := a.vaultParams(session.AES256SIV, chunk, kf)
+	p, err := vaultParams(a, session.AES256SIV, chunk, kf)
 	if err != nil {
 		return err
 	}
-	return a.initReverse(dir, p, src)
+	return initReverse(a, dir, p, src)
 }
 
 // describeParams is the one-line summary init prints of a new vault.
@@ -211,7 +211,7 @@ func describeParams(p config.Params) string {
 }
 
 // vaultParams builds and checks a new vault's parameters from init's flags.
-func (a *App) vaultParams(alg session.Algorithm, chunk string, kf kdfFlags) (config.Params, error) {
+func vaultParams(a *App, alg session.Algorithm, chunk string, kf kdfFlags) (config.Params, error) {
 	chunkSize, err := parseSize(chunk)
 	if err != nil {
 		return config.Params{}, usageErrorf("init: --chunk-size: %v", err)
@@ -229,7 +229,7 @@ func (a *App) vaultParams(alg session.Algorithm, chunk string, kf kdfFlags) (con
 
 // newConfig asks for the new password (twice on a terminal) and wraps a
 // fresh master key under it. The caller clears the returned master key.
-func (a *App) newConfig(p config.Params, src passSource) (*config.Config, []byte, error) {
+func newConfig(a *App, p config.Params, src passSource) (*config.Config, []byte, error) {
 	pw, err := a.readPassword(src, "New password", true)
 	if err != nil {
 		return nil, nil, err

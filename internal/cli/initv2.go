@@ -22,7 +22,7 @@ type initFeatures struct {
 // recovery slot rather than the master key: it opens the vault the same
 // way (mount --masterkey) but can be revoked (key remove) without
 // re-encrypting anything.
-func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSource, ft initFeatures) error {
+func runInitV2(a *App, dir, cipherName, chunk string, kf kdfFlags, src passSource, ft initFeatures) error {
 	recovery := ft.recovery
 	alg, ok := cipherNames[cipherName]
 	if !ok {
@@ -100,7 +100,7 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 	}
 	fmt.Fprintln(a.Stdout, onOff(ft.fileRoots, "file roots", rootsCost+"; --file-roots=false to turn off"))
 	if recovery {
-		a.printRecoveryKey(a.Stdout, recoveryKey, 2)
+		printRecoveryKey(a, a.Stdout, recoveryKey, 2)
 	}
 	fmt.Fprintf(a.Stdout, "Mount it with: encryptfs mount %s MOUNTPOINT\n", dir)
 	return nil
@@ -108,7 +108,7 @@ func (a *App) runInitV2(dir, cipherName, chunk string, kf kdfFlags, src passSour
 
 // printRecoveryKey shows a recovery key once, with the warning that goes
 // with it (the wording of printMasterKey, which users know).
-func (a *App) printRecoveryKey(w io.Writer, key []byte, slotID int) {
+func printRecoveryKey(a *App, w io.Writer, key []byte, slotID int) {
 	fmt.Fprintf(w, `
 Your recovery key (the way in if the password is lost):
 

@@ -15,7 +15,7 @@ import (
 // newKeyCommand is encryptfs key add|list|remove: the key slots of a
 // format-2 vault, in the spirit of cryptsetup luksAddKey and
 // systemd-cryptenroll.
-func (a *App) newKeyCommand() *cobra.Command {
+func newKeyCommand(a *App) *cobra.Command {
 	cmd := newCommand("key", "", 0, 0, groupVault, "manage a vault's key slots: add, list, remove (format 2)")
 	cmd.Use = "key"
 	cmd.Args = func(_ *cobra.Command, pos []string) error {
@@ -25,7 +25,7 @@ func (a *App) newKeyCommand() *cobra.Command {
 		return usageErrorf("key: unknown subcommand %q (add, list or remove)", pos[0])
 	}
 	cmd.RunE = func(*cobra.Command, []string) error { return nil }
-	cmd.AddCommand(a.newKeyListCommand(), a.newKeyAddCommand(), a.newKeyRemoveCommand())
+	cmd.AddCommand(newKeyListCommand(a), newKeyAddCommand(a), newKeyRemoveCommand(a))
 	return cmd
 }
 
@@ -80,7 +80,7 @@ type keyListJSON struct {
 	Slots      []slotJSON
 }
 
-func (a *App) newKeyListCommand() *cobra.Command {
+func newKeyListCommand(a *App) *cobra.Command {
 	cmd := newCommand("list", "CIPHERDIR", 1, 1, "", "list the key slots (ID, type, label, recipient, KDF costs)", dirArg)
 	fs := cmd.Flags()
 	verify := fs.Bool("verify", false, "unlock the vault (with the unlock flags) so that the list is authenticated, not just what encryptfs.conf says")
@@ -149,7 +149,7 @@ func unlockFlagsChanged(cmd *cobra.Command) bool {
 	return false
 }
 
-func (a *App) newKeyRemoveCommand() *cobra.Command {
+func newKeyRemoveCommand(a *App) *cobra.Command {
 	cmd := newCommand("remove", "CIPHERDIR ID", 2, 2, "", "remove a key slot (refused for the last one)", dirArg, vaultArg)
 	fs := cmd.Flags()
 	var u unlockFlags
@@ -174,7 +174,7 @@ func (a *App) newKeyRemoveCommand() *cobra.Command {
 		}
 		defer s.Close()
 		if *revoke {
-			return a.keyRemoveRevoke(dir, c, u, s, id)
+			return keyRemoveRevoke(a, dir, c, u, s, id)
 		}
 		if err := s.RemoveSlot(id); err != nil {
 			return slotError("key remove", id, err)

@@ -76,7 +76,7 @@ func (f keyAddFlags) slotType() (string, error) {
 	return typ, nil
 }
 
-func (a *App) newKeyAddCommand() *cobra.Command {
+func newKeyAddCommand(a *App) *cobra.Command {
 	cmd := newCommand("add", "CIPHERDIR", 1, 1, "", "add a key slot: password, keyfile, age recipient (hardware keys through age plugins) or recovery key", dirArg)
 	fs := cmd.Flags()
 	var u unlockFlags
@@ -96,14 +96,14 @@ func (a *App) newKeyAddCommand() *cobra.Command {
 	flagGroup(fs, "New slot", "type", "label", "recipient", "recipients-file", "new-keyfile", "recovery", "new-passfile", "new-extpass")
 	f.kdf.register(fs)
 	cmd.RunE = func(_ *cobra.Command, pos []string) error {
-		return a.keyAdd(pos[0], u, f)
+		return runKeyAdd(a, pos[0], u, f)
 	}
 	return cmd
 }
 
-// keyAdd unlocks dir with any credential and adds one slot, or one age
+// runKeyAdd unlocks dir with any credential and adds one slot, or one age
 // slot per recipient.
-func (a *App) keyAdd(dir string, u unlockFlags, f keyAddFlags) error {
+func runKeyAdd(a *App, dir string, u unlockFlags, f keyAddFlags) error {
 	typ, err := f.slotType()
 	if err != nil {
 		return err
@@ -119,7 +119,7 @@ func (a *App) keyAdd(dir string, u unlockFlags, f keyAddFlags) error {
 	// The recipients are read and checked before anything is asked.
 	var recipients []string
 	if typ == config.SlotAge {
-		if recipients, err = a.keyAddRecipients(u, f); err != nil {
+		if recipients, err = keyAddRecipients(a, u, f); err != nil {
 			return err
 		}
 	}
@@ -137,7 +137,7 @@ func (a *App) keyAdd(dir string, u unlockFlags, f keyAddFlags) error {
 	}
 	var newFile string // a keyfile made here, removed again if the slot is not added
 	if typ == config.SlotKeyfile {
-		if ns.Keyfile, newFile, err = a.keyfileFor(dir, f.newKeyfile); err != nil {
+		if ns.Keyfile, newFile, err = keyfileFor(a, dir, f.newKeyfile); err != nil {
 			return err
 		}
 		defer clear(ns.Keyfile)
@@ -193,7 +193,7 @@ func (a *App) keyAdd(dir string, u unlockFlags, f keyAddFlags) error {
 	case newFile != "":
 		fmt.Fprintf(a.Stdout, "Wrote the new keyfile %s (%d random bytes, mode 0400): keep it like a password.\n", newFile, newKeyfileSize)
 	case typ == config.SlotRecovery:
-		a.printRecoveryKey(a.Stdout, ns.RecoveryKey, ids[0])
+		printRecoveryKey(a, a.Stdout, ns.RecoveryKey, ids[0])
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ const unlockExistingPrompt = "Password of an existing key slot (to unlock)"
 // keyAddRecipients gathers the recipients of -r and -R, in order, each
 // checked (ParseRecipient; a plugin's is only parsed here, its plugin runs
 // when the slot is sealed).
-func (a *App) keyAddRecipients(u unlockFlags, f keyAddFlags) ([]string, error) {
+func keyAddRecipients(a *App, u unlockFlags, f keyAddFlags) ([]string, error) {
 	out := slices.Clone(f.recipients)
 	for i, r := range out {
 		out[i] = strings.TrimSpace(r)
@@ -287,7 +287,7 @@ func addSlotError(err error) error {
 // bytes, mode 0400, never overwriting: O_EXCL) when it does not exist.
 // A new keyfile must not be inside the vault: a sync of CIPHERDIR would
 // carry the key along with what it opens. made is the path if made here.
-func (a *App) keyfileFor(dir, path string) (key []byte, made string, err error) {
+func keyfileFor(a *App, dir, path string) (key []byte, made string, err error) {
 	if _, err := os.Lstat(path); err == nil {
 		k, err := keyslot.ReadKeyfile(path)
 		if err != nil {

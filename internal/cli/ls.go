@@ -10,7 +10,7 @@ import (
 	"github.com/encryptfs/encryptfs/vault"
 )
 
-func (a *App) newLsCommand() *cobra.Command {
+func newLsCommand(a *App) *cobra.Command {
 	cmd := newCommand("ls", "CIPHERDIR [PATH]", 1, 2, groupOffline, "list a vault's directory without mounting", dirArg, vaultArg)
 	fs := cmd.Flags()
 	long := fs.BoolP("long", "l", false, "long format: mode, size, modification time, symlink target")
@@ -34,16 +34,16 @@ func (a *App) newLsCommand() *cobra.Command {
 			return err
 		}
 		if !fi.IsDir() {
-			a.printEntry(v, dir, dir, fi, *long)
+			printEntry(a, v, dir, dir, fi, *long)
 			return nil
 		}
-		a.listDir(v, dir, *long, *recursive, p)
+		listDir(a, v, dir, *long, *recursive, p)
 		return p.result()
 	}
 	return cmd
 }
 
-func (a *App) listDir(v *vault.Vault, dir string, long, recursive bool, p *problems) {
+func listDir(a *App, v *vault.Vault, dir string, long, recursive bool, p *problems) {
 	ents, err := v.ReadDir(dir)
 	var bad *vault.BadEntriesError
 	if errors.As(err, &bad) {
@@ -64,12 +64,12 @@ func (a *App) listDir(v *vault.Vault, dir string, long, recursive bool, p *probl
 			shown = full
 		}
 		fi, _ := e.Info()
-		a.printEntry(v, shown, full, fi, long)
+		printEntry(a, v, shown, full, fi, long)
 	}
 	if recursive {
 		for _, e := range ents {
 			if e.IsDir() {
-				a.listDir(v, path.Join(dir, e.Name()), long, recursive, p)
+				listDir(a, v, path.Join(dir, e.Name()), long, recursive, p)
 			}
 		}
 	}
@@ -77,7 +77,7 @@ func (a *App) listDir(v *vault.Vault, dir string, long, recursive bool, p *probl
 
 // printEntry prints shown (escaped for display: displayName); full is its
 // path in the vault.
-func (a *App) printEntry(v *vault.Vault, shown, full string, fi fs.FileInfo, long bool) {
+func printEntry(a *App, v *vault.Vault, shown, full string, fi fs.FileInfo, long bool) {
 	if !long {
 		fmt.Fprintln(a.Stdout, displayName(shown))
 		return

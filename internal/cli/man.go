@@ -126,7 +126,7 @@ func manPages(root *cobra.Command) (map[string][]byte, error) {
 }
 
 // newManCommand is "encryptfs man [--dir DIR]".
-func (a *App) newManCommand() *cobra.Command {
+func newManCommand(a *App) *cobra.Command {
 	cmd := newCommand("man", "", 0, 0, groupOther, "print the encryptfs(1) manual page, or write all pages with --dir")
 	dir := cmd.Flags().String("dir", "", "write encryptfs.1 and every encryptfs-COMMAND.1 into `DIR`, removing stale encryptfs*.1 there")
 	mustMark(cmd.MarkFlagDirname("dir"))

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func (a *App) newMountCommand() *cobra.Command {
+func newMountCommand(a *App) *cobra.Command {
 	cmd := newCommand("mount", "CIPHERDIR MOUNTPOINT", 2, 2, groupMount, "mount a vault (daemonizes unless -f)", dirArg)
 	fs := cmd.Flags()
 	var m mountFlags
@@ -66,10 +66,10 @@ func (a *App) newMountCommand() *cobra.Command {
 			}
 		}
 		if m.notifyFD >= 0 {
-			return a.runDaemonChild(c, cipherDir, mountPoint, m)
+			return runDaemonChild(a, c, cipherDir, mountPoint, m)
 		}
 		if m.rev.enabled {
-			return a.mountReverse(c, cipherDir, mountPoint, m)
+			return mountReverse(a, c, cipherDir, mountPoint, m)
 		}
 		// Every forward mount unlocks here, in the foreground process: an
 		// identity's plugin may ask for a PIN or a touch, and every prompt
@@ -83,7 +83,7 @@ func (a *App) newMountCommand() *cobra.Command {
 		if m.foreground {
 			use = mountFreshness(m)
 		}
-		s, err := a.unlockVaultWith(cipherDir, c, m.unlock, "Password", a.mountSessionOptions(cipherDir, c, m, use, logger))
+		s, err := a.unlockVaultWith(cipherDir, c, m.unlock, "Password", mountSessionOptions(a, cipherDir, c, m, use, logger))
 		if err != nil {
 			return mountFreshError(err, cipherDir)
 		}
@@ -93,24 +93,24 @@ func (a *App) newMountCommand() *cobra.Command {
 			defer clear(key)
 			wire := masterKeyWire(key)
 			defer clear(wire)
-			return a.daemonize(a.cmdArgs, wire, true)
+			return daemonize(a, a.cmdArgs, wire, true)
 		}
 		defer s.Close()
 		if err := mountChecked(s, cipherDir, m, logger); err != nil {
 			return err
 		}
-		return a.serve(s, cipherDir, mountPoint, m, logger, nil)
+		return serveForward(a, s, cipherDir, mountPoint, m, logger, nil)
 	}
 	return cmd
 }
 
 // mountReverse mounts the reverse view of PLAINDIR (format 1 only): the
 // daemon child unlocks with the password or master key the parent read.
-func (a *App) mountReverse(c *config.Config, plainDir, mountPoint string, m mountFlags) error {
+func mountReverse(a *App, c *config.Config, plainDir, mountPoint string, m mountFlags) error {
 	if len(m.unlock.keyfiles) > 0 || len(m.unlock.identities) > 0 || len(m.unlock.credentials) > 0 {
 		return usageErrorf("mount: --reverse opens with a password or the master key; keyfiles, identities and credentials are for format-2 vaults")
 	}
-	secret, err := a.readMountSecret(m)
+	secret, err := readMountSecret(a, m)
 	if err != nil {
 		return err
 	}
@@ -121,15 +121,15 @@ func (a *App) mountReverse(c *config.Config, plainDir, mountPoint string, m moun
 			wire = masterKeyWire(secret)
 			defer clear(wire)
 		}
-		return a.daemonize(a.cmdArgs, wire, false)
+		return daemonize(a, a.cmdArgs, wire, false)
 	}
 	logger := log.New(a.Stderr, "encryptfs: ", log.LstdFlags)
-	return a.serveReverse(c, plainDir, mountPoint, m, m.rev, secret, logger, nil)
+	return serveReverse(a, c, plainDir, mountPoint, m, m.rev, secret, logger, nil)
 }
 
 // readMountSecret reads the password, or the master key with --recovery-key
 // (reverse mounts).
-func (a *App) readMountSecret(m mountFlags) ([]byte, error) {
+func readMountSecret(a *App, m mountFlags) ([]byte, error) {
 	if m.unlock.masterKey {
 		if m.unlock.src != (passSource{}) {
 			return nil, usageErrorf("mount: --recovery-key replaces the password; drop --passfile/--extpass")
@@ -139,9 +139,9 @@ func (a *App) readMountSecret(m mountFlags) ([]byte, error) {
 	return a.readPassword(m.unlock.src, "Password", false)
 }
 
-// serve mounts the unlocked vault s, reports readiness through ready (if
+// serveForward mounts the unlocked vault s, reports readiness through ready (if
 // not nil) and serves until unmounted or signalled.
-func (a *App) serve(s *session.Session, cipherDir, mountPoint string, m mountFlags, logger *log.Logger, ready func() error) error {
+func serveForward(a *App, s *session.Session, cipherDir, mountPoint string, m mountFlags, logger *log.Logger, ready func() error) error {
 	fsName := m.fsName
 	if fsName == "" {
 		fsName = cipherDir

@@ -11,7 +11,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/session"
 )
 
-func (a *App) newPasswdCommand() *cobra.Command {
+func newPasswdCommand(a *App) *cobra.Command {
 	cmd := newCommand("passwd", "CIPHERDIR", 1, 1, groupVault, "change a vault's password", dirArg)
 	fs := cmd.Flags()
 	var u unlockFlags
@@ -43,7 +43,7 @@ func (a *App) newPasswdCommand() *cobra.Command {
 			}
 		}
 		if !isReverse && c.IsV2() {
-			return a.passwdV2(dir, c, u, newSrc, kf, *slot, *backup, *revoke)
+			return passwdV2(a, dir, c, u, newSrc, kf, *slot, *backup, *revoke)
 		}
 		if *revoke {
 			return errorfCode(ExitUnsupported, "passwd --revoke: a format-1 vault has one key and no key epochs; nothing was changed")
@@ -80,7 +80,7 @@ func (a *App) newPasswdCommand() *cobra.Command {
 			defer clear(masterKey)
 			if isReverse { // a PLAINDIR has no encrypted names to check against
 				fmt.Fprintln(a.Stderr, "encryptfs: warning: in reverse mode the master key cannot be checked; a wrong one makes new copies of the view unreadable with the old key")
-			} else if checked, err := a.checkVaultMasterKey(dir, c, masterKey); err != nil {
+			} else if checked, err := checkVaultMasterKey(a, dir, c, masterKey); err != nil {
 				return err
 			} else if !checked {
 				fmt.Fprintln(a.Stderr, "encryptfs: warning: the vault has no entries, so the master key could not be checked against it")
@@ -116,13 +116,13 @@ func (a *App) newPasswdCommand() *cobra.Command {
 			}
 		}
 		if isReverse {
-			return a.saveReverseConfig(dir, c, *backup)
+			return saveReverseConfig(a, dir, c, *backup)
 		}
 		if err := c.Save(dir); err != nil {
 			return err
 		}
 		fmt.Fprintln(a.Stdout, "Password changed.")
-		a.noteBackup(*backup)
+		noteBackup(a, *backup)
 		return nil
 	}
 	return cmd
@@ -130,7 +130,7 @@ func (a *App) newPasswdCommand() *cobra.Command {
 
 // checkVaultMasterKey opens the forward vault in dir (config c) with
 // masterKey only to check the key against the vault's root names.
-func (a *App) checkVaultMasterKey(dir string, c *config.Config, masterKey []byte) (checked bool, err error) {
+func checkVaultMasterKey(a *App, dir string, c *config.Config, masterKey []byte) (checked bool, err error) {
 	s, err := openSession(dir, c, masterKey, true, session.Options{FreshnessUse: session.FreshnessOff, SeenDir: seenDir("")})
 	if err != nil {
 		return false, err
@@ -140,7 +140,7 @@ func (a *App) checkVaultMasterKey(dir string, c *config.Config, masterKey []byte
 }
 
 // noteBackup reminds the user what the backup passwd wrote is.
-func (a *App) noteBackup(path string) {
+func noteBackup(a *App, path string) {
 	if path != "" {
 		fmt.Fprintf(a.Stdout, "The previous config is kept as %s; it still opens the vault with the old password, so keep it offline or delete it.\n", path)
 	}
@@ -181,7 +181,7 @@ func resolvedAbs(path string) (string, error) {
 // --backup outside PLAINDIR is written (a ".bak" next to it would show up
 // in the encrypted view), and every copy of the view made before holds the
 // previous config as its encryptfs.conf anyway.
-func (a *App) saveReverseConfig(dir string, c *config.Config, backup string) error {
+func saveReverseConfig(a *App, dir string, c *config.Config, backup string) error {
 	data, err := c.Marshal()
 	if err != nil {
 		return err
@@ -190,6 +190,6 @@ func (a *App) saveReverseConfig(dir string, c *config.Config, backup string) err
 		return err
 	}
 	fmt.Fprintf(a.Stdout, "Password changed. Views mounted from now on (and copies of them) use it; a mounted view keeps the old config until remounted.\n")
-	a.noteBackup(backup)
+	noteBackup(a, backup)
 	return nil
 }

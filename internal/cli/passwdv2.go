@@ -14,7 +14,7 @@ import (
 // vault's only password slot. The other slots are untouched.
 // With revoke the master key is revoked as well (revoke.go): the slot gets
 // the new password and the new key, every other slot the new key.
-func (a *App) passwdV2(dir string, c *config.Config, u unlockFlags, newSrc passSource, kf kdfFlags, slotID int, backup string, revoke bool) error {
+func passwdV2(a *App, dir string, c *config.Config, u unlockFlags, newSrc passSource, kf kdfFlags, slotID int, backup string, revoke bool) error {
 	previous := append([]byte(nil), c.Raw()...)
 	s, err := a.unlockVault(dir, c, u, "Current password")
 	if err != nil {
@@ -52,23 +52,23 @@ func (a *App) passwdV2(dir string, c *config.Config, u unlockFlags, newSrc passS
 		}
 	}
 	if revoke {
-		spec, wipe, err := a.revokeSpec(c, u, keyslot.RevokeSpec{PasswordSlot: target.ID, NewPassword: pw, KDF: k}, false)
+		spec, wipe, err := revokeSpec(a, c, u, keyslot.RevokeSpec{PasswordSlot: target.ID, NewPassword: pw, KDF: k}, false)
 		defer wipe()
 		if err != nil {
 			return err
 		}
-		if err := a.revoke("passwd", s, spec); err != nil {
+		if err := revokeMasterKey(a, "passwd", s, spec); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.Stdout, "Password changed (key slot %d).\n", target.ID)
-		a.noteBackup(backup)
+		noteBackup(a, backup)
 		return nil
 	}
 	if err := s.SetPassword(target.ID, pw, k); err != nil {
 		return fmt.Errorf("passwd: %w", err)
 	}
 	fmt.Fprintf(a.Stdout, "Password changed (key slot %d).\n", target.ID)
-	a.noteBackup(backup)
+	noteBackup(a, backup)
 	return nil
 }
 

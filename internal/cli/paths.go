@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-func (a *App) newEncryptPathCommand() *cobra.Command {
+func newEncryptPathCommand(a *App) *cobra.Command {
 	cmd := newCommand("encrypt-path", "CIPHERDIR PATH", 2, 2, groupOffline, "print the backing path of a plaintext path", dirArg, vaultArg)
 	fs := cmd.Flags()
 	var vf vaultFlags
@@ -33,7 +33,7 @@ func (a *App) newEncryptPathCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *App) newDecryptPathCommand() *cobra.Command {
+func newDecryptPathCommand(a *App) *cobra.Command {
 	cmd := newCommand("decrypt-path", "CIPHERDIR BACKINGPATH", 2, 2, groupOffline, "print the plaintext path of a backing path", dirArg, vaultArg)
 	fs := cmd.Flags()
 	var vf vaultFlags

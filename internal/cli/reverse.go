@@ -69,7 +69,7 @@ func reverseCipher(cipherName string, cipherSet bool) error {
 // mounts: it writes dir/.encryptfs.reverse.conf (parameters p, aes-256-siv)
 // wrapping a new master key under a new password, and shows the master key
 // once. Nothing else in dir is touched.
-func (a *App) initReverse(dir string, p config.Params, src passSource) error {
+func initReverse(a *App, dir string, p config.Params, src passSource) error {
 	if err := checkDir(dir, ExitCipherDir, "PLAINDIR"); err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (a *App) initReverse(dir string, p config.Params, src passSource) error {
 			return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
 		}
 	}
-	c, masterKey, err := a.newConfig(p, src)
+	c, masterKey, err := newConfig(a, p, src)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (a *App) initReverse(dir string, p config.Params, src passSource) error {
 		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
 	}
 	fmt.Fprintf(a.Stdout, "Created reverse config %s (%s).\n", filepath.Join(dir, config.ReverseFileName), describeParams(p))
-	a.printMasterKey(a.Stdout, masterKey)
+	printMasterKey(a, a.Stdout, masterKey)
 	fmt.Fprintf(a.Stdout, "Mount the encrypted view with: encryptfs mount --reverse %s MOUNTPOINT\n", dir)
 	return nil
 }
@@ -122,7 +122,7 @@ func (a *App) loadReverseConfig(dir string) (*config.Config, error) {
 // or master key), mounts the read-only view of plainDir on mountPoint,
 // reports readiness through ready (if not nil) and serves until unmounted
 // or signalled.
-func (a *App) serveReverse(c *config.Config, plainDir, mountPoint string, m mountFlags, rev reverseFlags, secret []byte, logger *log.Logger, ready func() error) error {
+func serveReverse(a *App, c *config.Config, plainDir, mountPoint string, m mountFlags, rev reverseFlags, secret []byte, logger *log.Logger, ready func() error) error {
 	if m.idle > 0 {
 		return usageErrorf("mount: --idle is not supported with --reverse")
 	}

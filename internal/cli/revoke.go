@@ -24,7 +24,7 @@ const revokeFlagUsage = "format 2: also revoke the master key (a new key epoch):
 // revokeSpec adds to spec the credentials u offers again (keyfiles,
 // systemd credentials; with askPassword, the password, read again from
 // its source) for re-wrapping the slots they open. wipe clears them.
-func (a *App) revokeSpec(c *config.Config, u unlockFlags, spec keyslot.RevokeSpec, askPassword bool) (keyslot.RevokeSpec, func(), error) {
+func revokeSpec(a *App, c *config.Config, u unlockFlags, spec keyslot.RevokeSpec, askPassword bool) (keyslot.RevokeSpec, func(), error) {
 	u.identities = nil // age slots need no identity; do not prompt for one again
 	cr, wipe, err := a.credentials(c, u, "Password (again, to keep its key slot)")
 	if err != nil {
@@ -54,8 +54,8 @@ func hasOtherPasswordSlot(c *config.Config, spec keyslot.RevokeSpec) bool {
 	return false
 }
 
-// revoke runs s.Revoke and reports it; cmd names the command.
-func (a *App) revoke(cmd string, s *session.Session, spec keyslot.RevokeSpec) error {
+// revokeMasterKey runs s.Revoke and reports it; cmd names the command.
+func revokeMasterKey(a *App, cmd string, s *session.Session, spec keyslot.RevokeSpec) error {
 	epoch, err := s.Revoke(spec)
 	if err != nil {
 		return revokeError(cmd, err)
@@ -88,7 +88,7 @@ func revokeError(cmd string, err error) error {
 
 // keyRemoveRevoke is key remove ID --revoke: slot id is dropped and the
 // master key revoked in one config write.
-func (a *App) keyRemoveRevoke(dir string, c *config.Config, u unlockFlags, s *session.Session, id int) error {
+func keyRemoveRevoke(a *App, dir string, c *config.Config, u unlockFlags, s *session.Session, id int) error {
 	if _, _, err := c.SlotByID(id); err != nil {
 		return slotError("key remove", id, err)
 	}
@@ -98,12 +98,12 @@ func (a *App) keyRemoveRevoke(dir string, c *config.Config, u unlockFlags, s *se
 	if !s.Tree().Bound() { // before a password is read again
 		return revokeError("key remove", session.ErrRevokeUnbound)
 	}
-	spec, wipe, err := a.revokeSpec(c, u, keyslot.RevokeSpec{Remove: id}, true)
+	spec, wipe, err := revokeSpec(a, c, u, keyslot.RevokeSpec{Remove: id}, true)
 	defer wipe()
 	if err != nil {
 		return err
 	}
-	if err := a.revoke("key remove", s, spec); err != nil {
+	if err := revokeMasterKey(a, "key remove", s, spec); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.Stdout, "Removed key slot %d.\n", id)

@@ -51,23 +51,23 @@ func (f *serveFlags) register(fs *pflag.FlagSet) {
 	}
 }
 
-func (a *App) newServeCommand() *cobra.Command {
+func newServeCommand(a *App) *cobra.Command {
 	cmd := newCommand("serve", "", 0, 0, groupMount, "serve a vault over the network without FUSE (webdav)")
-	cmd.AddCommand(a.newServeWebDAVCommand(), a.newServeAddUserCommand())
+	cmd.AddCommand(newServeWebDAVCommand(a), newServeAddUserCommand(a))
 	return cmd
 }
 
-func (a *App) newServeWebDAVCommand() *cobra.Command {
+func newServeWebDAVCommand(a *App) *cobra.Command {
 	cmd := newCommand("webdav", "CIPHERDIR", 1, 1, "", "serve a vault over WebDAV in the foreground (Ctrl-C stops)", dirArg)
 	var f serveFlags
 	f.register(cmd.Flags())
-	cmd.RunE = func(_ *cobra.Command, pos []string) error { return a.serveWebDAV(pos[0], f) }
+	cmd.RunE = func(_ *cobra.Command, pos []string) error { return serveWebDAV(a, pos[0], f) }
 	return cmd
 }
 
 // serveWebDAV checks the flags and the network rule, listens, unlocks,
 // and serves until SIGINT or SIGTERM.
-func (a *App) serveWebDAV(dir string, f serveFlags) error {
+func serveWebDAV(a *App, dir string, f serveFlags) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -78,7 +78,7 @@ func (a *App) serveWebDAV(dir string, f serveFlags) error {
 	if f.users != "" && f.tokenFile != "" {
 		return usageErrorf("serve: give --users or --token-file, not both")
 	}
-	auth, err := a.serveAuth(f)
+	auth, err := serveAuth(a, f)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (a *App) serveWebDAV(dir string, f serveFlags) error {
 	}
 	defer ln.Close()
 	logger := log.New(a.Stderr, "encryptfs: ", log.LstdFlags)
-	v, err := a.serveVault(dir, c, f, logger)
+	v, err := serveVault(a, dir, c, f, logger)
 	if err != nil {
 		return err
 	}
@@ -124,14 +124,14 @@ func (a *App) serveWebDAV(dir string, f serveFlags) error {
 		}
 	}()
 	h := serve.NewHandler(serve.Options{Vault: v, ReadOnly: f.readOnly, Auth: auth, LogPaths: f.logPaths, Log: func(l string) { logger.Print(displayText(l)) }})
-	return a.runWebDAV(serve.NewServer(h, tlsConf), ln, dir, f, logger)
+	return runWebDAV(a, serve.NewServer(h, tlsConf), ln, dir, f, logger)
 }
 
 // serveVault unlocks the vault as a foreground mount does: it records
 // freshness (a read-only server checks once at start, as mount --ro).
-func (a *App) serveVault(dir string, c *config.Config, f serveFlags, logger *log.Logger) (*vault.Vault, error) {
+func serveVault(a *App, dir string, c *config.Config, f serveFlags, logger *log.Logger) (*vault.Vault, error) {
 	m := mountFlags{readOnly: f.readOnly, sharedStorage: f.sharedStorage, stateDir: f.stateDir, unlock: f.unlock}
-	s, err := a.unlockVaultWith(dir, c, f.unlock, "Password", a.mountSessionOptions(dir, c, m, mountFreshness(m), logger))
+	s, err := a.unlockVaultWith(dir, c, f.unlock, "Password", mountSessionOptions(a, dir, c, m, mountFreshness(m), logger))
 	if err != nil {
 		return nil, mountFreshError(err, dir)
 	}
@@ -143,7 +143,7 @@ func (a *App) serveVault(dir string, c *config.Config, f serveFlags, logger *log
 }
 
 // runWebDAV serves on ln until SIGINT or SIGTERM, then shuts down.
-func (a *App) runWebDAV(srv *http.Server, ln net.Listener, dir string, f serveFlags, logger *log.Logger) error {
+func runWebDAV(a *App, srv *http.Server, ln net.Listener, dir string, f serveFlags, logger *log.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	scheme := "http"
@@ -181,7 +181,7 @@ func (a *App) runWebDAV(srv *http.Server, ln net.Listener, dir string, f serveFl
 }
 
 // serveAuth reads --users or --token-file (nil, nil: neither).
-func (a *App) serveAuth(f serveFlags) (serve.Authenticator, error) {
+func serveAuth(a *App, f serveFlags) (serve.Authenticator, error) {
 	switch {
 	case f.users != "":
 		data, err := readSmallFile(f.users, serve.MaxUsersFile)

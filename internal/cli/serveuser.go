@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *App) newServeAddUserCommand() *cobra.Command {
+func newServeAddUserCommand(a *App) *cobra.Command {
 	cmd := newCommand("adduser", "FILE NAME", 2, 2, "", "add NAME to the users file FILE of serve webdav --users (or change its password)", fileArg)
 	var src passSource
 	passSourceFlags(cmd.Flags(), &src, "user's password")

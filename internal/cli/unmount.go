@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func (a *App) newUnmountCommand() *cobra.Command {
+func newUnmountCommand(a *App) *cobra.Command {
 	cmd := newCommand("unmount", "MOUNTPOINT", 1, 1, groupMount, "unmount a mounted vault", dirArg)
 	fs := cmd.Flags()
 	lazy := fs.Bool("lazy", false, "detach now even if busy; the mount goes away once unused")

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *App) newUpgradeCommand() *cobra.Command {
+func newUpgradeCommand(a *App) *cobra.Command {
 	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding and file roots in the compact layout (every directory ID and file rewritten; a vault with file roots alone gets the compact layout: each file's first chunks and tag block 0 moved; resumable), then freshness (the config only)", dirArg)
 	fs := cmd.Flags()
 	var u unlockFlags
@@ -24,7 +24,7 @@ func (a *App) newUpgradeCommand() *cobra.Command {
 	asJSON := fs.Bool("json", false, "report progress as JSON lines on stderr")
 	flagGroup(fs, groupOutput, "json")
 	cmd.RunE = func(_ *cobra.Command, pos []string) error {
-		return a.upgrade(pos[0], u, kf, *asJSON)
+		return upgrade(a, pos[0], u, kf, *asJSON)
 	}
 	return cmd
 }
@@ -51,7 +51,7 @@ func (a *App) newUpgradeCommand() *cobra.Command {
 //
 // An up-to-date vault is not an error (exit 0), so that scripts can run
 // it twice.
-func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error {
+func upgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) error {
 	if err := u.check(); err != nil {
 		return err
 	}
@@ -69,22 +69,22 @@ func (a *App) upgrade(dir string, u unlockFlags, kf kdfFlags, asJSON bool) error
 	}
 	wasBound := c.Params.Bound()
 	hadRoots := wasBound && c.Params.Has(config.FlagFileRoots)
-	if hadRoots && c.Params.Has(config.FlagCompactRoots) && !a.markerLeft(dir) {
+	if hadRoots && c.Params.Has(config.FlagCompactRoots) && !markerLeft(a, dir) {
 		if c.Params.Has(config.FlagFreshness) {
 			fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots (compact), freshness); nothing to do.\n", dir)
 			return nil
 		}
-		return a.upgradeFreshness(dir, c, u)
+		return upgradeFreshness(a, dir, c, u)
 	}
 	if at := mountedAt(dir); at != "" {
 		return fmt.Errorf("upgrade: %s is mounted at %s; unmount it first (the upgrade rewrites every file's header)", dir, at)
 	}
 	var s *session.Session
 	if !c.IsV2() {
-		if s, err = a.upgradeConfig(dir, c, u, kf); err != nil {
+		if s, err = upgradeConfig(a, dir, c, u, kf); err != nil {
 			return err
 		}
-	} else if s, err = a.unlockForUpgrade(dir, c, u); err != nil {
+	} else if s, err = unlockForUpgrade(a, dir, c, u); err != nil {
 		return err
 	}
 	defer s.Close()
@@ -151,7 +151,7 @@ const freshnessAdded = "Turned on freshness (rollback and deletion detection): t
 // upgradeFreshness is step 3 alone, on a vault with binding and roots but without freshness: a
 // config change only, so a running mount is no obstacle (it goes on
 // without freshness; its next mount records).
-func (a *App) upgradeFreshness(dir string, c *config.Config, u unlockFlags) error {
+func upgradeFreshness(a *App, dir string, c *config.Config, u unlockFlags) error {
 	s, err := a.unlockVault(dir, c, u, "Password")
 	if err != nil {
 		return err
@@ -166,7 +166,7 @@ func (a *App) upgradeFreshness(dir string, c *config.Config, u unlockFlags) erro
 
 // markerLeft tells whether dir has the marker of a content upgrade (a
 // bound config beside it: the last step was lost).
-func (a *App) markerLeft(dir string) bool {
+func markerLeft(a *App, dir string) bool {
 	for _, name := range []string{config.UpgradeMarkerName, config.UpgradeMarkerName + ".tmp"} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return true
@@ -177,7 +177,7 @@ func (a *App) markerLeft(dir string) bool {
 
 // upgradeConfig is step 1 (format-1 config to format 2) and returns the
 // vault opened for step 2 with the same password.
-func (a *App) upgradeConfig(dir string, c *config.Config, u unlockFlags, kf kdfFlags) (*session.Session, error) {
+func upgradeConfig(a *App, dir string, c *config.Config, u unlockFlags, kf kdfFlags) (*session.Session, error) {
 	if u.nonPassword() {
 		return nil, usageErrorf("upgrade: a format-1 vault's config upgrade needs its password (it becomes key slot 1); drop --recovery-key, --keyfile, --identity, --credential")
 	}
@@ -214,6 +214,6 @@ func (a *App) upgradeConfig(dir string, c *config.Config, u unlockFlags, kf kdfF
 }
 
 // unlockForUpgrade opens a format-2 vault for step 2, half-upgraded or not.
-func (a *App) unlockForUpgrade(dir string, c *config.Config, u unlockFlags) (*session.Session, error) {
+func unlockForUpgrade(a *App, dir string, c *config.Config, u unlockFlags) (*session.Session, error) {
 	return a.unlockVaultWith(dir, c, u, "Password", session.Options{Config: c, Rand: a.Rand, Upgrading: true, FreshnessUse: session.FreshnessOff, SeenDir: seenDir("")})
 }

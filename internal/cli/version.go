@@ -51,7 +51,7 @@ func versionLine() string {
 	return fmt.Sprintf("encryptfs %s\ncommit %s\n%s, go-fuse %s\n", Version, rev, runtime.Version(), fuse)
 }
 
-func (a *App) newVersionCommand() *cobra.Command {
+func newVersionCommand(a *App) *cobra.Command {
 	cmd := newCommand("version", "", 0, 0, groupOther, "print the version, commit, Go and go-fuse versions")
 	cmd.RunE = func(*cobra.Command, []string) error {
 		fmt.Fprint(a.Stdout, versionLine())
