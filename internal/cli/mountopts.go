@@ -5,8 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/encryptfs/encryptfs/internal/fuseserver"
-	"github.com/encryptfs/encryptfs/internal/fuseuring"
+	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/pflag"
 )
@@ -18,7 +17,7 @@ type mountFlags struct {
 	allowOther    bool
 	sharedStorage bool
 	showBad       bool
-	forceOwner    *fuseserver.Owner
+	forceOwner    *mount.Owner
 	debug         bool
 	idle          time.Duration
 	fsName        string
@@ -84,7 +83,7 @@ var kernelOptions = map[string]bool{
 // setForceOwner sets --force-owner UID:GID, which implies --allow-other:
 // presenting other owners is for other users (as in gocryptfs).
 func (m *mountFlags) setForceOwner(s string) error {
-	o, err := fuseserver.ParseOwner(s)
+	o, err := mount.ParseOwner(s)
 	if err != nil {
 		return err
 	}
@@ -164,16 +163,16 @@ const transportEnv = "ENCRYPTFS_TRANSPORT"
 // transportMode is the transport asked for: the flag, else the
 // environment, else auto. Reverse mounts are served classic: asking one
 // for io_uring with the flag is a usage error.
-func (m *mountFlags) transportMode(getenv func(string) string) (fuseuring.Mode, error) {
+func (m *mountFlags) transportMode(getenv func(string) string) (mount.Transport, error) {
 	s, from := m.transport, "--transport"
 	if s == "" {
 		s, from = getenv(transportEnv), transportEnv
 	}
-	mode, err := fuseuring.ParseMode(s)
+	mode, err := mount.ParseTransport(s)
 	if err != nil {
 		return "", usageErrorf("mount: %s: %v", from, err)
 	}
-	if m.rev.enabled && mode == fuseuring.URing && from == "--transport" {
+	if m.rev.enabled && mode == mount.TransportURing && from == "--transport" {
 		return "", usageErrorf("mount: --transport uring is for forward mounts; --reverse serves over /dev/fuse")
 	}
 	return mode, nil

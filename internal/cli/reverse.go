@@ -10,7 +10,6 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/mount"
-	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/pflag"
 )
@@ -135,8 +134,8 @@ func serveReverse(a *App, c *config.Config, plainDir, mountPoint string, m mount
 		return err
 	}
 	defer s.Close()
-	root, err := reversefs.NewRoot(s, reversefs.Options{Excludes: rev.excludes, ForceOwner: m.forceOwner, OneFileSystem: rev.oneFS, Logger: logger})
-	if errors.Is(err, reversefs.ErrPattern) {
+	root, err := mount.NewReverseRoot(s, mount.ReverseViewOptions{Excludes: rev.excludes, ForceOwner: m.forceOwner, OneFileSystem: rev.oneFS, Logger: logger})
+	if errors.Is(err, mount.ErrPattern) {
 		return withCode(ExitUsage, fmt.Errorf("mount: --exclude: %w", err))
 	} else if err != nil {
 		return withCode(ExitCipherDir, fmt.Errorf("mount: %w", err))

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/engine"
-	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // Options configures the filesystem.
@@ -38,7 +38,7 @@ type Options struct {
 	// read, renamed to a proper name, or removed (gocryptfs's -badname).
 	ShowUndecryptable bool
 	// ForceOwner, if set, is shown as the owner of every entry.
-	ForceOwner *fuseserver.Owner
+	ForceOwner *fuse.Owner
 	// Logger receives one line per corrupt object (path and error) and
 	// other diagnostics; nil discards them.
 	Logger *log.Logger

@@ -10,6 +10,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -224,7 +225,7 @@ func (r *Root) fillAttr(st *unix.Stat_t, out *fuse.Attr, of *openFile, what func
 	out.Nlink = uint32(st.Nlink)
 	out.Uid = st.Uid
 	out.Gid = st.Gid
-	r.opts.ForceOwner.Apply(out)
+	fuseserver.ApplyOwner(r.opts.ForceOwner, out)
 	out.Rdev = uint32(st.Rdev)
 	out.Blocks = uint64(st.Blocks)
 	out.Blksize = uint32(st.Blksize)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
-	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/mount"
 )
 
@@ -17,7 +16,7 @@ import (
 func TestForceOwner(t *testing.T) {
 	mounttest.RequireRoot(t)
 	v := mounttest.NewVault(t, func(o *mount.Options) {
-		o.ForceOwner = &fuseserver.Owner{UID: 1234, GID: 5678}
+		o.ForceOwner = &mount.Owner{UID: 1234, GID: 5678}
 		o.AllowOther = true
 		o.MountPoint = mounttest.SearchableDir(t)
 	})

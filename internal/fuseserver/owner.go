@@ -1,33 +1,12 @@
 package fuseserver
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
+import "github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
-)
-
-// Owner is the user and group a mount shows as the owner of every entry
-// (mount --force-owner, as gocryptfs's -force_owner): for a vault on a
-// disk that moves between machines with different uids. The backing
-// entries keep their real owners.
-type Owner struct{ UID, GID uint32 }
-
-// ParseOwner parses "UID:GID" (numbers).
-func ParseOwner(s string) (*Owner, error) {
-	u, g, ok := strings.Cut(s, ":")
-	uid, uerr := strconv.ParseUint(u, 10, 32)
-	gid, gerr := strconv.ParseUint(g, 10, 32)
-	if !ok || uerr != nil || gerr != nil {
-		return nil, fmt.Errorf("owner %q: want UID:GID, two numbers", s)
-	}
-	return &Owner{UID: uint32(uid), GID: uint32(gid)}, nil
-}
-
-// Apply shows o as out's owner; a nil o leaves out as it is.
-func (o *Owner) Apply(out *fuse.Attr) {
+// ApplyOwner shows o as out's owner (mount --force-owner, parsed by
+// internal/mount); a nil o leaves out as it is. Both FUSE frontends call
+// it on every attribute they return.
+func ApplyOwner(o *fuse.Owner, out *fuse.Attr) {
 	if o != nil {
-		out.Uid, out.Gid = o.UID, o.GID
+		out.Uid, out.Gid = o.Uid, o.Gid
 	}
 }

@@ -31,12 +31,12 @@ type Options struct {
 	AllowOther        bool              // other users may access the mount (permissions are then checked by the kernel: default_permissions)
 	SharedStorage     bool              // CIPHERDIR may change behind our back: no kernel caching
 	ShowUndecryptable bool              // list entries whose names do not decrypt (see fs.Options)
-	ForceOwner        *fuseserver.Owner // shown as the owner of every entry; nil: the real owners
+	ForceOwner        *Owner            // shown as the owner of every entry; nil: the real owners
 	Debug             bool              // log every FUSE request and reply to Logger
 	Idle              time.Duration     // unmount after this long without requests and open files; 0: never
 	FsName            string            // shown in /proc/mounts; default Session.Dir()
 	ExtraOptions      []string          // more -o options for the kernel
-	Transport         fuseuring.Mode    // auto (default), uring or classic
+	Transport         Transport         // auto (default), uring or classic
 	Logger            *log.Logger       // diagnostics; nil discards them
 	LookupHook        func(name string) // test hook: forwardfs.Options.LookupHook
 }
@@ -80,7 +80,7 @@ func Mount(opts Options) (*Server, error) {
 	root, err := forwardfs.NewRoot(opts.Session, forwardfs.Options{
 		SharedStorage:     opts.SharedStorage,
 		ShowUndecryptable: opts.ShowUndecryptable,
-		ForceOwner:        opts.ForceOwner,
+		ForceOwner:        opts.ForceOwner.fuseOwner(),
 		Logger:            opts.Logger,
 		// Half the entry and attribute timeouts: a listing served from
 		// the kernel's cache finds its entries' attributes still cached.

@@ -10,13 +10,36 @@ import (
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/reversefs"
+	"github.com/encryptfs/encryptfs/internal/session"
 )
+
+// ReverseViewOptions say what the reverse view of a PLAINDIR shows
+// (mount --exclude, --force-owner, --one-file-system).
+type ReverseViewOptions struct {
+	Excludes      []string    // path.Match patterns of the entries hidden (relative path or base name)
+	ForceOwner    *Owner      // shown as the owner of every entry; nil: the real owners
+	OneFileSystem bool        // a directory on another file system than PLAINDIR shows empty
+	Logger        *log.Logger // one line per failing path; nil discards them
+}
+
+// ErrPattern: an exclude pattern is malformed (a usage error, found before
+// anything is opened).
+var ErrPattern = reversefs.ErrPattern
+
+// NewReverseRoot builds the reverse view's root of the unlocked reverse
+// session s, for ReverseOptions.Root. A bad pattern is ErrPattern; any
+// other error is PLAINDIR's.
+func NewReverseRoot(s *session.Reverse, o ReverseViewOptions) (*reversefs.Root, error) {
+	return reversefs.NewRoot(s, reversefs.Options{
+		Excludes: o.Excludes, ForceOwner: o.ForceOwner.fuseOwner(), OneFileSystem: o.OneFileSystem, Logger: o.Logger,
+	})
+}
 
 // ReverseOptions describes one reverse mount: the read-only encrypted
 // view of PlainDir.
 type ReverseOptions struct {
 	PlainDir, MountPoint string
-	Root                 *reversefs.Root // from reversefs.NewRoot; closed after unmount or on a failed MountReverse
+	Root                 *reversefs.Root // from NewReverseRoot; closed after unmount or on a failed MountReverse
 	AllowOther           bool            // other users may access the mount (the kernel checks permissions)
 	Debug                bool            // log every FUSE request and reply to Logger
 	FsName               string          // shown in /proc/mounts; default PlainDir

@@ -17,9 +17,9 @@ import (
 	"log"
 
 	"github.com/encryptfs/encryptfs/internal/engine"
-	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // ConfigName is the reverse config's name in PLAINDIR
@@ -42,7 +42,7 @@ type Options struct {
 	// path or base name matches one is not shown (nor anything below it).
 	Excludes []string
 	// ForceOwner, if set, is shown as the owner of every entry.
-	ForceOwner *fuseserver.Owner
+	ForceOwner *fuse.Owner
 	// OneFileSystem stops the view at file system boundaries (like
 	// rsync -x): a directory on another file system than PLAINDIR (a mount
 	// point below it, such as the view's own mount point) is shown empty.
@@ -58,7 +58,7 @@ type Options struct {
 type Root struct {
 	node
 	v      *engine.ReverseView
-	owner  *fuseserver.Owner
+	owner  *fuse.Owner
 	logger *log.Logger
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
@@ -92,7 +93,7 @@ func (r *Root) fillAttr(e viewEntry, sa fs.StableAttr, out *fuse.Attr) error {
 	out.Mode = st.Mode
 	out.Nlink = uint32(st.Nlink)
 	out.Uid, out.Gid = st.Uid, st.Gid
-	r.owner.Apply(out)
+	fuseserver.ApplyOwner(r.owner, out)
 	out.Rdev = uint32(st.Rdev)
 	out.Blksize = uint32(st.Blksize)
 	out.Atime, out.Atimensec = uint64(st.Atim.Sec), uint32(st.Atim.Nsec)

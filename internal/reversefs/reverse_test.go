@@ -16,11 +16,11 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
-	"github.com/encryptfs/encryptfs/internal/fuseserver"
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/vault"
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
 
@@ -364,7 +364,7 @@ func TestForceOwner(t *testing.T) {
 	plain := t.TempDir()
 	makeTree(t, plain)
 	c, master := initPlain(t, plain)
-	mnt, _ := mountView(t, plain, c, master, reversefs.Options{ForceOwner: &fuseserver.Owner{UID: 1234, GID: 5678}})
+	mnt, _ := mountView(t, plain, c, master, reversefs.Options{ForceOwner: &fuse.Owner{Uid: 1234, Gid: 5678}})
 	n := 0
 	err := filepath.WalkDir(mnt, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
