@@ -22,9 +22,10 @@ import (
 //	}
 //
 // with its work in plain functions (runName(a, ...)) or a small type of
-// its own, not in methods of App, and add it to commandConstructors below. A command with subcommands
-// (encryptfs key add|list|remove) is a newCommand whose constructor
-// AddCommand()s its children; it gets no RunE. Help, completion, the
+// its own, not in methods of App, and add it to commandConstructors
+// below. A command with subcommands (encryptfs key add|list|remove) is a
+// newCommand whose constructor AddCommand()s its children; it gets no
+// RunE. Help, completion, the
 // manual pages and the single-dash rewriting all read the cobra tree, so
 // nothing else needs an edit (run scripts/gen-docs.sh for the man pages).
 

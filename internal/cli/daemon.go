@@ -13,7 +13,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,7 +98,7 @@ func daemonize(a *App, args []string, secret []byte, secretIsKey bool) error {
 // runDaemonChild is the re-executed child: it reads the secret from its
 // pipe, mounts, tells the parent, then detaches from the terminal and logs
 // to syslog.
-func runDaemonChild(a *App, c *config.Config, cipherDir, mountPoint string, m mountFlags) error {
+func runDaemonChild(a *App, c *session.Config, cipherDir, mountPoint string, m mountFlags) error {
 	notify := os.NewFile(uintptr(m.notifyFD), "notify")
 	if notify == nil {
 		return usageErrorf("mount: bad --internal-notify-fd")

@@ -9,8 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/fresh"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
 )
 
@@ -51,10 +50,10 @@ from before is no longer caught here.`
 				return errorfCode(ExitUnsupported, "freshness forget: %s has no vault ID (a format-1 vault, or one without location binding), so this machine keeps no freshness state for it", pos[0])
 			}
 			id = hex.EncodeToString(c.Params.VaultID)
-		} else if b, err := hex.DecodeString(id); err != nil || len(b) != config.VaultIDSize {
-			return usageErrorf("freshness forget: --vault-id %q is not %d hex digits", id, 2*config.VaultIDSize)
+		} else if b, err := hex.DecodeString(id); err != nil || len(b) != session.VaultIDSize {
+			return usageErrorf("freshness forget: --vault-id %q is not %d hex digits", id, 2*session.VaultIDSize)
 		}
-		root := fresh.DefaultStateRoot(os.Getenv)
+		root := session.FreshnessStateRoot()
 		dir := filepath.Join(root, id)
 		if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
 			return errorfCode(ExitError, "freshness forget: this machine has no freshness state for vault %s (nothing in %s)", id, root)
@@ -82,7 +81,7 @@ machine's memory of it: its next mount here is a first mount.`
 		if *days < 1 {
 			return usageErrorf("freshness prune: --days must be at least 1")
 		}
-		root := fresh.DefaultStateRoot(os.Getenv)
+		root := session.FreshnessStateRoot()
 		ents, err := os.ReadDir(root)
 		if errors.Is(err, os.ErrNotExist) {
 			fmt.Fprintf(a.Stdout, "no freshness state on this machine (%s does not exist)\n", root)
@@ -95,7 +94,7 @@ machine's memory of it: its next mount here is a first mount.`
 		var old []string
 		for _, e := range ents {
 			b, err := hex.DecodeString(e.Name())
-			if err != nil || len(b) != config.VaultIDSize || !e.IsDir() {
+			if err != nil || len(b) != session.VaultIDSize || !e.IsDir() {
 				continue // seen/, or not a vault's state
 			}
 			dir := filepath.Join(root, e.Name())
@@ -135,7 +134,7 @@ func removeStateDirs(a *App, dirs []string, yes bool, cmd string) error {
 	for _, dir := range dirs {
 		when := lastUsed(dir).Format("2006-01-02")
 		switch {
-		case !fresh.WaitUnlocked(dir, 0):
+		case !session.WaitFreshnessUnlocked(dir, 0):
 			busy++
 			fmt.Fprintf(a.Stdout, "kept %s: the vault is mounted on this machine\n", dir)
 		case !yes:

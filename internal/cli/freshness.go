@@ -5,9 +5,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/encryptfs/encryptfs/internal/config"
-
-	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
 )
@@ -42,7 +39,7 @@ func newFreshnessSubcommand(a *App, name, short string) *cobra.Command {
 	u.register(fs, "password")
 	stateDir := new(string)
 	registerStateDir(fs, stateDir)
-	grace := fs.Duration("grace", fresh.DefaultGrace, "how long a behind state may last before it counts as rolled back")
+	grace := fs.Duration("grace", session.DefaultFreshnessGrace, "how long a behind state may last before it counts as rolled back")
 	flagGroup(fs, "Freshness", "state-dir", "grace")
 	cmd.RunE = func(_ *cobra.Command, pos []string) error {
 		dir, err := filepath.Abs(pos[0])
@@ -87,7 +84,7 @@ func newFreshnessSubcommand(a *App, name, short string) *cobra.Command {
 			case len(back) > 0:
 				return errorfCode(ExitFreshRolledBack, "freshness: %s was rolled back: its encryptfs.conf is older than one this machine opened it with (encryptfs freshness accept takes it)", dir)
 			}
-			return errorfCode(ExitUnsupported, "freshness: %s has no freshness (format %d without the feature flag %s): nothing records or checks rollback; encryptfs upgrade adds it", dir, c.Params.FormatVersion, config.FlagFreshness)
+			return errorfCode(ExitUnsupported, "freshness: %s has no freshness (format %d without the feature flag %s): nothing records or checks rollback; encryptfs upgrade adds it", dir, c.Params.FormatVersion, session.FlagFreshness)
 		}
 		if master == nil {
 			return fmt.Errorf("freshness: %s: the session kept no master key", dir)
@@ -97,25 +94,23 @@ func newFreshnessSubcommand(a *App, name, short string) *cobra.Command {
 		// config the unlock authenticated (its MAC under the master
 		// key): an attacker who writes CIPHERDIR cannot choose the state
 		// that checks the vault.
-		fo := fresh.Options{StateDir: session.FreshnessStateDir(*stateDir, params), VaultID: params.VaultID, Offline: true, Grace: *grace}
-		if fo.StateDir, err = filepath.Abs(fo.StateDir); err != nil {
+		state, err := filepath.Abs(session.FreshnessStateDir(*stateDir, params))
+		if err != nil {
 			return withCode(ExitUsage, err)
 		}
 		if mountedAt(dir) == "" {
 			// Right after an unmount the daemon may still write its
 			// last batch (and hold the state): wait for it, briefly.
-			fresh.WaitUnlocked(fo.StateDir, stateLockWait)
+			session.WaitFreshnessUnlocked(state, stateLockWait)
 		}
-		// OpenWithMasterKey, not New: the config's epoch keys (§3b)
-		// come with it; after a revoke the master key is K_e, and New
-		// would take it for K_0 (no name, header or freshness file of
-		// the vault authenticates).
-		fs, err := session.OpenWithMasterKey(dir, master, session.Options{Config: c, Freshness: &fo})
+		// The session opens the vault with the master key, so that the
+		// config's epoch keys (§3b) come with it (session.OpenFreshnessCheck).
+		fs, err := session.OpenFreshnessCheck(dir, master, c, session.FreshnessCheckOptions{StateDir: state, VaultID: params.VaultID, Grace: *grace})
 		if err != nil {
 			return err
 		}
 		defer fs.Close()
-		err = runFreshness(a, name, dir, fs.Freshness())
+		err = runFreshness(a, name, dir, fs)
 		if len(back) > 0 && name == "status" && ExitCode(err) != ExitFreshRolledBack {
 			return errorfCode(ExitFreshRolledBack, "freshness: %s was rolled back: its encryptfs.conf is older than one this machine opened it with (encryptfs freshness accept takes it)", dir)
 		}
@@ -125,7 +120,8 @@ func newFreshnessSubcommand(a *App, name, short string) *cobra.Command {
 }
 
 // runFreshness runs status or accept and prints the report on stdout.
-func runFreshness(a *App, name, dir string, fv *fresh.Vault) error {
+func runFreshness(a *App, name, dir string, s *session.Session) error {
+	fv := s.Freshness()
 	if name == "accept" {
 		rep, err := fv.Accept()
 		if err != nil {
@@ -145,9 +141,9 @@ func runFreshness(a *App, name, dir string, fv *fresh.Vault) error {
 	}
 	fmt.Fprintln(a.Stdout, rep.String())
 	switch rep.Status {
-	case fresh.Behind:
+	case session.FreshBehind:
 		return errorfCode(ExitFreshBehind, "freshness: %s is behind: %d issue(s), a sync in flight could explain them", dir, len(rep.Issues))
-	case fresh.RolledBack:
+	case session.FreshRolledBack:
 		return errorfCode(ExitFreshRolledBack, "freshness: %s was rolled back: %d issue(s) (encryptfs freshness accept records this state as seen)", dir, len(rep.Issues))
 	}
 	return nil

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -34,7 +32,7 @@ func registerStateDir(fs *pflag.FlagSet, dir *string) {
 // freshOptions are the session options of a command that uses freshness
 // of the vault in dir (config c) as use says, with the state directory
 // stateDir ("": the default) and the freshness log logger (nil: none).
-func (a *App) freshOptions(dir string, c *config.Config, use session.FreshnessUse, stateDir string, logger *log.Logger) session.Options {
+func (a *App) freshOptions(dir string, c *session.Config, use session.FreshnessUse, stateDir string, logger *log.Logger) session.Options {
 	if stateDir != "" {
 		// The daemon child may run elsewhere; an absolute path names
 		// one directory for both.
@@ -45,10 +43,10 @@ func (a *App) freshOptions(dir string, c *config.Config, use session.FreshnessUs
 	if use != session.FreshnessOff && hasFreshness(c) && mountedAt(dir) == "" {
 		// Right after an unmount the daemon may still write its last
 		// batch, holding the state: a writer would be refused
-		// (fresh.ErrLocked), a check would see it half done. Wait for
+		// (session.ErrFreshnessLocked), a check would see it half done. Wait for
 		// it, briefly. (The VaultID read here is not authenticated yet:
 		// it only chooses what to wait for.)
-		fresh.WaitUnlocked(session.FreshnessStateDir(stateDir, c.Params), stateLockWait)
+		session.WaitFreshnessUnlocked(session.FreshnessStateDir(stateDir, c.Params), stateLockWait)
 	}
 	o := session.Options{Config: c, Rand: a.Rand, FreshnessUse: use, FreshnessStateDir: stateDir, SeenDir: seenDir(stateDir)}
 	if logger != nil {
@@ -67,11 +65,11 @@ func seenDir(stateDir string) string {
 		}
 		return filepath.Join(stateDir, "seen")
 	}
-	return filepath.Join(fresh.DefaultStateRoot(os.Getenv), "seen")
+	return filepath.Join(session.FreshnessStateRoot(), "seen")
 }
 
 // mountSessionOptions are freshOptions for a mount with flags m.
-func mountSessionOptions(a *App, dir string, c *config.Config, m mountFlags, use session.FreshnessUse, logger *log.Logger) session.Options {
+func mountSessionOptions(a *App, dir string, c *session.Config, m mountFlags, use session.FreshnessUse, logger *log.Logger) session.Options {
 	o := a.freshOptions(dir, c, use, m.stateDir, logger)
 	o.SharedStorage = m.sharedStorage
 	o.FreshnessStrict = m.freshness == "strict"
@@ -117,7 +115,7 @@ func freshLog(dir string, logf func(string)) func(string) {
 }
 
 // hasFreshness reports whether the vault of config c records freshness.
-func hasFreshness(c *config.Config) bool { return c.Params.Has(config.FlagFreshness) }
+func hasFreshness(c *session.Config) bool { return c.Params.Has(session.FlagFreshness) }
 
 // mountFreshness is what a forward mount does with freshness: it records;
 // a read-only mount cannot (nothing reaches CIPHERDIR), so it checks once
@@ -132,7 +130,7 @@ func mountFreshness(m mountFlags) session.FreshnessUse {
 // mountChecked logs what a read-only mount's check at start finds, as a
 // recording mount's start does (one line, freshLog).
 // With --freshness strict a read-only mount refuses a vault that went
-// back, as a recording one does (fresh.ErrRolledBack).
+// back, as a recording one does (session.ErrRolledBack).
 func mountChecked(s *session.Session, dir string, m mountFlags, logger *log.Logger) error {
 	fv := s.Freshness()
 	if fv == nil || !m.readOnly {
@@ -143,9 +141,9 @@ func mountChecked(s *session.Session, dir string, m mountFlags, logger *log.Logg
 		logger.Printf("freshness: check: %v", err)
 		return nil
 	}
-	if rep.Status != fresh.OK && !rep.NothingRecorded() {
-		if rep.Status == fresh.RolledBack && m.freshness == "strict" {
-			return mountFreshError(fmt.Errorf("%w: %s", fresh.ErrRolledBack, plural(len(rep.Issues), "issue")), dir)
+	if rep.Status != session.FreshOK && !rep.NothingRecorded() {
+		if rep.Status == session.FreshRolledBack && m.freshness == "strict" {
+			return mountFreshError(fmt.Errorf("%w: %s", session.ErrRolledBack, plural(len(rep.Issues), "issue")), dir)
 		}
 		freshLog(dir, func(s string) { logger.Print(s) })(rep.String())
 	}
@@ -157,10 +155,10 @@ func mountChecked(s *session.Session, dir string, m mountFlags, logger *log.Logg
 // VaultID, in the same state directory) and a strict mount's refusal of
 // a vault in dir that went back (exit 28, with the next steps).
 func mountFreshError(err error, dir string) error {
-	if errors.Is(err, fresh.ErrLocked) {
+	if errors.Is(err, session.ErrFreshnessLocked) {
 		return alreadyMounted(dir, mountedAt(dir))
 	}
-	if errors.Is(err, fresh.ErrRolledBack) {
+	if errors.Is(err, session.ErrRolledBack) {
 		return withCode(ExitFreshRolledBack, fmt.Errorf("%w; not mounted (--freshness strict): see encryptfs freshness status %s, or take the vault as it is with encryptfs freshness accept %s", err, dir, dir))
 	}
 	return err
@@ -171,12 +169,12 @@ func mountFreshError(err error, dir string) error {
 // directory with a mount already serving it: that mount holds the state's
 // lock. (The VaultID read here is not authenticated yet: it only chooses
 // which lock to look at; the session takes the lock for real.)
-func checkNotMounted(dir string, c *config.Config, stateDir string) error {
+func checkNotMounted(dir string, c *session.Config, stateDir string) error {
 	if stateDir != "" || !hasFreshness(c) {
 		return nil
 	}
 	lock := session.FreshnessStateDir("", c.Params)
-	if lock == "" || fresh.WaitUnlocked(lock, 0) {
+	if lock == "" || session.WaitFreshnessUnlocked(lock, 0) {
 		return nil
 	}
 	if at := mountedAt(dir); at != "" {
@@ -184,7 +182,7 @@ func checkNotMounted(dir string, c *config.Config, stateDir string) error {
 	}
 	// No mount of it: a daemon that was just unmounted may still write
 	// its last batch. Wait for it as the unlock would.
-	if fresh.WaitUnlocked(lock, stateLockWait) {
+	if session.WaitFreshnessUnlocked(lock, stateLockWait) {
 		return nil
 	}
 	return alreadyMounted(dir, "")
@@ -234,11 +232,11 @@ func waitMountEnded(cipherDir string) string {
 	if cipherDir == "" {
 		return ""
 	}
-	c, err := config.Load(cipherDir)
+	c, err := session.LoadConfig(cipherDir)
 	if err != nil || !hasFreshness(c) {
 		return ""
 	}
 	dir := session.FreshnessStateDir("", c.Params)
-	fresh.WaitUnlocked(dir, stateLockWait)
+	session.WaitFreshnessUnlocked(dir, stateLockWait)
 	return dir
 }

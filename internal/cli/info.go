@@ -11,7 +11,6 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
@@ -66,7 +65,7 @@ func newInfoCommand(a *App) *cobra.Command {
 			out.KDF.Algorithm, out.KDF.Time, out.KDF.MemoryKiB, out.KDF.Threads = p.KDF.Algorithm, p.KDF.Time, p.KDF.MemoryKiB, p.KDF.Threads
 			out.FeatureFlags, out.Reverse = p.FeatureFlags, p.Reverse || isReverse
 			out.VaultID = hex.EncodeToString(p.VaultID)
-			if p.Has(config.FlagFreshness) {
+			if p.Has(session.FlagFreshness) {
 				out.FreshnessStateDir = session.FreshnessStateDir("", p)
 			}
 			if c.IsV2() {
@@ -95,7 +94,7 @@ func newInfoCommand(a *App) *cobra.Command {
 		if p.VaultID != nil {
 			fmt.Fprintf(a.Stdout, "Vault ID:       %s (location binding)\n", hex.EncodeToString(p.VaultID))
 		}
-		if p.Has(config.FlagFreshness) {
+		if p.Has(session.FlagFreshness) {
 			// Where this machine keeps what it saw of the vault (by
 			// default): encryptfs freshness status checks it.
 			fmt.Fprintf(a.Stdout, "Freshness:      on; this machine's state in %s (default)\n", session.FreshnessStateDir("", p))
@@ -135,15 +134,15 @@ func escapeJSONForTerminal(b []byte) []byte {
 // loadAnyConfig loads dir's config: the reverse-mode one with reverse,
 // else the forward one, or, when dir has none, a reverse-mode one after all
 // (with a note on stderr). isReverse tells which was read.
-func (a *App) loadAnyConfig(dir string, reverse bool) (c *config.Config, isReverse bool, err error) {
+func (a *App) loadAnyConfig(dir string, reverse bool) (c *session.Config, isReverse bool, err error) {
 	if reverse {
 		c, err = a.loadReverseConfig(dir)
 		return c, err == nil, err
 	}
 	c, err = a.loadConfig(dir)
-	if errors.Is(err, config.ErrNotFound) {
+	if errors.Is(err, session.ErrConfigNotFound) {
 		if rc, rerr := a.loadReverseConfig(dir); rerr == nil {
-			fmt.Fprintf(a.Stderr, "encryptfs: %s is set up for reverse mode (%s)\n", dir, config.ReverseFileName)
+			fmt.Fprintf(a.Stderr, "encryptfs: %s is set up for reverse mode (%s)\n", dir, session.ReverseConfigFileName)
 			return rc, true, nil
 		}
 	}
@@ -154,11 +153,11 @@ func (a *App) loadAnyConfig(dir string, reverse bool) (c *config.Config, isRever
 // apart: missing directory, not a vault, corrupt config (including one
 // that is not a regular file or too large, see config.ReadFile). Unlocking
 // it is limited to the memory this machine has (limitKDFMemory).
-func (a *App) loadConfig(dir string) (*config.Config, error) {
+func (a *App) loadConfig(dir string) (*session.Config, error) {
 	if err := checkDir(dir, ExitCipherDir, "CIPHERDIR"); err != nil {
 		return nil, err
 	}
-	c, err := config.Load(dir)
+	c, err := session.LoadConfig(dir)
 	if err != nil {
 		return nil, configLoadError(dir, err)
 	}
@@ -170,12 +169,12 @@ func (a *App) loadConfig(dir string) (*config.Config, error) {
 // to do, in one sentence.
 func configLoadError(dir string, err error) error {
 	switch {
-	case errors.Is(err, config.ErrNotFound):
+	case errors.Is(err, session.ErrConfigNotFound):
 		return reword(err, "%s has no encryptfs.conf, so it is not a vault (wrong directory? encryptfs init DIR makes a vault in an empty directory)", dir)
-	case errors.Is(err, config.ErrCorrupt):
-		detail := strings.TrimPrefix(err.Error(), config.ErrCorrupt.Error())
+	case errors.Is(err, session.ErrConfigCorrupt):
+		detail := strings.TrimPrefix(err.Error(), session.ErrConfigCorrupt.Error())
 		detail = strings.TrimPrefix(detail, ": ")
-		return reword(err, "%s is corrupt or was edited (%s); put back a copy of this vault's encryptfs.conf from a backup", filepath.Join(dir, config.FileName), withoutInternalPrefixes(detail))
+		return reword(err, "%s is corrupt or was edited (%s); put back a copy of this vault's encryptfs.conf from a backup", filepath.Join(dir, session.ConfigFileName), withoutInternalPrefixes(detail))
 	}
 	return fmt.Errorf("%s: %w", dir, err)
 }

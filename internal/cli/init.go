@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -63,7 +62,7 @@ func newInitCommand(a *App) *cobra.Command {
 	passSourceFlags(fs, &src, "password")
 	cipherName := fs.String("cipher", "aes-gcm", "content cipher: aes-gcm or xchacha")
 	chunk := fs.String("chunk-size", strconv.Itoa(session.DefaultChunkSize), "chunk `SIZE` in bytes (power of two, 4k..1M; suffix k or M allowed)")
-	format := fs.Int("format", config.FormatVersion2, "config format: 2 (key slots: password, keyfiles, age identities, recovery key) or 1 (one password, as encryptfs 0.1 made); --reverse is always 1")
+	format := fs.Int("format", session.FormatVersion2, "config format: 2 (key slots: password, keyfiles, age identities, recovery key) or 1 (one password, as encryptfs 0.1 made); --reverse is always 1")
 	noRecovery := fs.Bool("no-recovery-key", false, "format 2: make no recovery key slot (the password is then the only way in until key add)")
 	fileRoots := fs.Bool("file-roots", true, "format 2: authenticate each file as one version (no chunk splicing, truncation or zeroed chunks); costs 16 bytes per chunk and 128 bytes of header (docs/format.md §16)")
 	compactRoots := fs.Bool("compact-roots", true, "format 2, with --file-roots: store tag block 0 in two pieces after chunks 0 and 15, so that a small file pays no 4 KiB tag block; =false keeps the layout of vaults made before it (encryptfs upgrade converts such a vault) (docs/format.md §16)")
@@ -74,20 +73,20 @@ func newInitCommand(a *App) *cobra.Command {
 	kf.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, pos []string) error {
 		switch {
-		case *reverse && fs.Changed("format") && *format != config.FormatVersion1:
+		case *reverse && fs.Changed("format") && *format != session.FormatVersion1:
 			return usageErrorf("init: --reverse makes a format-1 config (reverse mode has no key slots); drop --format %d", *format)
-		case *format != config.FormatVersion1 && *format != config.FormatVersion2:
+		case *format != session.FormatVersion1 && *format != session.FormatVersion2:
 			return usageErrorf("init: --format %d: use 1 or 2", *format)
-		case *noRecovery && (*reverse || *format == config.FormatVersion1):
+		case *noRecovery && (*reverse || *format == session.FormatVersion1):
 			return usageErrorf("init: --no-recovery-key is for format 2, which has a recovery key slot")
-		case (fs.Changed("file-roots") || fs.Changed("freshness")) && (*reverse || *format == config.FormatVersion1):
+		case (fs.Changed("file-roots") || fs.Changed("freshness")) && (*reverse || *format == session.FormatVersion1):
 			return usageErrorf("init: --file-roots and --freshness are features of format 2")
 		case fs.Changed("compact-roots") && *compactRoots && !*fileRoots:
 			return usageErrorf("init: --compact-roots is a layout of file roots; drop --file-roots=false")
-		case fs.Changed("compact-roots") && (*reverse || *format == config.FormatVersion1):
+		case fs.Changed("compact-roots") && (*reverse || *format == session.FormatVersion1):
 			return usageErrorf("init: --compact-roots is a feature of format 2")
 		}
-		if *format == config.FormatVersion2 && !*reverse {
+		if *format == session.FormatVersion2 && !*reverse {
 			return runInitV2(a, pos[0], *cipherName, *chunk, kf, src, initFeatures{recovery: !*noRecovery, fileRoots: *fileRoots, compactRoots: *compactRoots, freshness: *freshness})
 		}
 		return runInit(a, pos[0], *cipherName, fs.Changed("cipher"), *chunk, *reverse, kf, src)
@@ -205,42 +204,37 @@ func cmdInitReverse(a *App, dir, cipherName string, cipherSet bool, chunk string
 }
 
 // describeParams is the one-line summary init prints of a new vault.
-func describeParams(p config.Params) string {
+func describeParams(p session.Params) string {
 	return fmt.Sprintf("%s, %d-byte chunks, Argon2id t=%d m=%d MiB p=%d",
 		p.Cipher, p.ChunkSize, p.KDF.Time, p.KDF.MemoryKiB/1024, p.KDF.Threads)
 }
 
 // vaultParams builds and checks a new vault's parameters from init's flags.
-func vaultParams(a *App, alg session.Algorithm, chunk string, kf kdfFlags) (config.Params, error) {
+func vaultParams(a *App, alg session.Algorithm, chunk string, kf kdfFlags) (session.Params, error) {
 	chunkSize, err := parseSize(chunk)
 	if err != nil {
-		return config.Params{}, usageErrorf("init: --chunk-size: %v", err)
+		return session.Params{}, usageErrorf("init: --chunk-size: %v", err)
 	}
 	k, err := kf.params(a.Rand, a.defaultKDF())
 	if err != nil {
-		return config.Params{}, err
+		return session.Params{}, err
 	}
-	p := config.NewParams(string(alg), chunkSize, k)
+	p := session.NewParams(string(alg), chunkSize, k)
 	if err := p.Validate(); err != nil {
-		return config.Params{}, withCode(ExitUsage, fmt.Errorf("init: %w", err))
+		return session.Params{}, withCode(ExitUsage, fmt.Errorf("init: %w", err))
 	}
 	return p, nil
 }
 
 // newConfig asks for the new password (twice on a terminal) and wraps a
 // fresh master key under it. The caller clears the returned master key.
-func newConfig(a *App, p config.Params, src passSource) (*config.Config, []byte, error) {
+func newConfig(a *App, p session.Params, src passSource) (*session.Config, []byte, error) {
 	pw, err := a.readPassword(src, "New password", true)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer clear(pw)
-	c, masterKey, err := config.Create(p, pw, a.Rand)
-	if err != nil {
-		return nil, nil, err
-	}
-	c.Creator = creator
-	return c, masterKey, nil
+	return session.CreateConfig(p, creator, pw, a.Rand)
 }
 
 // creator is the Creator init writes into a new config.

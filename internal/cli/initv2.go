@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
@@ -38,22 +37,22 @@ func runInitV2(a *App, dir, cipherName, chunk string, kf kdfFlags, src passSourc
 	}
 	// Location binding (docs/format.md §14) is on for every new format-2
 	// vault: its VaultID is drawn here, with the rest of the randomness.
-	vaultID := make([]byte, config.VaultIDSize)
+	vaultID := make([]byte, session.VaultIDSize)
 	if _, err := io.ReadFull(a.Rand, vaultID); err != nil {
 		return fmt.Errorf("init: random VaultID: %w", err)
 	}
 	// So are file roots (§16) and freshness (§15), which need the
 	// binding: a new vault's first mount records it.
-	p, err := config.NewParamsV2(string(alg), chunkSize).WithBoundLocations(vaultID)
+	p, err := session.NewParamsV2(alg, chunkSize).WithBoundLocations(vaultID)
 	if err == nil && ft.fileRoots {
-		p, err = p.WithFeature(config.FlagFileRoots)
+		p, err = p.WithFeature(session.FlagFileRoots)
 		if err == nil && ft.compactRoots {
 			// The compact layout (§16): a small file pays no tag block.
-			p, err = p.WithFeature(config.FlagCompactRoots)
+			p, err = p.WithFeature(session.FlagCompactRoots)
 		}
 	}
 	if err == nil && ft.freshness {
-		p, err = p.WithFeature(config.FlagFreshness)
+		p, err = p.WithFeature(session.FlagFreshness)
 	}
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("init: %w", err))
@@ -69,14 +68,14 @@ func runInitV2(a *App, dir, cipherName, chunk string, kf kdfFlags, src passSourc
 		return interrupt.fail(err)
 	}
 	defer clear(pw)
-	slots := []keyslot.NewSlot{{Type: config.SlotPassword, Label: "password", Password: pw, KDF: k}}
+	slots := []keyslot.NewSlot{{Type: session.SlotPassword, Label: "password", Password: pw, KDF: k}}
 	var recoveryKey []byte
 	if recovery {
 		if recoveryKey, err = keyslot.NewRecoveryKey(a.Rand); err != nil {
 			return interrupt.fail(err)
 		}
 		defer clear(recoveryKey)
-		slots = append(slots, keyslot.NewSlot{Type: config.SlotRecovery, Label: "recovery", RecoveryKey: recoveryKey})
+		slots = append(slots, keyslot.NewSlot{Type: session.SlotRecovery, Label: "recovery", RecoveryKey: recoveryKey})
 	}
 	// The same creation path as format 1 (session.Create): a failed step
 	// leaves dir empty again, so that init can be retried.

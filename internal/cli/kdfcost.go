@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/sys/unix"
 )
@@ -41,7 +40,7 @@ func (a *App) defaultKDF() kdfCosts {
 // limitKDFMemory bounds the Argon2id memory that unlocking c may take to
 // the memory this machine has available (config.LimitKDFMemory says why).
 // When that cannot be read, only kdf's own ceiling applies.
-func (a *App) limitKDFMemory(c *config.Config) {
+func (a *App) limitKDFMemory(c *session.Config) {
 	avail := a.memAvailableKiB
 	if avail == nil {
 		avail = memAvailableKiB

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
 )
 
@@ -95,7 +95,7 @@ func newKeyListCommand(a *App) *cobra.Command {
 			return err
 		}
 		if !c.IsV2() {
-			return withCode(ExitUnsupported, fmt.Errorf("%s: %w", dir, config.ErrNotV2))
+			return withCode(ExitUnsupported, fmt.Errorf("%s: %w", dir, session.ErrNotV2))
 		}
 		if !*verify && unlockFlagsChanged(cmd) {
 			return usageErrorf("key list: the unlock flags go with --verify")
@@ -158,15 +158,15 @@ func newKeyRemoveCommand(a *App) *cobra.Command {
 	cmd.RunE = func(_ *cobra.Command, pos []string) error {
 		dir := pos[0]
 		id, err := strconv.Atoi(pos[1])
-		if err != nil || id < config.MinSlotID || id > config.MaxSlotID {
-			return usageErrorf("key remove: %q is not a key slot ID (a number from %d to %d; see encryptfs key list)", pos[1], config.MinSlotID, config.MaxSlotID)
+		if err != nil || id < session.MinSlotID || id > session.MaxSlotID {
+			return usageErrorf("key remove: %q is not a key slot ID (a number from %d to %d; see encryptfs key list)", pos[1], session.MinSlotID, session.MaxSlotID)
 		}
 		c, err := a.loadConfig(dir)
 		if err != nil {
 			return err
 		}
 		if !c.IsV2() {
-			return withCode(ExitUnsupported, fmt.Errorf("%s: %w", dir, config.ErrNotV2))
+			return withCode(ExitUnsupported, fmt.Errorf("%s: %w", dir, session.ErrNotV2))
 		}
 		s, err := a.unlockVault(dir, c, u, unlockExistingPrompt)
 		if err != nil {
@@ -192,10 +192,10 @@ func newKeyRemoveCommand(a *App) *cobra.Command {
 func slotError(cmd string, id int, err error) error {
 	switch ExitCode(err) {
 	case ExitKeySlot:
-		if errors.Is(err, config.ErrLastSlot) {
+		if errors.Is(err, session.ErrLastSlot) {
 			return errorfCode(ExitKeySlot, "%s: key slot %d is the vault's last one; add another first (encryptfs key add), or nobody could open the vault", cmd, id)
 		}
-		if errors.Is(err, config.ErrUnknownSlot) {
+		if errors.Is(err, session.ErrUnknownSlot) {
 			return errorfCode(ExitKeySlot, "%s: the vault has no key slot %d (see encryptfs key list)", cmd, id)
 		}
 	}

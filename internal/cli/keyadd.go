@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
 )
 
@@ -37,16 +37,16 @@ type keyAddFlags struct {
 func (f keyAddFlags) slotType() (string, error) {
 	var implied []string
 	if len(f.recipients) > 0 || len(f.rcptFiles) > 0 {
-		implied = append(implied, config.SlotAge)
+		implied = append(implied, session.SlotAge)
 	}
 	if f.newKeyfile != "" {
-		implied = append(implied, config.SlotKeyfile)
+		implied = append(implied, session.SlotKeyfile)
 	}
 	if f.recovery {
-		implied = append(implied, config.SlotRecovery)
+		implied = append(implied, session.SlotRecovery)
 	}
 	if f.newSrc != (passSource{}) {
-		implied = append(implied, config.SlotPassword)
+		implied = append(implied, session.SlotPassword)
 	}
 	if len(implied) > 1 {
 		return "", usageErrorf("key add: one slot at a time: --recipient, --new-keyfile, --recovery and --new-passfile/--new-extpass make different kinds")
@@ -56,20 +56,20 @@ func (f keyAddFlags) slotType() (string, error) {
 	case typ == "" && len(implied) == 1:
 		typ = implied[0]
 	case typ == "":
-		typ = config.SlotPassword
+		typ = session.SlotPassword
 	case len(implied) == 1 && implied[0] != typ:
 		return "", usageErrorf("key add: --type %s does not go with the flags of a %s slot", typ, implied[0])
 	}
 	switch typ {
-	case config.SlotAge:
+	case session.SlotAge:
 		if len(f.recipients) == 0 && len(f.rcptFiles) == 0 {
 			return "", usageErrorf("key add: an age slot needs -r RECIPIENT (age1..., ssh-ed25519 ..., or a plugin's such as age1yubikey1...) or -R FILE")
 		}
-	case config.SlotKeyfile:
+	case session.SlotKeyfile:
 		if f.newKeyfile == "" {
 			return "", usageErrorf("key add: a keyfile slot needs --new-keyfile FILE")
 		}
-	case config.SlotPassword, config.SlotRecovery:
+	case session.SlotPassword, session.SlotRecovery:
 	default:
 		return "", usageErrorf("key add: --type %q: use password, keyfile, age or recovery", typ)
 	}
@@ -109,7 +109,7 @@ func runKeyAdd(a *App, dir string, u unlockFlags, f keyAddFlags) error {
 		return err
 	}
 	ns := keyslot.NewSlot{Type: typ, Label: f.label}
-	if typ == config.SlotPassword {
+	if typ == session.SlotPassword {
 		if ns.KDF, err = f.kdf.params(a.Rand, a.defaultKDF()); err != nil {
 			return err
 		}
@@ -118,7 +118,7 @@ func runKeyAdd(a *App, dir string, u unlockFlags, f keyAddFlags) error {
 	}
 	// The recipients are read and checked before anything is asked.
 	var recipients []string
-	if typ == config.SlotAge {
+	if typ == session.SlotAge {
 		if recipients, err = keyAddRecipients(a, u, f); err != nil {
 			return err
 		}
@@ -128,15 +128,15 @@ func runKeyAdd(a *App, dir string, u unlockFlags, f keyAddFlags) error {
 		return err
 	}
 	if !c.IsV2() {
-		return withCode(ExitUnsupported, fmt.Errorf("%s: %w", dir, config.ErrNotV2))
+		return withCode(ExitUnsupported, fmt.Errorf("%s: %w", dir, session.ErrNotV2))
 	}
-	if typ == config.SlotPassword {
+	if typ == session.SlotPassword {
 		if err := c.CheckKDFMemory(ns.KDF.MemoryKiB); err != nil {
 			return fmt.Errorf("key add: %w (choose a smaller --kdf-memory)", err)
 		}
 	}
 	var newFile string // a keyfile made here, removed again if the slot is not added
-	if typ == config.SlotKeyfile {
+	if typ == session.SlotKeyfile {
 		if ns.Keyfile, newFile, err = keyfileFor(a, dir, f.newKeyfile); err != nil {
 			return err
 		}
@@ -154,17 +154,17 @@ func runKeyAdd(a *App, dir string, u unlockFlags, f keyAddFlags) error {
 	}
 	defer s.Close()
 	switch typ {
-	case config.SlotPassword:
+	case session.SlotPassword:
 		if ns.Password, err = a.readPassword(f.newSrc, "New password for the new slot", true); err != nil {
 			return err
 		}
 		defer clear(ns.Password)
-	case config.SlotRecovery:
+	case session.SlotRecovery:
 		if ns.RecoveryKey, err = keyslot.NewRecoveryKey(a.Rand); err != nil {
 			return err
 		}
 		defer clear(ns.RecoveryKey)
-	case config.SlotAge:
+	case session.SlotAge:
 		ns.UI = a.pluginUI()
 	}
 	existing, err := s.Slots()
@@ -172,7 +172,7 @@ func runKeyAdd(a *App, dir string, u unlockFlags, f keyAddFlags) error {
 		return err
 	}
 	slots := []keyslot.NewSlot{ns}
-	if typ == config.SlotAge {
+	if typ == session.SlotAge {
 		slots = slots[:0]
 		for _, r := range recipients {
 			n := ns
@@ -192,7 +192,7 @@ func runKeyAdd(a *App, dir string, u unlockFlags, f keyAddFlags) error {
 	switch {
 	case newFile != "":
 		fmt.Fprintf(a.Stdout, "Wrote the new keyfile %s (%d random bytes, mode 0400): keep it like a password.\n", newFile, newKeyfileSize)
-	case typ == config.SlotRecovery:
+	case typ == session.SlotRecovery:
 		printRecoveryKey(a, a.Stdout, ns.RecoveryKey, ids[0])
 	}
 	return nil
@@ -237,8 +237,8 @@ func keyAddRecipients(a *App, u unlockFlags, f keyAddFlags) ([]string, error) {
 		}
 		out = append(out, rs...)
 	}
-	if len(out) > config.MaxSlots {
-		return nil, errorfCode(ExitKeySlot, "key add: %d recipients, and a vault holds at most %d key slots", len(out), config.MaxSlots)
+	if len(out) > session.MaxSlots {
+		return nil, errorfCode(ExitKeySlot, "key add: %d recipients, and a vault holds at most %d key slots", len(out), session.MaxSlots)
 	}
 	return out, nil
 }
@@ -277,8 +277,8 @@ func addSlotError(err error) error {
 	switch {
 	case errors.Is(err, keyslot.ErrRecipient), errors.Is(err, keyslot.ErrLabel):
 		return withCode(ExitUsage, fmt.Errorf("key add: %w", err))
-	case errors.Is(err, config.ErrSlotLimit):
-		return errorfCode(ExitKeySlot, "key add: the vault has the most key slots it can hold (%d); remove one first", config.MaxSlots)
+	case errors.Is(err, session.ErrSlotLimit):
+		return errorfCode(ExitKeySlot, "key add: the vault has the most key slots it can hold (%d); remove one first", session.MaxSlots)
 	}
 	return fmt.Errorf("key add: %w", err)
 }

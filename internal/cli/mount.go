@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/sys/unix"
@@ -106,7 +105,7 @@ func newMountCommand(a *App) *cobra.Command {
 
 // mountReverse mounts the reverse view of PLAINDIR (format 1 only): the
 // daemon child unlocks with the password or master key the parent read.
-func mountReverse(a *App, c *config.Config, plainDir, mountPoint string, m mountFlags) error {
+func mountReverse(a *App, c *session.Config, plainDir, mountPoint string, m mountFlags) error {
 	if len(m.unlock.keyfiles) > 0 || len(m.unlock.identities) > 0 || len(m.unlock.credentials) > 0 {
 		return usageErrorf("mount: --reverse opens with a password or the master key; keyfiles, identities and credentials are for format-2 vaults")
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
 
@@ -103,25 +102,18 @@ func newPasswdCommand(a *App) *cobra.Command {
 			return err
 		}
 		defer clear(pw)
-		previous, err := c.Marshal()
-		if err != nil {
+		if err := session.RewrapConfig(dir, c, isReverse, masterKey, pw, k, *backup, a.Rand); err != nil {
 			return err
-		}
-		if err := c.Rewrap(masterKey, pw, k, a.Rand); err != nil {
-			return err
-		}
-		if *backup != "" {
-			if err := config.WriteBackup(*backup, previous); err != nil {
-				return err
-			}
 		}
 		if isReverse {
-			return saveReverseConfig(a, dir, c, *backup)
+			// Only a --backup outside PLAINDIR is written (a ".bak" next
+			// to it would show up in the encrypted view), and every copy of
+			// the view made before holds the previous config as its
+			// encryptfs.conf anyway.
+			fmt.Fprintf(a.Stdout, "Password changed. Views mounted from now on (and copies of them) use it; a mounted view keeps the old config until remounted.\n")
+		} else {
+			fmt.Fprintln(a.Stdout, "Password changed.")
 		}
-		if err := c.Save(dir); err != nil {
-			return err
-		}
-		fmt.Fprintln(a.Stdout, "Password changed.")
 		noteBackup(a, *backup)
 		return nil
 	}
@@ -130,7 +122,7 @@ func newPasswdCommand(a *App) *cobra.Command {
 
 // checkVaultMasterKey opens the forward vault in dir (config c) with
 // masterKey only to check the key against the vault's root names.
-func checkVaultMasterKey(a *App, dir string, c *config.Config, masterKey []byte) (checked bool, err error) {
+func checkVaultMasterKey(a *App, dir string, c *session.Config, masterKey []byte) (checked bool, err error) {
 	s, err := openSession(dir, c, masterKey, true, session.Options{FreshnessUse: session.FreshnessOff, SeenDir: seenDir("")})
 	if err != nil {
 		return false, err
@@ -175,21 +167,4 @@ func resolvedAbs(path string) (string, error) {
 		return "", err
 	}
 	return filepath.Abs(p)
-}
-
-// saveReverseConfig writes PLAINDIR's re-wrapped reverse config. Only a
-// --backup outside PLAINDIR is written (a ".bak" next to it would show up
-// in the encrypted view), and every copy of the view made before holds the
-// previous config as its encryptfs.conf anyway.
-func saveReverseConfig(a *App, dir string, c *config.Config, backup string) error {
-	data, err := c.Marshal()
-	if err != nil {
-		return err
-	}
-	if err := config.WriteFileAtomic(dir, config.ReverseFileName, data); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.Stdout, "Password changed. Views mounted from now on (and copies of them) use it; a mounted view keeps the old config until remounted.\n")
-	noteBackup(a, backup)
-	return nil
 }

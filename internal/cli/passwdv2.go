@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
@@ -14,7 +13,7 @@ import (
 // vault's only password slot. The other slots are untouched.
 // With revoke the master key is revoked as well (revoke.go): the slot gets
 // the new password and the new key, every other slot the new key.
-func passwdV2(a *App, dir string, c *config.Config, u unlockFlags, newSrc passSource, kf kdfFlags, slotID int, backup string, revoke bool) error {
+func passwdV2(a *App, dir string, c *session.Config, u unlockFlags, newSrc passSource, kf kdfFlags, slotID int, backup string, revoke bool) error {
 	previous := append([]byte(nil), c.Raw()...)
 	s, err := a.unlockVault(dir, c, u, "Current password")
 	if err != nil {
@@ -47,7 +46,7 @@ func passwdV2(a *App, dir string, c *config.Config, u unlockFlags, newSrc passSo
 	}
 	defer clear(pw)
 	if backup != "" {
-		if err := config.WriteBackup(backup, previous); err != nil {
+		if err := session.WriteConfigBackup(backup, previous); err != nil {
 			return err
 		}
 	}
@@ -76,12 +75,12 @@ func passwdV2(a *App, dir string, c *config.Config, u unlockFlags, newSrc passSo
 func passwordSlot(s *session.Session, slots []keyslot.Info, want int) (keyslot.Info, error) {
 	var passwords []keyslot.Info
 	for _, si := range slots {
-		if si.Type == config.SlotPassword {
+		if si.Type == session.SlotPassword {
 			passwords = append(passwords, si)
 		}
 	}
 	if want == 0 {
-		if id, typ := s.UnlockedBy(); typ == config.SlotPassword {
+		if id, typ := s.UnlockedBy(); typ == session.SlotPassword {
 			want = id
 		} else if len(passwords) == 1 {
 			want = passwords[0].ID

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/pflag"
@@ -68,11 +67,11 @@ func reverseCipher(cipherName string, cipherSet bool) error {
 // mounts: it writes dir/.encryptfs.reverse.conf (parameters p, aes-256-siv)
 // wrapping a new master key under a new password, and shows the master key
 // once. Nothing else in dir is touched.
-func initReverse(a *App, dir string, p config.Params, src passSource) error {
+func initReverse(a *App, dir string, p session.Params, src passSource) error {
 	if err := checkDir(dir, ExitCipherDir, "PLAINDIR"); err != nil {
 		return err
 	}
-	for _, name := range []string{config.ReverseFileName, config.FileName} {
+	for _, name := range []string{session.ReverseConfigFileName, session.ConfigFileName} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return errorfCode(ExitCipherDir, "init: %s already has %s; it is already set up (or is a vault)", dir, name)
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -84,14 +83,10 @@ func initReverse(a *App, dir string, p config.Params, src passSource) error {
 		return err
 	}
 	defer clear(masterKey)
-	data, err := c.Marshal()
-	if err != nil {
-		return err
-	}
-	if err := config.WriteFileAtomic(dir, config.ReverseFileName, data); err != nil {
+	if err := session.SaveReverseConfig(dir, c); err != nil {
 		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
 	}
-	fmt.Fprintf(a.Stdout, "Created reverse config %s (%s).\n", filepath.Join(dir, config.ReverseFileName), describeParams(p))
+	fmt.Fprintf(a.Stdout, "Created reverse config %s (%s).\n", filepath.Join(dir, session.ReverseConfigFileName), describeParams(p))
 	printMasterKey(a, a.Stdout, masterKey)
 	fmt.Fprintf(a.Stdout, "Mount the encrypted view with: encryptfs mount --reverse %s MOUNTPOINT\n", dir)
 	return nil
@@ -99,13 +94,13 @@ func initReverse(a *App, dir string, p config.Params, src passSource) error {
 
 // loadReverseConfig loads PLAINDIR's reverse config, telling apart a
 // missing directory, a directory never set up, and a corrupt config.
-func (a *App) loadReverseConfig(dir string) (*config.Config, error) {
+func (a *App) loadReverseConfig(dir string) (*session.Config, error) {
 	if err := checkDir(dir, ExitCipherDir, "PLAINDIR"); err != nil {
 		return nil, err
 	}
-	c, err := config.LoadFile(dir, config.ReverseFileName)
-	if errors.Is(err, config.ErrNotFound) {
-		return nil, errorfCode(ExitCipherDir, "%s has no %s; set it up with: encryptfs init --reverse %s", dir, config.ReverseFileName, dir)
+	c, err := session.LoadReverseConfig(dir)
+	if errors.Is(err, session.ErrConfigNotFound) {
+		return nil, errorfCode(ExitCipherDir, "%s has no %s; set it up with: encryptfs init --reverse %s", dir, session.ReverseConfigFileName, dir)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
@@ -121,7 +116,7 @@ func (a *App) loadReverseConfig(dir string) (*config.Config, error) {
 // or master key), mounts the read-only view of plainDir on mountPoint,
 // reports readiness through ready (if not nil) and serves until unmounted
 // or signalled.
-func serveReverse(a *App, c *config.Config, plainDir, mountPoint string, m mountFlags, rev reverseFlags, secret []byte, logger *log.Logger, ready func() error) error {
+func serveReverse(a *App, c *session.Config, plainDir, mountPoint string, m mountFlags, rev reverseFlags, secret []byte, logger *log.Logger, ready func() error) error {
 	if m.idle > 0 {
 		return usageErrorf("mount: --idle is not supported with --reverse")
 	}

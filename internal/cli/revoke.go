@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
@@ -24,7 +23,7 @@ const revokeFlagUsage = "format 2: also revoke the master key (a new key epoch):
 // revokeSpec adds to spec the credentials u offers again (keyfiles,
 // systemd credentials; with askPassword, the password, read again from
 // its source) for re-wrapping the slots they open. wipe clears them.
-func revokeSpec(a *App, c *config.Config, u unlockFlags, spec keyslot.RevokeSpec, askPassword bool) (keyslot.RevokeSpec, func(), error) {
+func revokeSpec(a *App, c *session.Config, u unlockFlags, spec keyslot.RevokeSpec, askPassword bool) (keyslot.RevokeSpec, func(), error) {
 	u.identities = nil // age slots need no identity; do not prompt for one again
 	cr, wipe, err := a.credentials(c, u, "Password (again, to keep its key slot)")
 	if err != nil {
@@ -45,9 +44,9 @@ func revokeSpec(a *App, c *config.Config, u unlockFlags, spec keyslot.RevokeSpec
 
 // hasOtherPasswordSlot tells whether a password slot stays that spec does
 // not already give a password for.
-func hasOtherPasswordSlot(c *config.Config, spec keyslot.RevokeSpec) bool {
+func hasOtherPasswordSlot(c *session.Config, spec keyslot.RevokeSpec) bool {
 	for _, s := range c.Slots {
-		if s.Header.Type == config.SlotPassword && s.Header.ID != spec.Remove && s.Header.ID != spec.PasswordSlot {
+		if s.Header.Type == session.SlotPassword && s.Header.ID != spec.Remove && s.Header.ID != spec.PasswordSlot {
 			return true
 		}
 	}
@@ -88,12 +87,12 @@ func revokeError(cmd string, err error) error {
 
 // keyRemoveRevoke is key remove ID --revoke: slot id is dropped and the
 // master key revoked in one config write.
-func keyRemoveRevoke(a *App, dir string, c *config.Config, u unlockFlags, s *session.Session, id int) error {
+func keyRemoveRevoke(a *App, dir string, c *session.Config, u unlockFlags, s *session.Session, id int) error {
 	if _, _, err := c.SlotByID(id); err != nil {
 		return slotError("key remove", id, err)
 	}
 	if len(c.Slots) == 1 {
-		return slotError("key remove", id, config.ErrLastSlot)
+		return slotError("key remove", id, session.ErrLastSlot)
 	}
 	if !s.Tree().Bound() { // before a password is read again
 		return revokeError("key remove", session.ErrRevokeUnbound)

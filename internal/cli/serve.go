@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/serve"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/vault"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -129,7 +129,7 @@ func serveWebDAV(a *App, dir string, f serveFlags) error {
 
 // serveVault unlocks the vault as a foreground mount does: it records
 // freshness (a read-only server checks once at start, as mount --ro).
-func serveVault(a *App, dir string, c *config.Config, f serveFlags, logger *log.Logger) (*vault.Vault, error) {
+func serveVault(a *App, dir string, c *session.Config, f serveFlags, logger *log.Logger) (*vault.Vault, error) {
 	m := mountFlags{readOnly: f.readOnly, sharedStorage: f.sharedStorage, stateDir: f.stateDir, unlock: f.unlock}
 	s, err := a.unlockVaultWith(dir, c, f.unlock, "Password", mountSessionOptions(a, dir, c, m, mountFreshness(m), logger))
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/session"
 )
 
@@ -21,7 +20,7 @@ import (
 // password. The mount's daemon child uses it with the key its parent
 // unlocked; the commands unlock with unlockVault.
 // o are the session options beyond the config (freshness).
-func openSession(dir string, c *config.Config, secret []byte, isMasterKey bool, o session.Options) (*session.Session, error) {
+func openSession(dir string, c *session.Config, secret []byte, isMasterKey bool, o session.Options) (*session.Session, error) {
 	o.Config = c
 	var s *session.Session
 	var err error
@@ -45,13 +44,13 @@ func openSession(dir string, c *config.Config, secret []byte, isMasterKey bool, 
 // is not checked here (checkMasterKey does, where the command needs it).
 // A key from an age slot that could not be checked against the vault's
 // names gets a one-line warning.
-func (a *App) unlockVault(dir string, c *config.Config, u unlockFlags, prompt string) (*session.Session, error) {
+func (a *App) unlockVault(dir string, c *session.Config, u unlockFlags, prompt string) (*session.Session, error) {
 	return a.unlockVaultWith(dir, c, u, prompt, session.Options{Config: c, Rand: a.Rand, FreshnessUse: session.FreshnessOff, SeenDir: seenDir("")})
 }
 
 // unlockVaultWith is unlockVault with session options o (upgrade opens a
 // half-upgraded vault with o.Upgrading).
-func (a *App) unlockVaultWith(dir string, c *config.Config, u unlockFlags, prompt string, o session.Options) (*session.Session, error) {
+func (a *App) unlockVaultWith(dir string, c *session.Config, u unlockFlags, prompt string, o session.Options) (*session.Session, error) {
 	if err := u.check(); err != nil {
 		return nil, err
 	}
@@ -74,14 +73,14 @@ func (a *App) unlockVaultWith(dir string, c *config.Config, u unlockFlags, promp
 		if c.IsV2() {
 			cr.RecoveryKeys = append(cr.RecoveryKeys, append([]byte(nil), key...))
 			s, err = session.OpenWith(dir, cr, o)
-			if !errors.Is(err, config.ErrNoSlotMatch) {
+			if !errors.Is(err, session.ErrNoSlotMatch) {
 				return a.opened(dir, s, err)
 			}
 			cr.RecoveryKeys = cr.RecoveryKeys[:len(cr.RecoveryKeys)-1]
 		}
 		cr.MasterKey = key
 		s, err = session.OpenWith(dir, cr, o)
-		if c.IsV2() && errors.Is(err, config.ErrTampered) {
+		if c.IsV2() && errors.Is(err, session.ErrTampered) {
 			return nil, errorfCode(ExitWrongPassword, "%s: the key is neither a recovery key nor the master key of this vault (or encryptfs.conf was edited)", dir)
 		}
 		return a.opened(dir, s, err)
@@ -111,10 +110,10 @@ func (a *App) opened(dir string, s *session.Session, err error) (*session.Sessio
 // unlockError maps the refusals of session.OpenWith to one line each.
 func unlockError(dir string, err error) error {
 	switch {
-	case errors.Is(err, config.ErrNoSlotMatch):
+	case errors.Is(err, session.ErrNoSlotMatch):
 		// Not wrapped with %w: userMessage would print "wrong password".
 		return errorfCode(ExitWrongPassword, "%s: %s (a wrong or removed keyfile, identity or key?)", dir, strings.TrimPrefix(err.Error(), "config: "))
-	case errors.Is(err, config.ErrTampered):
+	case errors.Is(err, session.ErrTampered):
 		return errorfCode(ExitCorruptConfig, "%s: encryptfs.conf was edited: a key slot opened but the config's MAC does not verify; nothing was changed (%v)", dir, err)
 	case errors.Is(err, session.ErrReverse):
 		return forwardError(err)
@@ -147,5 +146,5 @@ func checkMasterKey(s *session.Session) (checked bool, err error) {
 // format-1 vault, which only checkMasterKey can check.
 func unlockedByMasterKey(s *session.Session, u unlockFlags) bool {
 	id, _ := s.UnlockedBy()
-	return u.masterKey && id == 0 && s.Params().FormatVersion == config.FormatVersion1
+	return u.masterKey && id == 0 && s.Params().FormatVersion == session.FormatVersion1
 }

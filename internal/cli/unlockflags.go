@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"filippo.io/age/plugin"
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -79,7 +79,7 @@ func (u unlockFlags) check() error {
 // --passfile/--extpass or a terminal, so that an unattended unlock with a
 // wrong keyfile or identity fails as "no slot opens" (3) instead of
 // waiting for a password on stdin.
-func (a *App) credentials(c *config.Config, u unlockFlags, prompt string) (cr keyslot.Credentials, wipe func(), err error) {
+func (a *App) credentials(c *session.Config, u unlockFlags, prompt string) (cr keyslot.Credentials, wipe func(), err error) {
 	wipe = func() {
 		for _, k := range cr.Keyfiles {
 			clear(k)

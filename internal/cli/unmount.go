@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/fresh"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/sys/unix"
 )
 
@@ -40,7 +40,7 @@ func newUnmountCommand(a *App) *cobra.Command {
 		}
 		if !*lazy {
 			// freshness's last batch (freshopts.go)
-			if dir := waitMountEnded(src); dir != "" && fresh.HasUnrecorded(dir) {
+			if dir := waitMountEnded(src); dir != "" && session.HasUnrecordedChanges(dir) {
 				return errorfCode(ExitUnrecorded, "unmounted %s, but the mount could not write its last freshness records in %s (is it full?); they are kept on this machine and the next mount writes them", mnt, src)
 			}
 		}

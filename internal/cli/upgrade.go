@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
@@ -56,7 +55,7 @@ func upgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) error 
 		return err
 	}
 	c, err := a.loadConfig(dir)
-	if errors.Is(err, config.ErrNotFound) {
+	if errors.Is(err, session.ErrConfigNotFound) {
 		if _, rerr := a.loadReverseConfig(dir); rerr == nil {
 			return errorfCode(ExitUnsupported, "upgrade: %s is set up for reverse mode, whose config stays format 1 (a copy of the view must open as the format-1 vault it shows)", dir)
 		}
@@ -65,12 +64,12 @@ func upgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) error 
 		return err
 	}
 	if c.Params.Reverse {
-		return withCode(ExitUnsupported, fmt.Errorf("upgrade: %w", config.ErrReverseV2))
+		return withCode(ExitUnsupported, fmt.Errorf("upgrade: %w", session.ErrReverseV2))
 	}
 	wasBound := c.Params.Bound()
-	hadRoots := wasBound && c.Params.Has(config.FlagFileRoots)
-	if hadRoots && c.Params.Has(config.FlagCompactRoots) && !markerLeft(a, dir) {
-		if c.Params.Has(config.FlagFreshness) {
+	hadRoots := wasBound && c.Params.Has(session.FlagFileRoots)
+	if hadRoots && c.Params.Has(session.FlagCompactRoots) && !markerLeft(a, dir) {
+		if c.Params.Has(session.FlagFreshness) {
 			fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots (compact), freshness); nothing to do.\n", dir)
 			return nil
 		}
@@ -151,7 +150,7 @@ const freshnessAdded = "Turned on freshness (rollback and deletion detection): t
 // upgradeFreshness is step 3 alone, on a vault with binding and roots but without freshness: a
 // config change only, so a running mount is no obstacle (it goes on
 // without freshness; its next mount records).
-func upgradeFreshness(a *App, dir string, c *config.Config, u unlockFlags) error {
+func upgradeFreshness(a *App, dir string, c *session.Config, u unlockFlags) error {
 	s, err := a.unlockVault(dir, c, u, "Password")
 	if err != nil {
 		return err
@@ -167,7 +166,7 @@ func upgradeFreshness(a *App, dir string, c *config.Config, u unlockFlags) error
 // markerLeft tells whether dir has the marker of a content upgrade (a
 // bound config beside it: the last step was lost).
 func markerLeft(a *App, dir string) bool {
-	for _, name := range []string{config.UpgradeMarkerName, config.UpgradeMarkerName + ".tmp"} {
+	for _, name := range []string{session.UpgradeMarkerName, session.UpgradeMarkerName + ".tmp"} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return true
 		}
@@ -177,7 +176,7 @@ func markerLeft(a *App, dir string) bool {
 
 // upgradeConfig is step 1 (format-1 config to format 2) and returns the
 // vault opened for step 2 with the same password.
-func upgradeConfig(a *App, dir string, c *config.Config, u unlockFlags, kf kdfFlags) (*session.Session, error) {
+func upgradeConfig(a *App, dir string, c *session.Config, u unlockFlags, kf kdfFlags) (*session.Session, error) {
 	if u.nonPassword() {
 		return nil, usageErrorf("upgrade: a format-1 vault's config upgrade needs its password (it becomes key slot 1); drop --recovery-key, --keyfile, --identity, --credential")
 	}
@@ -196,7 +195,7 @@ func upgradeConfig(a *App, dir string, c *config.Config, u unlockFlags, kf kdfFl
 	}
 	defer clear(pw)
 	if err := session.Upgrade(dir, pw, k, session.Options{Config: c, Rand: a.Rand}); err != nil {
-		if errors.Is(err, config.ErrWrongPassword) {
+		if errors.Is(err, session.ErrWrongPassword) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("upgrade: %w", err)
@@ -214,6 +213,6 @@ func upgradeConfig(a *App, dir string, c *config.Config, u unlockFlags, kf kdfFl
 }
 
 // unlockForUpgrade opens a format-2 vault for step 2, half-upgraded or not.
-func unlockForUpgrade(a *App, dir string, c *config.Config, u unlockFlags) (*session.Session, error) {
+func unlockForUpgrade(a *App, dir string, c *session.Config, u unlockFlags) (*session.Session, error) {
 	return a.unlockVaultWith(dir, c, u, "Password", session.Options{Config: c, Rand: a.Rand, Upgrading: true, FreshnessUse: session.FreshnessOff, SeenDir: seenDir("")})
 }
