@@ -157,6 +157,23 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/session.ErrWrongMasterKey": {session.ErrWrongMasterKey, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, nil},
 	"internal/mount.ErrNoSession":        {mount.ErrNoSession, fault.Other, syscall.EIO, cli.ExitError, nil},
 
+	// Re-exported by the session (the CLI's config and freshness
+	// administration, session/admin_*.go) and by mount (the reverse view's
+	// exclude patterns): the same values as their sources above.
+	"internal/session.ErrConfigNotFound":  {session.ErrConfigNotFound, fault.NoConfig, syscall.EIO, cli.ExitCipherDir, nil},
+	"internal/session.ErrConfigCorrupt":   {session.ErrConfigCorrupt, fault.CorruptConfig, syscall.EIO, cli.ExitCorruptConfig, nil},
+	"internal/session.ErrWrongPassword":   {session.ErrWrongPassword, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, vault.ErrWrongPassword},
+	"internal/session.ErrNoSlotMatch":     {session.ErrNoSlotMatch, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, nil},
+	"internal/session.ErrTampered":        {session.ErrTampered, fault.CorruptConfig, syscall.EIO, cli.ExitCorruptConfig, nil},
+	"internal/session.ErrLastSlot":        {session.ErrLastSlot, fault.KeySlot, syscall.EIO, cli.ExitKeySlot, nil},
+	"internal/session.ErrUnknownSlot":     {session.ErrUnknownSlot, fault.KeySlot, syscall.EIO, cli.ExitKeySlot, nil},
+	"internal/session.ErrSlotLimit":       {session.ErrSlotLimit, fault.KeySlot, syscall.EIO, cli.ExitKeySlot, nil},
+	"internal/session.ErrNotV2":           {session.ErrNotV2, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/session.ErrReverseV2":       {session.ErrReverseV2, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/session.ErrRolledBack":      {session.ErrRolledBack, fault.RolledBack, syscall.EIO, cli.ExitFreshRolledBack, nil},
+	"internal/session.ErrFreshnessLocked": {session.ErrFreshnessLocked, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/mount.ErrPattern":           {mount.ErrPattern, fault.Other, syscall.EIO, cli.ExitError, nil},
+
 	// encryptfs serve webdav (docs/serve.md): the CLI's own refusals of
 	// its flags and files (ErrInsecureListen is a usage error there:
 	// cli/serve.go), and a file's malformed client properties (corrupt
