@@ -3,13 +3,8 @@ package cli
 import (
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
-	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
@@ -109,72 +104,4 @@ func newInfoCommand(a *App) *cobra.Command {
 		return nil
 	}
 	return cmd
-}
-
-// escapeJSONForTerminal replaces every non-printable rune in JSON text by
-// its \uXXXX escape. encoding/json already escapes control characters but
-// not, for example, U+202E; such runes can only be inside strings, where
-// the escape means the same character, so the JSON stays equivalent.
-func escapeJSONForTerminal(b []byte) []byte {
-	var out []byte
-	for _, r := range string(b) {
-		switch {
-		case r == '\n' || r == ' ' || unicode.IsGraphic(r):
-			out = utf8.AppendRune(out, r)
-		case r > 0xffff:
-			r1, r2 := utf16.EncodeRune(r)
-			out = fmt.Appendf(out, "\\u%04x\\u%04x", r1, r2)
-		default:
-			out = fmt.Appendf(out, "\\u%04x", r)
-		}
-	}
-	return out
-}
-
-// loadAnyConfig loads dir's config: the reverse-mode one with reverse,
-// else the forward one, or, when dir has none, a reverse-mode one after all
-// (with a note on stderr). isReverse tells which was read.
-func (a *App) loadAnyConfig(dir string, reverse bool) (c *session.Config, isReverse bool, err error) {
-	if reverse {
-		c, err = a.loadReverseConfig(dir)
-		return c, err == nil, err
-	}
-	c, err = a.loadConfig(dir)
-	if errors.Is(err, session.ErrConfigNotFound) {
-		if rc, rerr := a.loadReverseConfig(dir); rerr == nil {
-			fmt.Fprintf(a.Stderr, "encryptfs: %s is set up for reverse mode (%s)\n", dir, session.ReverseConfigFileName)
-			return rc, true, nil
-		}
-	}
-	return c, false, err
-}
-
-// loadConfig loads CIPHERDIR's config with the CIPHERDIR problems told
-// apart: missing directory, not a vault, corrupt config (including one
-// that is not a regular file or too large, see config.ReadFile). Unlocking
-// it is limited to the memory this machine has (limitKDFMemory).
-func (a *App) loadConfig(dir string) (*session.Config, error) {
-	if err := checkDir(dir, ExitCipherDir, "CIPHERDIR"); err != nil {
-		return nil, err
-	}
-	c, err := session.LoadConfig(dir)
-	if err != nil {
-		return nil, configLoadError(dir, err)
-	}
-	a.limitKDFMemory(c)
-	return c, nil
-}
-
-// configLoadError says what is wrong with dir's encryptfs.conf, and what
-// to do, in one sentence.
-func configLoadError(dir string, err error) error {
-	switch {
-	case errors.Is(err, session.ErrConfigNotFound):
-		return reword(err, "%s has no encryptfs.conf, so it is not a vault (wrong directory? encryptfs init DIR makes a vault in an empty directory)", dir)
-	case errors.Is(err, session.ErrConfigCorrupt):
-		detail := strings.TrimPrefix(err.Error(), session.ErrConfigCorrupt.Error())
-		detail = strings.TrimPrefix(detail, ": ")
-		return reword(err, "%s is corrupt or was edited (%s); put back a copy of this vault's encryptfs.conf from a backup", filepath.Join(dir, session.ConfigFileName), withoutInternalPrefixes(detail))
-	}
-	return fmt.Errorf("%s: %w", dir, err)
 }

@@ -1,59 +1,13 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
-
-// kdfFlags are the Argon2id cost flags shared by init and passwd.
-type kdfFlags struct {
-	time, memoryMiB, threads uint
-}
-
-func (k *kdfFlags) register(fs *pflag.FlagSet) {
-	fs.UintVar(&k.time, "kdf-time", 0, "Argon2id passes (default: the built-in cost of about 1 s)")
-	fs.UintVar(&k.memoryMiB, "kdf-memory", 0, fmt.Sprintf("Argon2id memory in `MiB` (minimum %d; default: built in)", session.MinKDFMemoryKiB/1024))
-	fs.UintVar(&k.threads, "kdf-threads", 0, "Argon2id lanes (default: built in)")
-	flagGroup(fs, groupKDF, "kdf-time", "kdf-memory", "kdf-threads")
-}
-
-// params returns fresh KDF params (new salt) with the flags' costs, each
-// unset one taken from base.
-func (k kdfFlags) params(rand io.Reader, base kdfCosts) (session.KDFParams, error) {
-	t, m, p := uint(base.time), uint(base.memoryKiB)/1024, uint(base.threads)
-	if k.time != 0 {
-		t = k.time
-	}
-	if k.memoryMiB != 0 {
-		m = k.memoryMiB
-	}
-	if k.threads != 0 {
-		p = k.threads
-	}
-	if t > session.MaxKDFTime || m > session.MaxKDFMemoryKiB/1024 || p > session.MaxKDFThreads {
-		return session.KDFParams{}, usageErrorf("KDF cost out of bounds: time %d (max %d), memory %d MiB (max %d), threads %d (max %d)",
-			t, session.MaxKDFTime, m, session.MaxKDFMemoryKiB/1024, p, session.MaxKDFThreads)
-	}
-	params, err := session.NewKDFParams(rand, uint32(t), uint32(m*1024), uint8(p))
-	if errors.Is(err, session.ErrKDFParams) {
-		return session.KDFParams{}, withCode(ExitUsage, err)
-	}
-	return params, err
-}
-
-// cipherNames maps the short flag values to the stored algorithm names.
-var cipherNames = map[string]session.Algorithm{
-	"aes-gcm": session.AES256GCM, string(session.AES256GCM): session.AES256GCM,
-	"xchacha": session.XChaCha20Poly1305, string(session.XChaCha20Poly1305): session.XChaCha20Poly1305,
-}
 
 func newInitCommand(a *App) *cobra.Command {
 	cmd := newCommand("init", "CIPHERDIR", 1, 1, groupVault, "create a new vault in an empty directory", dirArg)
@@ -138,39 +92,6 @@ func runInit(a *App, dir, cipherName string, cipherSet bool, chunk string, rever
 	return nil
 }
 
-// prepareEmptyDir creates dir (0700) if it is missing and refuses a
-// directory that has anything in it (exit 4). cmd and what ("CIPHERDIR",
-// "DESTDIR") name it in messages; created says whether it made dir, which
-// is then the caller's to remove if it fails.
-func prepareEmptyDir(cmd, what, dir string) (created bool, err error) {
-	fi, err := os.Stat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			return false, withCode(ExitCipherDir, fmt.Errorf("%s: cannot create %s %s: %w", cmd, what, dir, errors.Unwrap(err)))
-		}
-		return true, nil
-	}
-	if err != nil {
-		return false, withCode(ExitCipherDir, fmt.Errorf("%s: %s %s: %w", cmd, what, dir, errors.Unwrap(err)))
-	}
-	if !fi.IsDir() {
-		return false, errorfCode(ExitCipherDir, "%s: %s %s is not a directory; give an empty or new directory", cmd, what, dir)
-	}
-	f, err := os.Open(dir)
-	if err != nil {
-		return false, withCode(ExitCipherDir, fmt.Errorf("%s: %s %s: %w", cmd, what, dir, errors.Unwrap(err)))
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(1)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, withCode(ExitCipherDir, fmt.Errorf("%s: %s %s: %w", cmd, what, dir, err))
-	}
-	if len(names) > 0 {
-		return false, errorfCode(ExitCipherDir, "%s: %s %s is not empty; give an empty or new directory (%s creates it)", cmd, what, dir, cmd)
-	}
-	return false, nil
-}
-
 // parseSize reads a byte count with an optional k/K or m/M suffix.
 func parseSize(s string) (int, error) {
 	mult := 1
@@ -185,22 +106,6 @@ func parseSize(s string) (int, error) {
 		return 0, fmt.Errorf("%q is not a size", s)
 	}
 	return n * mult, nil
-}
-
-// cmdInitReverse is init --reverse: the cipher is always aes-256-siv.
-func cmdInitReverse(a *App, dir, cipherName string, cipherSet bool, chunk string, kf kdfFlags, src passSource) error {
-	if err := reverseCipher(cipherName, cipherSet); err != nil {
-		return err
-	}
-	// Params.Reverse stays false: the view shows this config's exact bytes
-	// as the copy's encryptfs.conf (they are the key wrap's associated
-	// data, so they cannot be edited), and forward mode refuses
-	// Reverse=true. The file name marks the directory as reverse.
-	p, err := vaultParams(a, session.AES256SIV, chunk, kf)
-	if err != nil {
-		return err
-	}
-	return initReverse(a, dir, p, src)
 }
 
 // describeParams is the one-line summary init prints of a new vault.

@@ -235,3 +235,13 @@ func (a *App) pluginUI() *plugin.ClientUI {
 	}
 	return ui
 }
+
+// unlockFlagsChanged tells whether any unlock flag was given.
+func unlockFlagsChanged(cmd *cobra.Command) bool {
+	for _, name := range []string{"passfile", "extpass", "recovery-key", "masterkey", "keyfile", "identity", "credential"} {
+		if cmd.Flags().Changed(name) {
+			return true
+		}
+	}
+	return false
+}

@@ -3,10 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"log"
-	"os"
-	"path/filepath"
 
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/session"
@@ -51,65 +48,6 @@ func (r *reverseFlags) option(key, val string, hasVal bool) bool {
 		return false
 	}
 	return true
-}
-
-// reverseCipher checks init's --cipher for reverse mode, which always uses
-// aes-256-siv: derived nonces repeat for identical chunks, and only SIV
-// stays secure then. cipherSet is whether --cipher was given at all.
-func reverseCipher(cipherName string, cipherSet bool) error {
-	if !cipherSet || cipherName == "siv" || cipherName == string(session.AES256SIV) {
-		return nil
-	}
-	return usageErrorf("init: --reverse always uses %s (derived nonces need a misuse-resistant cipher); drop --cipher %s", session.AES256SIV, cipherName)
-}
-
-// initReverse prepares the existing plaintext directory dir for reverse
-// mounts: it writes dir/.encryptfs.reverse.conf (parameters p, aes-256-siv)
-// wrapping a new master key under a new password, and shows the master key
-// once. Nothing else in dir is touched.
-func initReverse(a *App, dir string, p session.Params, src passSource) error {
-	if err := checkDir(dir, ExitCipherDir, "PLAINDIR"); err != nil {
-		return err
-	}
-	for _, name := range []string{session.ReverseConfigFileName, session.ConfigFileName} {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			return errorfCode(ExitCipherDir, "init: %s already has %s; it is already set up (or is a vault)", dir, name)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
-		}
-	}
-	c, masterKey, err := newConfig(a, p, src)
-	if err != nil {
-		return err
-	}
-	defer clear(masterKey)
-	if err := session.SaveReverseConfig(dir, c); err != nil {
-		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
-	}
-	fmt.Fprintf(a.Stdout, "Created reverse config %s (%s).\n", filepath.Join(dir, session.ReverseConfigFileName), describeParams(p))
-	printMasterKey(a, a.Stdout, masterKey)
-	fmt.Fprintf(a.Stdout, "Mount the encrypted view with: encryptfs mount --reverse %s MOUNTPOINT\n", dir)
-	return nil
-}
-
-// loadReverseConfig loads PLAINDIR's reverse config, telling apart a
-// missing directory, a directory never set up, and a corrupt config.
-func (a *App) loadReverseConfig(dir string) (*session.Config, error) {
-	if err := checkDir(dir, ExitCipherDir, "PLAINDIR"); err != nil {
-		return nil, err
-	}
-	c, err := session.LoadReverseConfig(dir)
-	if errors.Is(err, session.ErrConfigNotFound) {
-		return nil, errorfCode(ExitCipherDir, "%s has no %s; set it up with: encryptfs init --reverse %s", dir, session.ReverseConfigFileName, dir)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	if session.Algorithm(c.Params.Cipher) != session.AES256SIV {
-		return nil, errorfCode(ExitUnsupported, "%s: reverse mode needs cipher %s, the config has %s", dir, session.AES256SIV, c.Params.Cipher)
-	}
-	a.limitKDFMemory(c)
-	return c, nil
 }
 
 // serveReverse is serve for --reverse: it unlocks c with secret (password
