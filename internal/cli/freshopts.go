@@ -43,9 +43,9 @@ func (a *App) freshOptions(dir string, c *session.Config, use session.FreshnessU
 	if use != session.FreshnessOff && hasFreshness(c) && mountedAt(dir) == "" {
 		// Right after an unmount the daemon may still write its last
 		// batch, holding the state: a writer would be refused
-		// (session.ErrFreshnessLocked), a check would see it half done. Wait for
-		// it, briefly. (The VaultID read here is not authenticated yet:
-		// it only chooses what to wait for.)
+		// (session.ErrFreshnessLocked), a check would see it half done.
+		// Wait for it, briefly. (The VaultID read here is not
+		// authenticated yet: it only chooses what to wait for.)
 		session.WaitFreshnessUnlocked(session.FreshnessStateDir(stateDir, c.Params), stateLockWait)
 	}
 	o := session.Options{Config: c, Rand: a.Rand, FreshnessUse: use, FreshnessStateDir: stateDir, SeenDir: seenDir(stateDir)}
