@@ -28,7 +28,7 @@ func passwdV2(a *App, dir string, c *session.Config, u unlockFlags, newSrc passS
 	if err != nil {
 		return err
 	}
-	if revoke && !s.Tree().Bound() { // before the new password is asked for
+	if revoke && !s.CanRevoke() { // before the new password is asked for
 		return revokeError("passwd", session.ErrRevokeUnbound)
 	}
 	// As with format 1: a cost not given as a flag keeps the slot's but

@@ -94,7 +94,7 @@ func keyRemoveRevoke(a *App, dir string, c *session.Config, u unlockFlags, s *se
 	if len(c.Slots) == 1 {
 		return slotError("key remove", id, session.ErrLastSlot)
 	}
-	if !s.Tree().Bound() { // before a password is read again
+	if !s.CanRevoke() { // before a password is read again
 		return revokeError("key remove", session.ErrRevokeUnbound)
 	}
 	spec, wipe, err := revokeSpec(a, c, u, keyslot.RevokeSpec{Remove: id}, true)
