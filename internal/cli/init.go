@@ -87,7 +87,7 @@ func runInit(a *App, dir, cipherName string, cipherSet bool, chunk string, rever
 	defer clear(masterKey)
 	s.Close()
 	fmt.Fprintf(a.Stdout, "Created vault %s (%s).\n", dir, describeParams(p))
-	printMasterKey(a, a.Stdout, masterKey)
+	printMasterKey(a.Stdout, masterKey)
 	fmt.Fprintf(a.Stdout, "Mount it with: encryptfs mount %s MOUNTPOINT\n", dir)
 	return nil
 }

@@ -44,7 +44,7 @@ func initReverse(a *App, dir string, p session.Params, src passSource) error {
 		return withCode(ExitCipherDir, fmt.Errorf("init: %w", err))
 	}
 	fmt.Fprintf(a.Stdout, "Created reverse config %s (%s).\n", filepath.Join(dir, session.ReverseConfigFileName), describeParams(p))
-	printMasterKey(a, a.Stdout, masterKey)
+	printMasterKey(a.Stdout, masterKey)
 	fmt.Fprintf(a.Stdout, "Mount the encrypted view with: encryptfs mount --reverse %s MOUNTPOINT\n", dir)
 	return nil
 }

@@ -99,7 +99,7 @@ func runInitV2(a *App, dir, cipherName, chunk string, kf kdfFlags, src passSourc
 	}
 	fmt.Fprintln(a.Stdout, onOff(ft.fileRoots, "file roots", rootsCost+"; --file-roots=false to turn off"))
 	if recovery {
-		printRecoveryKey(a, a.Stdout, recoveryKey, 2)
+		printRecoveryKey(a.Stdout, recoveryKey, 2)
 	}
 	fmt.Fprintf(a.Stdout, "Mount it with: encryptfs mount %s MOUNTPOINT\n", dir)
 	return nil
@@ -107,7 +107,7 @@ func runInitV2(a *App, dir, cipherName, chunk string, kf kdfFlags, src passSourc
 
 // printRecoveryKey shows a recovery key once, with the warning that goes
 // with it (the wording of printMasterKey, which users know).
-func printRecoveryKey(a *App, w io.Writer, key []byte, slotID int) {
+func printRecoveryKey(w io.Writer, key []byte, slotID int) {
 	fmt.Fprintf(w, `
 Your recovery key (the way in if the password is lost):
 

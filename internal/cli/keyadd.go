@@ -193,7 +193,7 @@ func runKeyAdd(a *App, dir string, u unlockFlags, f keyAddFlags) error {
 	case newFile != "":
 		fmt.Fprintf(a.Stdout, "Wrote the new keyfile %s (%d random bytes, mode 0400): keep it like a password.\n", newFile, newKeyfileSize)
 	case typ == session.SlotRecovery:
-		printRecoveryKey(a, a.Stdout, ns.RecoveryKey, ids[0])
+		printRecoveryKey(a.Stdout, ns.RecoveryKey, ids[0])
 	}
 	return nil
 }

@@ -131,7 +131,7 @@ func upperFirst(s string) string {
 }
 
 // printMasterKey shows the key once, with the warning that goes with it.
-func printMasterKey(a *App, w io.Writer, key []byte) {
+func printMasterKey(w io.Writer, key []byte) {
 	fmt.Fprintf(w, `
 Your master key (the only way in if the password is lost):
 

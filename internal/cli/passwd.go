@@ -79,7 +79,7 @@ func newPasswdCommand(a *App) *cobra.Command {
 			defer clear(masterKey)
 			if isReverse { // a PLAINDIR has no encrypted names to check against
 				fmt.Fprintln(a.Stderr, "encryptfs: warning: in reverse mode the master key cannot be checked; a wrong one makes new copies of the view unreadable with the old key")
-			} else if checked, err := checkVaultMasterKey(a, dir, c, masterKey); err != nil {
+			} else if checked, err := checkVaultMasterKey(dir, c, masterKey); err != nil {
 				return err
 			} else if !checked {
 				fmt.Fprintln(a.Stderr, "encryptfs: warning: the vault has no entries, so the master key could not be checked against it")
@@ -122,7 +122,7 @@ func newPasswdCommand(a *App) *cobra.Command {
 
 // checkVaultMasterKey opens the forward vault in dir (config c) with
 // masterKey only to check the key against the vault's root names.
-func checkVaultMasterKey(a *App, dir string, c *session.Config, masterKey []byte) (checked bool, err error) {
+func checkVaultMasterKey(dir string, c *session.Config, masterKey []byte) (checked bool, err error) {
 	s, err := openSession(dir, c, masterKey, true, session.Options{FreshnessUse: session.FreshnessOff, SeenDir: seenDir("")})
 	if err != nil {
 		return false, err

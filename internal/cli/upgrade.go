@@ -68,7 +68,7 @@ func upgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) error 
 	}
 	wasBound := c.Params.Bound()
 	hadRoots := wasBound && c.Params.Has(session.FlagFileRoots)
-	if hadRoots && c.Params.Has(session.FlagCompactRoots) && !markerLeft(a, dir) {
+	if hadRoots && c.Params.Has(session.FlagCompactRoots) && !markerLeft(dir) {
 		if c.Params.Has(session.FlagFreshness) {
 			fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots (compact), freshness); nothing to do.\n", dir)
 			return nil
@@ -165,7 +165,7 @@ func upgradeFreshness(a *App, dir string, c *session.Config, u unlockFlags) erro
 
 // markerLeft tells whether dir has the marker of a content upgrade (a
 // bound config beside it: the last step was lost).
-func markerLeft(a *App, dir string) bool {
+func markerLeft(dir string) bool {
 	for _, name := range []string{session.UpgradeMarkerName, session.UpgradeMarkerName + ".tmp"} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
 			return true
