@@ -1,9 +1,11 @@
 // Package mount builds and runs the FUSE servers of both modes: Mount for
 // a forward-mode vault (internal/forwardfs), MountReverse for the
 // read-only encrypted view of a plaintext directory (internal/reversefs).
-// It chooses mount options and cache timeouts, and runs the idle
-// auto-unmount; the server lifecycle (clean unmount on signals) is
-// internal/fuseserver's. It holds no global state: everything lives in the
+// It parses the mount options the CLI takes (ParseOwner for
+// --force-owner, ParseTransport for --transport), builds the reverse
+// view's root (NewReverseRoot), chooses mount options and cache timeouts,
+// and runs the idle auto-unmount; the server lifecycle (clean unmount on
+// signals) is internal/fuseserver's. It holds no global state: everything lives in the
 // servers it returns.
 package mount
 
