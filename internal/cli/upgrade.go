@@ -23,12 +23,12 @@ func newUpgradeCommand(a *App) *cobra.Command {
 	asJSON := fs.Bool("json", false, "report progress as JSON lines on stderr")
 	flagGroup(fs, groupOutput, "json")
 	cmd.RunE = func(_ *cobra.Command, pos []string) error {
-		return upgrade(a, pos[0], u, kf, *asJSON)
+		return runUpgrade(a, pos[0], u, kf, *asJSON)
 	}
 	return cmd
 }
 
-// upgrade brings the vault in dir to the current format, in two steps,
+// runUpgrade brings the vault in dir to the current format, in two steps,
 // each skipped when done:
 //
 //  1. A format-1 config is rewritten as format 2 (session.Upgrade): the
@@ -50,7 +50,7 @@ func newUpgradeCommand(a *App) *cobra.Command {
 //
 // An up-to-date vault is not an error (exit 0), so that scripts can run
 // it twice.
-func upgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) error {
+func runUpgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) error {
 	if err := u.check(); err != nil {
 		return err
 	}
