@@ -43,7 +43,7 @@ func runInitV2(a *App, dir, cipherName, chunk string, kf kdfFlags, src passSourc
 	}
 	// So are file roots (§16) and freshness (§15), which need the
 	// binding: a new vault's first mount records it.
-	p, err := session.NewParamsV2(alg, chunkSize).WithBoundLocations(vaultID)
+	p, err := session.NewParamsV2(string(alg), chunkSize).WithBoundLocations(vaultID)
 	if err == nil && ft.fileRoots {
 		p, err = p.WithFeature(session.FlagFileRoots)
 		if err == nil && ft.compactRoots {

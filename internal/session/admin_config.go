@@ -80,11 +80,9 @@ func LoadReverseConfig(dir string) (*Config, error) {
 	return config.LoadFile(dir, config.ReverseFileName)
 }
 
-// NewParamsV2 are the parameters of a new format-2 vault, before its
+// NewParamsV2 returns the parameters of a new format-2 vault, before its
 // features (Params.WithBoundLocations, Params.WithFeature).
-func NewParamsV2(cipher Algorithm, chunkSize int) Params {
-	return config.NewParamsV2(string(cipher), chunkSize)
-}
+func NewParamsV2(alg string, chunk int) Params { return config.NewParamsV2(alg, chunk) }
 
 // WriteConfigBackup writes a copy of a config (passwd --backup) to a new
 // file at path, outside the vault; it refuses an existing file.
