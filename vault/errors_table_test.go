@@ -162,7 +162,6 @@ var sentinelTable = map[string]sentinelRow{
 	// exclude patterns): the same values as their sources above.
 	"internal/session.ErrConfigNotFound":  {session.ErrConfigNotFound, fault.NoConfig, syscall.EIO, cli.ExitCipherDir, nil},
 	"internal/session.ErrConfigCorrupt":   {session.ErrConfigCorrupt, fault.CorruptConfig, syscall.EIO, cli.ExitCorruptConfig, nil},
-	"internal/session.ErrWrongPassword":   {session.ErrWrongPassword, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, vault.ErrWrongPassword},
 	"internal/session.ErrNoSlotMatch":     {session.ErrNoSlotMatch, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, nil},
 	"internal/session.ErrTampered":        {session.ErrTampered, fault.CorruptConfig, syscall.EIO, cli.ExitCorruptConfig, nil},
 	"internal/session.ErrLastSlot":        {session.ErrLastSlot, fault.KeySlot, syscall.EIO, cli.ExitKeySlot, nil},
