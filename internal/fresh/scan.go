@@ -46,10 +46,7 @@ func recorded(b string) bool {
 	if b == "" || b == "." || b == ".." || strings.HasPrefix(b, ".") {
 		return false
 	}
-	if names.IsReserved(b) {
-		return names.IsLongName(b) || tree.IsLongCopy(b)
-	}
-	return true
+	return tree.IsEntryName(b)
 }
 
 // observe reads what name in dirfd is now.
@@ -115,27 +112,23 @@ func (r *Reader) fileID(fd int, size int64) (id [fc.IDSize]byte, gen uint64) {
 	return id, ^uint64(0)
 }
 
-// readDirID returns the directory ID in dirfd's encryptfs.dirid: the whole
-// 16-byte v1 file, or bytes 6..22 of the v2 file (format.md §14). A
+// readDirID returns the directory ID in dirfd's encryptfs.dirid, as
+// tree.ParseDirIDFile splits it (the whole 16-byte v1 file, or the ID in
+// the v2 form, format.md §14; its bindings are the tree's to check). A
 // missing or malformed file gives a digest of what is there, never equal
 // to an authentic ID.
 func readDirID(dirfd int) (id [fc.IDSize]byte) {
 	b, err := backing.ReadFileAt(dirfd, names.DirIDFile, 4096)
-	switch {
-	case err == nil && len(b) == names.DirIDSize:
-		copy(id[:], b)
-	case err == nil && len(b) == dirIDV2Size && binary.BigEndian.Uint16(b) == 2:
-		copy(id[:], b[6:22])
-	default:
-		h := sha256.Sum256(append([]byte("no dirid\x00"), b...))
-		copy(id[:], h[:])
+	if err == nil {
+		if f, err := tree.ParseDirIDFile(b); err == nil {
+			copy(id[:], f.ID)
+			return id
+		}
 	}
+	h := sha256.Sum256(append([]byte("no dirid\x00"), b...))
+	copy(id[:], h[:])
 	return id
 }
-
-// dirIDV2Size is the size of a v2 encryptfs.dirid (internal/tree's
-// dirIDFileSizeV2, docs/format.md §14).
-const dirIDV2Size = 54
 
 // xattrDigest is SHA-256 over the object's user.* backing xattrs, sorted
 // by name (u16 name length, name, u32 value length, value), cut to 16

@@ -193,7 +193,7 @@ func (w *walker) dir(dirfd int, bp *bind.Place, cipherRel, plainRel string, know
 		case isRoot && w.t.Bound() && isLinksName(bn):
 			w.noteLinksFile(bn)
 			continue
-		case names.IsReserved(bn) && !names.IsLongName(bn) && !tree.IsLongCopy(bn):
+		case !tree.IsEntryName(bn):
 			w.add(Problem{Kind: KindReserved, CipherPath: at, Detail: "unknown name in the reserved encryptfs.* namespace"})
 			continue
 		}
@@ -357,7 +357,7 @@ func (w *walker) prescan(rootfd int) (files, bytes int64) {
 			if w.ctx.Err() != nil {
 				return
 			}
-			if names.IsReserved(e.Name) && !names.IsLongName(e.Name) {
+			if !tree.IsEntryName(e.Name) {
 				continue
 			}
 			st, err := backing.Fstatat(fd, e.Name)

@@ -197,22 +197,15 @@ func (t *Tree) readDirIDFile(dirfd int) ([]byte, error) {
 }
 
 // replaceDirIDFile atomically replaces the ID file of directory sub with
-// data: a temporary file (written and fsynced by WriteFileAt) renamed over
-// it. A crash leaves the old or the new file (and at worst a temporary
+// data: a temporary file (written and fsynced) renamed over it
+// (backing.FS.ReplaceFile). A crash leaves the old or the new file (and at worst a temporary
 // file, which fsck reports as temp-file).
 func (t *Tree) replaceDirIDFile(sub int, data []byte) error {
 	tmp, err := t.tempName()
 	if err != nil {
 		return err
 	}
-	if err := t.fs.WriteFileAt(sub, tmp, data, 0o400); err != nil {
-		return err
-	}
-	if err := t.fs.Renameat2(sub, tmp, sub, names.DirIDFile, 0); err != nil {
-		t.fs.Unlinkat(sub, tmp, 0)
-		return err
-	}
-	return nil
+	return t.fs.ReplaceFile(sub, tmp, sub, names.DirIDFile, data, 0o400, 0)
 }
 
 // openFile returns the File of regular file backingName in dirfd found at

@@ -138,7 +138,7 @@ func (t *Tree) findConflict(dirfd int, dirID []byte, place DirPlace, plain strin
 // this way.
 func (t *Tree) findBad(dirfd int, dirID []byte, plain string) (Name, unix.Stat_t, bool) {
 	b, ok := strings.CutSuffix(plain, BadNameSuffix)
-	if !ok || b == "" || names.IsReserved(b) && !names.IsLongName(b) && !IsLongCopy(b) {
+	if !ok || b == "" || !IsEntryName(b) {
 		return Name{}, unix.Stat_t{}, false
 	}
 	st, err := backing.Fstatat(dirfd, b)
@@ -174,7 +174,7 @@ func (t *Tree) ListAt(dirfd int, dirID []byte, place DirPlace) ([]Entry, []BadEn
 	var aliases []Entry
 	alts, _ := t.AltDirIDsAt(dirfd, ents, place)
 	for _, e := range ents {
-		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) && !IsLongCopy(e.Name) {
+		if !IsEntryName(e.Name) {
 			continue
 		}
 		n, err := t.DecryptName(dirfd, dirID, e.Name)

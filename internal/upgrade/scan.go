@@ -1,9 +1,9 @@
-package session
+package upgrade
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"path"
 	"slices"
 	"strings"
@@ -22,18 +22,12 @@ import (
 // own leftovers only.
 const upgradeTempPrefix = names.TempPrefix + "upgrade."
 
-// Sizes of the directory ID file in v1 and with binding.
-const (
-	dirIDSizeV1 = names.DirIDSize
-	dirIDSizeV2 = 2 + 4 + names.DirIDSize + 2*bind.Size
-)
-
 // upgrader is one run of UpgradeContent: v1 reads names (whatever form
 // each dirid has, names are encrypted under the directory's ID) and v1
 // headers; b, a session of the same key with binding, checks and makes
 // v2 objects.
 type upgrader struct {
-	v1, b  *Session
+	v1, b  *session.Session
 	rootfd int
 	// unrooted parses v2 headers without roots (a bound vault's, or
 	// those an earlier version's interrupted upgrade wrote); b's suite
@@ -94,7 +88,7 @@ type upTemp struct {
 // anything that would stop the conversion (problems).
 func (u *upgrader) scan() error {
 	u.v2 = map[content.FileID][]*upFile{}
-	root := &upDir{rel: ".", plain: "/", place: u.b.tree.RootPlace()}
+	root := &upDir{rel: ".", plain: "/", place: u.b.Tree().RootPlace()}
 	id, v2, err := u.readDirID(u.rootfd, root.place)
 	if err != nil {
 		return fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
@@ -118,31 +112,32 @@ func (u *upgrader) blocked() error {
 	if len(list) > 5 {
 		list, more = list[:5], fmt.Sprintf("; and %d more", len(u.problems)-5)
 	}
-	return fmt.Errorf("%w (no file or directory was converted): %s%s", ErrUpgradeBlocked, strings.Join(list, "; "), more)
+	return fmt.Errorf("%w (no file or directory was converted): %s%s", ErrBlocked, strings.Join(list, "; "), more)
 }
 
 // readDirID reads the ID of directory dirfd found at place p: a v1 ID
 // file, or a v2 one (converted by an interrupted run), which must be
 // bound to p.
 func (u *upgrader) readDirID(dirfd int, p bind.Place) (id []byte, v2 bool, err error) {
-	raw, err := backing.ReadFileAt(dirfd, names.DirIDFile, dirIDSizeV2)
+	raw, err := backing.ReadFileAt(dirfd, names.DirIDFile, tree.DirIDFileSizeV2)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %v", tree.ErrCorruptDir, err)
 	}
-	switch len(raw) {
-	case dirIDSizeV1:
-		return raw, false, nil
-	case dirIDSizeV2:
-		id, err := u.b.tree.ReadDirIDAt(dirfd, p)
-		if err == nil && u.v1.binder != nil {
-			// v1 lists the directory's names (scanDir): a bound v1
-			// session picks their key by the epoch it noted when it
-			// read and checked this ID file itself (§3b).
-			_, err = u.v1.tree.ReadDirIDAt(dirfd, p)
-		}
-		return id, true, err
+	f, err := tree.ParseDirIDFile(raw)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !f.V2:
+		return f.ID, false, nil
 	}
-	return nil, false, fmt.Errorf("%w: %d bytes", tree.ErrCorruptDir, len(raw))
+	id, err = u.b.Tree().ReadDirIDAt(dirfd, p)
+	if err == nil && u.v1.Tree().Bound() {
+		// v1 lists the directory's names (scanDir): a bound v1
+		// session picks their key by the epoch it noted when it
+		// read and checked this ID file itself (§3b).
+		_, err = u.v1.Tree().ReadDirIDAt(dirfd, p)
+	}
+	return id, true, err
 }
 
 // scanDir scans directory d (open as fd) and everything below it, then
@@ -161,12 +156,12 @@ func (u *upgrader) scanDir(fd int, d *upDir) error {
 		case strings.HasPrefix(e.Name, upgradeTempPrefix):
 			u.temps = append(u.temps, upTemp{dir: d, name: e.Name})
 		case tree.IsAltDirIDName(e.Name):
-			if raw, err := backing.ReadFileAt(fd, e.Name, dirIDSizeV2); err == nil && len(raw) == dirIDSizeV1 {
+			if raw, err := backing.ReadFileAt(fd, e.Name, tree.DirIDFileSizeV2); err == nil && len(raw) == tree.DirIDFileSizeV1 {
 				d.alts = append(d.alts, e.Name)
 			}
 		}
 	}
-	list, bad, err := u.v1.tree.ListAt(fd, d.id, nil)
+	list, bad, err := u.v1.Tree().ListAt(fd, d.id, nil)
 	if err != nil {
 		return fmt.Errorf("session: upgrade: %s: %w", d.plain, err)
 	}
@@ -190,7 +185,7 @@ func (u *upgrader) scanEntry(fd int, d *upDir, n tree.Name) error {
 	if err != nil {
 		return fmt.Errorf("session: upgrade: %s: %w", path.Join(d.plain, n.Plain), err)
 	}
-	place := u.v1.tree.Place(d.id, n)
+	place := u.v1.Tree().Place(d.id, n)
 	plain := path.Join(d.plain, n.Plain)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
@@ -229,18 +224,19 @@ func (u *upgrader) scanFile(dirfd int, f *upFile) {
 	defer backing.Close(fd)
 	buf := make([]byte, content.HeaderSizeV2)
 	n, err := backing.NewFile(fd, nil).ReadAt(buf, 0)
-	if n < 2 {
+	buf = buf[:max(n, 0)]
+	version, verr := content.HeaderVersion(buf)
+	if verr != nil {
 		u.problem("%s: file header: %v", f.plain, err)
 		return
 	}
-	buf = buf[:n]
-	switch binary.BigEndian.Uint16(buf[0:2]) {
+	switch version {
 	case content.Version:
 		if n < content.HeaderSize {
 			u.problem("%s: truncated file header (%d bytes)", f.plain, n)
 			return
 		}
-		h, err := u.v1.engine.Suite().ParseHeader(buf[:content.HeaderSize])
+		h, err := u.v1.Engine().Suite().ParseHeader(buf[:content.HeaderSize])
 		if err != nil {
 			u.problem("%s: %v", f.plain, err)
 			return
@@ -251,13 +247,13 @@ func (u *upgrader) scanFile(dirfd int, f *upFile) {
 		h, err := u.unrooted.ParseHeader(buf)
 		rooted := err != nil
 		if rooted {
-			h, err = u.b.engine.Suite().ParseHeader(buf)
+			h, err = u.b.Engine().Suite().ParseHeader(buf)
 		}
 		if err == nil {
 			f.slots, err = u.slots(h)
 		}
 		if err == nil {
-			err = u.b.binder.Check(bind.KindFile, h.FileID[:], f.place, f.slots)
+			err = u.b.Binder().Check(bind.KindFile, h.FileID[:], f.place, f.slots)
 		}
 		if err != nil {
 			u.problem("%s: v2 file header: %v", f.plain, err)
@@ -289,7 +285,7 @@ func (u *upgrader) slots(h content.Header) ([]bind.Binding, error) {
 	if h.Flags&content.FlagLinks == 0 {
 		return h.Bindings[:], nil
 	}
-	l, err := u.b.tree.Links().LoadAt(u.rootfd, h.FileID[:])
+	l, err := u.b.Tree().Links().LoadAt(u.rootfd, h.FileID[:])
 	if err != nil {
 		return nil, err
 	}

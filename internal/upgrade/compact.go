@@ -1,8 +1,9 @@
-package session
+package upgrade
 
 import (
 	"errors"
 	"fmt"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"io"
 	"path"
 	"strings"
@@ -56,7 +57,7 @@ const (
 // old the one with the FileRoots layout.
 type compacter struct {
 	*upgrader
-	old    *Session
+	old    *session.Session
 	inodes []*cInode
 	// tempLinks counts the names of an inode under the upgrade's temp
 	// prefix: a relink interrupted between its link and its rename
@@ -87,13 +88,13 @@ type cInode struct {
 
 // newCompacter is the compact step of the upgrade u (whose b has the
 // compact layout), with old, a session of the FileRoots layout.
-func newCompacter(u *upgrader, old *Session) *compacter {
+func newCompacter(u *upgrader, old *session.Session) *compacter {
 	return &compacter{upgrader: &upgrader{v1: u.v1, b: u.b, rootfd: u.rootfd}, old: old}
 }
 
 // prepare scans the vault (read-only) and re-roots its DIRTY files;
 // afterwards every file left to convert has a verified root in the
-// FileRoots layout. ErrUpgradeBlocked if a file cannot be converted.
+// FileRoots layout. ErrBlocked if a file cannot be converted.
 func (c *compacter) prepare() error {
 	if err := c.scan(); err != nil {
 		return err
@@ -107,7 +108,7 @@ func (c *compacter) prepare() error {
 		}
 		n := in.names[0]
 		if err := c.inDir(n.dir, func(fd int) error { return c.reroot(fd, n) }); err != nil {
-			return fmt.Errorf("%w: %s: DIRTY, and re-rooting it failed (%v); encryptfs fsck reports it (--salvage copies out what reads)", ErrUpgradeBlocked, n.plain, err)
+			return fmt.Errorf("%w: %s: DIRTY, and re-rooting it failed (%v); encryptfs fsck reports it (--salvage copies out what reads)", ErrBlocked, n.plain, err)
 		}
 		c.rerooted++
 		in.state = compactConvert
@@ -117,8 +118,8 @@ func (c *compacter) prepare() error {
 
 // scan walks the vault with b's names and finds what is left to convert.
 func (c *compacter) scan() error {
-	root := &upDir{rel: ".", plain: "/", place: c.b.tree.RootPlace()}
-	id, err := c.b.tree.ReadDirIDAt(c.rootfd, root.place)
+	root := &upDir{rel: ".", plain: "/", place: c.b.Tree().RootPlace()}
+	id, err := c.b.Tree().ReadDirIDAt(c.rootfd, root.place)
 	if err != nil {
 		return fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
 	}
@@ -164,7 +165,7 @@ func (c *compacter) scanDir(fd int, d *upDir, byInode map[[2]uint64]*cInode) err
 	}
 	// With d's place: names made under a conflict copy of its ID file
 	// (bound to the same place) are d's too (tree.AltDirIDsAt).
-	list, _, err := c.b.tree.ListAt(fd, d.id, func() (bind.Place, error) { return d.place, nil })
+	list, _, err := c.b.Tree().ListAt(fd, d.id, func() (bind.Place, error) { return d.place, nil })
 	if err != nil {
 		return fmt.Errorf("session: upgrade: %s: %w", d.plain, err)
 	}
@@ -186,7 +187,7 @@ func (c *compacter) scanEntry(fd int, d *upDir, n tree.Name, byInode map[[2]uint
 	if err != nil {
 		return fmt.Errorf("session: upgrade: %s: %w", plain, err)
 	}
-	place := c.b.tree.Place(d.id, n)
+	place := c.b.Tree().Place(d.id, n)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		sub, err := backing.OpenSubdir(fd, n.Backing)
@@ -194,7 +195,7 @@ func (c *compacter) scanEntry(fd int, d *upDir, n tree.Name, byInode map[[2]uint
 			return fmt.Errorf("session: upgrade: %s: %w", plain, err)
 		}
 		defer backing.Close(sub)
-		id, err := c.b.tree.ReadDirIDAt(sub, place)
+		id, err := c.b.Tree().ReadDirIDAt(sub, place)
 		if err != nil {
 			c.problem("%s: directory ID: %v", plain, err)
 			return nil
@@ -235,14 +236,14 @@ func (c *compacter) classify(dirfd int, n cName) (compactState, string, error) {
 	if k, err := bf.ReadAt(hdr, 0); k != len(hdr) {
 		return 0, "", fmt.Errorf("file header: %d bytes (%v)", k, err)
 	}
-	dirty, err := probeRoot(c.b.engine, bf, n.place)
+	dirty, err := probeRoot(c.b.Engine(), bf, n.place)
 	if err == nil {
 		if dirty {
 			return compactDirty, string(hdr), nil
 		}
 		return compactDone, string(hdr), nil
 	}
-	dirty, oerr := probeRoot(c.old.engine, bf, n.place)
+	dirty, oerr := probeRoot(c.old.Engine(), bf, n.place)
 	switch {
 	case oerr != nil:
 		return 0, "", fmt.Errorf("its root verifies in neither layout (%w); encryptfs fsck reports it, and --repair re-roots it if every chunk authenticates", oerr)
