@@ -9,7 +9,6 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -112,18 +111,24 @@ func (r *Reader) fileID(fd int, size int64) (id [fc.IDSize]byte, gen uint64) {
 	return id, ^uint64(0)
 }
 
-// readDirID returns the directory ID in dirfd's encryptfs.dirid, as
+// readDirID returns the directory ID in dirfd's encryptfs.dirid (dirIDOf).
+func readDirID(dirfd int) [fc.IDSize]byte { return dirIDOf(tree.ReadDirIDFile(dirfd)) }
+
+// dirIDOf is the directory ID in an encryptfs.dirid as read, as
 // tree.ParseDirIDFile splits it (the whole 16-byte v1 file, or the ID in
 // the v2 form, format.md §14; its bindings are the tree's to check). A
 // missing or malformed file gives a digest of what is there, never equal
 // to an authentic ID.
-func readDirID(dirfd int) (id [fc.IDSize]byte) {
-	b, err := backing.ReadFileAt(dirfd, names.DirIDFile, 4096)
-	if err == nil {
-		if f, err := tree.ParseDirIDFile(b); err == nil {
+func dirIDOf(r tree.DirIDRead) (id [fc.IDSize]byte) {
+	if r.Err == nil {
+		if f, err := tree.ParseDirIDFile(r.Raw); err == nil {
 			copy(id[:], f.ID)
 			return id
 		}
+	}
+	var b []byte
+	if r.Err == nil {
+		b = r.Raw
 	}
 	h := sha256.Sum256(append([]byte("no dirid\x00"), b...))
 	copy(id[:], h[:])

@@ -343,48 +343,31 @@ func (w *walker) subdir(dirfd int, ent entry, pl place, dest *destDir, salvName 
 }
 
 // prescan counts regular files and their plaintext bytes for the progress
-// display: a metadata-only walk.
+// display: a metadata-only walk (tree.Walk: the entries the check walks).
 func (w *walker) prescan(rootfd int) (files, bytes int64) {
 	suite := w.eng.Suite()
 	seen := make(map[inodeKey]bool)
-	var walk func(fd int)
-	walk = func(fd int) {
-		ents, err := backing.ReadDir(fd)
-		if err != nil {
-			return
-		}
-		for _, e := range ents {
-			if w.ctx.Err() != nil {
-				return
+	tree.Walk(rootfd, nil, tree.Walker{
+		Entry: func(_ *tree.WalkDir, _ string, st unix.Stat_t, err error) (bool, any, error) {
+			if err := w.ctx.Err(); err != nil {
+				return false, nil, err
 			}
-			if !tree.IsEntryName(e.Name) {
-				continue
+			if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				return err == nil, nil, nil // a directory: descend
 			}
-			st, err := backing.Fstatat(fd, e.Name)
-			if err != nil {
-				continue
-			}
-			switch st.Mode & unix.S_IFMT {
-			case unix.S_IFREG:
-				if st.Nlink > 1 {
-					k := inodeKey{uint64(st.Dev), st.Ino}
-					if seen[k] {
-						continue
-					}
-					seen[k] = true
+			if st.Nlink > 1 {
+				k := inodeKey{uint64(st.Dev), st.Ino}
+				if seen[k] {
+					return false, nil, nil
 				}
-				files++
-				if n, err := suite.PlainSize(st.Size); err == nil {
-					bytes += n
-				}
-			case unix.S_IFDIR:
-				if sub, err := backing.OpenSubdir(fd, e.Name); err == nil {
-					walk(sub)
-					backing.Close(sub)
-				}
+				seen[k] = true
 			}
-		}
-	}
-	walk(rootfd)
+			files++
+			if n, err := suite.PlainSize(st.Size); err == nil {
+				bytes += n
+			}
+			return false, nil, nil
+		},
+	})
 	return files, bytes
 }
