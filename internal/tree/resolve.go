@@ -169,6 +169,12 @@ func (t *Tree) ListAt(dirfd int, dirID []byte, place DirPlace) ([]Entry, []BadEn
 	if err != nil {
 		return nil, nil, err
 	}
+	out, bad := t.listOf(dirfd, ents, dirID, place)
+	return out, bad, nil
+}
+
+// listOf is ListAt of directory dirfd listed already (ents).
+func (t *Tree) listOf(dirfd int, ents []backing.Dirent, dirID []byte, place DirPlace) ([]Entry, []BadEntry) {
 	out := make([]Entry, 0, len(ents))
 	var bad []BadEntry
 	var aliases []Entry
@@ -194,7 +200,7 @@ func (t *Tree) ListAt(dirfd int, dirID []byte, place DirPlace) ([]Entry, []BadEn
 		}
 	}
 	if len(aliases) == 0 {
-		return out, bad, nil
+		return out, bad
 	}
 	shown := make(map[string]string, len(out)+len(aliases)) // displayed name -> backing name
 	for _, e := range out {
@@ -210,5 +216,5 @@ func (t *Tree) ListAt(dirfd int, dirID []byte, place DirPlace) ([]Entry, []BadEn
 		shown[a.Name.Plain] = a.Name.Backing
 		out = append(out, a)
 	}
-	return out, bad, nil
+	return out, bad
 }

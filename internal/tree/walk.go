@@ -138,3 +138,9 @@ func (w *Walker) sub(d *WalkDir, name string, data any) error {
 	defer backing.Close(fd)
 	return w.dir(&WalkDir{Fd: fd, Rel: path.Join(d.Rel, name), Data: data})
 }
+
+// ListOf is ListAt of a directory the walk visits (d, its ID dirID): its
+// listing is the walk's, not read again.
+func (t *Tree) ListOf(d *WalkDir, dirID []byte, place DirPlace) ([]Entry, []BadEntry) {
+	return t.listOf(d.Fd, d.Ents, dirID, place)
+}

@@ -61,6 +61,9 @@ type upDir struct {
 	alts  []string // v1 conflict copies of its dirid
 	post  int      // index in post-order
 	ops   []upOp   // file conversions assigned to it (convert.go)
+	// names are its entries that decrypt, by backing name, while the
+	// scan is in it.
+	names map[string]tree.Name
 }
 
 // upFile is a regular file with a header found by the scan.
@@ -84,21 +87,27 @@ type upTemp struct {
 	name string
 }
 
-// scan walks the vault, read-only, and finds what is left to convert and
-// anything that would stop the conversion (problems).
+// scan walks the vault (tree.Walk), read-only, and finds what is left
+// to convert and anything that would stop the conversion (problems).
 func (u *upgrader) scan() error {
 	u.v2 = map[content.FileID][]*upFile{}
 	root := &upDir{rel: ".", plain: "/", place: u.b.Tree().RootPlace()}
-	id, v2, err := u.readDirID(u.rootfd, root.place)
+	err := tree.Walk(u.rootfd, root, tree.Walker{
+		Enter:      u.enterDir,
+		Entry:      u.scanEntry,
+		OpenFailed: openFailed,
+		Leave:      u.leaveDir,
+	})
 	if err != nil {
-		return fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
-	}
-	root.id, root.v2 = id, v2
-	if err := u.scanDir(u.rootfd, root); err != nil {
 		return err
 	}
 	u.plan()
 	return nil
+}
+
+// openFailed stops the scan at a directory it cannot open.
+func openFailed(_ *tree.WalkDir, _ string, data any, err error) error {
+	return fmt.Errorf("session: upgrade: %s: %w", data.(*upDir).plain, err)
 }
 
 func (u *upgrader) problem(format string, args ...any) {
@@ -115,97 +124,105 @@ func (u *upgrader) blocked() error {
 	return fmt.Errorf("%w (no file or directory was converted): %s%s", ErrBlocked, strings.Join(list, "; "), more)
 }
 
-// readDirID reads the ID of directory dirfd found at place p: a v1 ID
-// file, or a v2 one (converted by an interrupted run), which must be
-// bound to p.
-func (u *upgrader) readDirID(dirfd int, p bind.Place) (id []byte, v2 bool, err error) {
-	raw, err := backing.ReadFileAt(dirfd, names.DirIDFile, tree.DirIDFileSizeV2)
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: %v", tree.ErrCorruptDir, err)
+// dirIDOf reads the ID of a directory found at place p from its ID file
+// as the walk read it (r): a v1 ID file, or a v2 one (converted by an
+// interrupted run), which must be bound to p.
+func (u *upgrader) dirIDOf(r tree.DirIDRead, p bind.Place) (id []byte, v2 bool, err error) {
+	if r.Err == nil && len(r.Raw) > tree.DirIDFileSizeV2 {
+		r.Err = fmt.Errorf("%w: %s", backing.ErrTooBig, names.DirIDFile)
 	}
-	f, err := tree.ParseDirIDFile(raw)
+	if r.Err != nil {
+		return nil, false, fmt.Errorf("%w: %v", tree.ErrCorruptDir, r.Err)
+	}
+	f, err := tree.ParseDirIDFile(r.Raw)
 	switch {
 	case err != nil:
 		return nil, false, err
 	case !f.V2:
 		return f.ID, false, nil
 	}
-	id, err = u.b.Tree().ReadDirIDAt(dirfd, p)
+	id, err = u.b.Tree().DirIDOf(r, p)
 	if err == nil && u.v1.Tree().Bound() {
-		// v1 lists the directory's names (scanDir): a bound v1
+		// v1 lists the directory's names (enterDir): a bound v1
 		// session picks their key by the epoch it noted when it
-		// read and checked this ID file itself (§3b).
-		_, err = u.v1.Tree().ReadDirIDAt(dirfd, p)
+		// checked this ID file itself (§3b).
+		_, err = u.v1.Tree().DirIDOf(r, p)
 	}
 	return id, true, err
 }
 
-// scanDir scans directory d (open as fd) and everything below it, then
-// appends d to the post-order. Why post-order: a directory's conflict
-// copies of its ID are converted after all of its entries, so a resumed
-// scan, which lists with v1's rules, still finds every entry made under
-// such a copy that is not converted yet (once the copy is v2, v1's rules
-// skip them, and they are all done).
-func (u *upgrader) scanDir(fd int, d *upDir) error {
-	ents, err := backing.ReadDir(fd)
-	if err != nil {
-		return fmt.Errorf("session: upgrade: %s: %w", d.plain, err)
+// enterDir starts the scan of directory d: its ID (a directory whose ID
+// does not read is a problem, and is not scanned), the leftover
+// temporaries and v1 conflict copies of its ID among its names, and its
+// entries that decrypt, listed with v1's rules.
+func (u *upgrader) enterDir(wd *tree.WalkDir) error {
+	d := wd.Data.(*upDir)
+	id, v2, err := u.dirIDOf(wd.ID, d.place)
+	switch {
+	case err != nil && d.rel == ".":
+		return fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
+	case err != nil:
+		u.problem("%s: directory ID: %v", d.plain, err)
+		return tree.SkipDir
+	case wd.ListErr != nil:
+		return fmt.Errorf("session: upgrade: %s: %w", d.plain, wd.ListErr)
 	}
-	for _, e := range ents {
+	d.id, d.v2 = id, v2
+	for _, e := range wd.Ents {
 		switch {
 		case strings.HasPrefix(e.Name, upgradeTempPrefix):
 			u.temps = append(u.temps, upTemp{dir: d, name: e.Name})
 		case tree.IsAltDirIDName(e.Name):
-			if raw, err := backing.ReadFileAt(fd, e.Name, tree.DirIDFileSizeV2); err == nil && len(raw) == tree.DirIDFileSizeV1 {
+			if raw, err := backing.ReadFileAt(wd.Fd, e.Name, tree.DirIDFileSizeV2); err == nil && len(raw) == tree.DirIDFileSizeV1 {
 				d.alts = append(d.alts, e.Name)
 			}
 		}
 	}
-	list, bad, err := u.v1.Tree().ListAt(fd, d.id, nil)
-	if err != nil {
-		return fmt.Errorf("session: upgrade: %s: %w", d.plain, err)
-	}
+	list, bad := u.v1.Tree().ListOf(wd, d.id, nil)
 	u.skipped += len(bad)
+	d.names = make(map[string]tree.Name, len(list))
 	for _, e := range list {
-		if err := u.scanEntry(fd, d, e.Name); err != nil {
-			return err
-		}
+		d.names[e.Name.Backing] = e.Name
 	}
+	return nil
+}
+
+// leaveDir ends the scan of directory d: it goes into the post-order.
+// Why post-order: a directory's conflict copies of its ID are converted
+// after all of its entries, so a resumed scan, which lists with v1's
+// rules, still finds every entry made under such a copy that is not
+// converted yet (once the copy is v2, v1's rules skip them, and they are
+// all done).
+func (u *upgrader) leaveDir(wd *tree.WalkDir) error {
+	d := wd.Data.(*upDir)
+	d.names = nil
 	d.post = len(u.dirs)
 	u.dirs = append(u.dirs, d)
 	return nil
 }
 
-// scanEntry scans entry n of directory d.
-func (u *upgrader) scanEntry(fd int, d *upDir, n tree.Name) error {
-	st, err := backing.Fstatat(fd, n.Backing)
-	if errors.Is(err, unix.ENOENT) {
-		return nil
+// scanEntry scans entry name of directory wd (lstat st, or statErr);
+// it asks the walk into a subdirectory.
+func (u *upgrader) scanEntry(wd *tree.WalkDir, name string, st unix.Stat_t, statErr error) (bool, any, error) {
+	d := wd.Data.(*upDir)
+	n, ok := d.names[name]
+	if !ok || errors.Is(statErr, unix.ENOENT) {
+		return false, nil, nil // a name that does not decrypt (skipped), or gone
 	}
-	if err != nil {
-		return fmt.Errorf("session: upgrade: %s: %w", path.Join(d.plain, n.Plain), err)
+	if statErr != nil {
+		return false, nil, fmt.Errorf("session: upgrade: %s: %w", path.Join(d.plain, n.Plain), statErr)
 	}
 	place := u.v1.Tree().Place(d.id, n)
 	plain := path.Join(d.plain, n.Plain)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		sub, err := backing.OpenSubdir(fd, n.Backing)
-		if err != nil {
-			return fmt.Errorf("session: upgrade: %s: %w", plain, err)
-		}
-		defer backing.Close(sub)
-		id, v2, err := u.readDirID(sub, place)
-		if err != nil {
-			u.problem("%s: directory ID: %v", plain, err)
-			return nil
-		}
-		return u.scanDir(sub, &upDir{rel: path.Join(d.rel, n.Backing), plain: plain, id: id, place: place, v2: v2})
+		return true, &upDir{rel: path.Join(d.rel, n.Backing), plain: plain, place: place}, nil
 	case unix.S_IFREG:
-		u.scanFile(fd, &upFile{dir: d, name: n.Backing, plain: plain, place: place, st: st})
+		u.scanFile(wd.Fd, &upFile{dir: d, name: n.Backing, plain: plain, place: place, st: st})
 	}
 	// Symlinks are bound already (their target's AD is the directory ID
 	// and name), and so are xattrs (to their object's ID): nothing to do.
-	return nil
+	return false, nil, nil
 }
 
 // scanFile reads file f's header: v1 or v2 without roots (to convert,
