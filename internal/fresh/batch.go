@@ -5,8 +5,8 @@ import (
 	"slices"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/tree"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
