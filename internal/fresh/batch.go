@@ -255,11 +255,11 @@ func (v *Vault) walk(fn func(walkDir) error) error {
 	}
 	defer backing.Close(root)
 	return tree.Walk(root, "/", tree.Walker{
-		Enter: func(d *tree.WalkDir) error {
+		Enter: func(d *tree.WalkDir) (bool, error) {
 			if err := fn(walkDirOf(d)); err != nil {
-				return err
+				return false, err
 			}
-			return d.ListErr
+			return true, d.ListErr
 		},
 		Entry: func(d *tree.WalkDir, n string, st unix.Stat_t, err error) (bool, any, error) {
 			if err != nil || !recorded(n) || st.Mode&unix.S_IFMT != unix.S_IFDIR {

@@ -60,7 +60,7 @@ func (w *walker) walk(rootfd int, rootPlace bind.Place, root *destDir) {
 // enterDir starts the check of directory wd: its salvage copy, its ID
 // (unreadable: names in it cannot be decrypted), and its conflict copies
 // of the ID. A directory that cannot be listed is reported and left.
-func (w *walker) enterDir(wd *tree.WalkDir) error {
+func (w *walker) enterDir(wd *tree.WalkDir) (bool, error) {
 	d := wd.Data.(*checkDir)
 	if d.parentDest != nil {
 		d.dest = w.salv.mkdir(w.rep, d.parentDest, d.salvName, d.pl)
@@ -79,7 +79,7 @@ func (w *walker) enterDir(wd *tree.WalkDir) error {
 		if d.parentDest != nil && d.dest != nil {
 			d.dest.close()
 		}
-		return tree.SkipDir
+		return false, nil
 	}
 	if idErr != nil && w.plan {
 		w.planDirID(wd.Fd, wd.Rel, d.plain, wd.Ents, idErr)
@@ -90,7 +90,7 @@ func (w *walker) enterDir(wd *tree.WalkDir) error {
 	}
 	d.alts, d.badAlts = w.t.AltDirIDsAt(wd.Fd, wd.Ents, w.dirPlace(d.bp))
 	d.usedLinkSidecars = make(map[string]bool)
-	return nil
+	return true, nil
 }
 
 // otherName classifies name of wd, which is no entry: EncryptFS's own

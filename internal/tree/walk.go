@@ -1,7 +1,6 @@
 package tree
 
 import (
-	"errors"
 	"path"
 	"slices"
 	"strings"
@@ -18,10 +17,6 @@ import (
 // DirIDOfUnchecked, ParseDirIDFile), and reach every directory the same
 // way: opened beneath its parent through internal/backing, no symlink
 // followed (a symlink is an entry, never descended into).
-
-// SkipDir, returned by Walker.Enter, leaves the directory's entries
-// unvisited (and Walker.Leave uncalled); the walk goes on.
-var SkipDir = errors.New("tree: skip this directory")
 
 // WalkDir is one directory of CIPHERDIR as Walk visits it.
 type WalkDir struct {
@@ -47,9 +42,9 @@ type Walker struct {
 	// order); otherwise in the order the kernel gives them.
 	Sorted bool
 	// Enter is called for each directory once it is open, listed and its
-	// ID file read, before its names (pre-order). SkipDir skips it; any
-	// other error stops the walk.
-	Enter func(d *WalkDir) error
+	// ID file read, before its names (pre-order). enter false leaves its
+	// names unvisited (and Leave uncalled); an error stops the walk.
+	Enter func(d *WalkDir) (enter bool, err error)
 	// Other is called for each name of d that is no entry (its ID file
 	// and their conflict copies, sidecars, temporaries, the config ...),
 	// in the listing's order among the entries; nil: they are skipped.
@@ -82,9 +77,7 @@ func (w *Walker) dir(d *WalkDir) error {
 		slices.SortFunc(d.Ents, func(a, b backing.Dirent) int { return strings.Compare(a.Name, b.Name) })
 	}
 	if w.Enter != nil {
-		if err := w.Enter(d); errors.Is(err, SkipDir) {
-			return nil
-		} else if err != nil {
+		if enter, err := w.Enter(d); err != nil || !enter {
 			return err
 		}
 	}

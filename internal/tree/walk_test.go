@@ -33,12 +33,12 @@ func TestWalk(t *testing.T) {
 	var log []string
 	err = Walk(rootfd, nil, Walker{
 		Sorted: true,
-		Enter: func(d *WalkDir) error {
+		Enter: func(d *WalkDir) (bool, error) {
 			if d.ID.Err != nil || len(d.ID.Raw) != names.DirIDSize || d.ListErr != nil {
 				t.Errorf("%s: ID %v, list %v", d.Rel, d.ID.Err, d.ListErr)
 			}
 			log = append(log, "enter "+d.Rel)
-			return nil
+			return true, nil
 		},
 		Other: func(d *WalkDir, n string) error { log = append(log, "other "+filepath.Join(d.Rel, n)); return nil },
 		Entry: func(d *WalkDir, n string, st unix.Stat_t, err error) (bool, any, error) {

@@ -156,17 +156,17 @@ func (c *compacter) scan() error {
 // enterDir starts the scan of directory d: its ID (one that does not
 // read is a problem, and the directory is not scanned), the leftover
 // temporaries among its names, and its entries.
-func (c *compacter) enterDir(wd *tree.WalkDir) error {
+func (c *compacter) enterDir(wd *tree.WalkDir) (bool, error) {
 	d := wd.Data.(*upDir)
 	id, err := c.b.Tree().DirIDOf(wd.ID, d.place)
 	switch {
 	case err != nil && d.rel == ".":
-		return fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
+		return false, fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
 	case err != nil:
 		c.problem("%s: directory ID: %v", d.plain, err)
-		return tree.SkipDir
+		return false, nil
 	case wd.ListErr != nil:
-		return fmt.Errorf("session: upgrade: %s: %w", d.plain, wd.ListErr)
+		return false, fmt.Errorf("session: upgrade: %s: %w", d.plain, wd.ListErr)
 	}
 	d.id = id
 	for _, e := range wd.Ents {
@@ -184,7 +184,7 @@ func (c *compacter) enterDir(wd *tree.WalkDir) error {
 	for _, e := range list {
 		d.names[e.Name.Backing] = e.Name
 	}
-	return nil
+	return true, nil
 }
 
 // scanEntry scans entry name of directory wd (lstat st, or statErr); it

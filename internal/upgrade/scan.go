@@ -155,17 +155,17 @@ func (u *upgrader) dirIDOf(r tree.DirIDRead, p bind.Place) (id []byte, v2 bool, 
 // does not read is a problem, and is not scanned), the leftover
 // temporaries and v1 conflict copies of its ID among its names, and its
 // entries that decrypt, listed with v1's rules.
-func (u *upgrader) enterDir(wd *tree.WalkDir) error {
+func (u *upgrader) enterDir(wd *tree.WalkDir) (bool, error) {
 	d := wd.Data.(*upDir)
 	id, v2, err := u.dirIDOf(wd.ID, d.place)
 	switch {
 	case err != nil && d.rel == ".":
-		return fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
+		return false, fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
 	case err != nil:
 		u.problem("%s: directory ID: %v", d.plain, err)
-		return tree.SkipDir
+		return false, nil
 	case wd.ListErr != nil:
-		return fmt.Errorf("session: upgrade: %s: %w", d.plain, wd.ListErr)
+		return false, fmt.Errorf("session: upgrade: %s: %w", d.plain, wd.ListErr)
 	}
 	d.id, d.v2 = id, v2
 	for _, e := range wd.Ents {
@@ -184,7 +184,7 @@ func (u *upgrader) enterDir(wd *tree.WalkDir) error {
 	for _, e := range list {
 		d.names[e.Name.Backing] = e.Name
 	}
-	return nil
+	return true, nil
 }
 
 // leaveDir ends the scan of directory d: it goes into the post-order.
