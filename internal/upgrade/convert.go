@@ -17,7 +17,7 @@ import (
 
 // upOp is one file conversion, assigned to the first (in post-order) of
 // the directories it changes, so that no directory's conflict copies of
-// its ID are converted before the entries they name (see scanDir).
+// its ID are converted before the entries they name (see leaveDir).
 type upOp struct {
 	kind int
 	f    *upFile   // the file with the v1 header

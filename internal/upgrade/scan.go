@@ -22,7 +22,7 @@ import (
 // own leftovers only.
 const upgradeTempPrefix = names.TempPrefix + "upgrade."
 
-// upgrader is one run of UpgradeContent: v1 reads names (whatever form
+// upgrader is one run of Content: v1 reads names (whatever form
 // each dirid has, names are encrypted under the directory's ID) and v1
 // headers; b, a session of the same key with binding, checks and makes
 // v2 objects.

@@ -22,7 +22,7 @@
 //     1 and 36 bytes, a v2 one version 2 and 128, with roots gen >= 1; a
 //     v1 dirid is 16 bytes, a v2 one 54), so a resumed run converts
 //     exactly what is left. Directories go in
-//     post-order (see scanDir), each fsynced after its changes.
+//     post-order (see leaveDir), each fsynced after its changes.
 //  3. The config gets the flags and the VaultID (config.UpgradeParams,
 //     written atomically), last: until then no reader expects v2 objects
 //     or roots.
