@@ -169,7 +169,7 @@ func (t *Tree) ReadRootDirID(rootfd int) ([]byte, error) {
 
 // readDirIDV2 reads and splits dirfd's v2 ID file.
 func (t *Tree) readDirIDV2(dirfd int) ([]byte, uint32, []bind.Binding, error) {
-	raw, err := t.file(ReadDirIDFile(dirfd))
+	raw, err := checkedFile(ReadDirIDFile(dirfd), t.dirIDFileSize())
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -66,12 +66,12 @@ func ReadDirIDFile(dirfd int) DirIDRead {
 	return DirIDRead{Raw: raw, Err: err}
 }
 
-// file returns r's bytes with the tree's checks of the file's type and
-// size: a missing, oversized (over the size of the form the tree reads)
-// or non-regular file is ErrCorruptDir.
-func (t *Tree) file(r DirIDRead) ([]byte, error) {
+// checkedFile returns r's bytes with the checks of the file's type and
+// size: a missing, oversized (over limit, the size of the form the tree
+// reads) or non-regular file is ErrCorruptDir.
+func checkedFile(r DirIDRead, limit int) ([]byte, error) {
 	err := r.Err
-	if err == nil && len(r.Raw) > t.dirIDFileSize() {
+	if err == nil && len(r.Raw) > limit {
 		err = fmt.Errorf("%w: %s", backing.ErrTooBig, names.DirIDFile)
 	}
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, backing.ErrTooBig) || errors.Is(err, backing.ErrNotRegular) {
@@ -86,7 +86,7 @@ func (t *Tree) file(r DirIDRead) ([]byte, error) {
 // DirIDOf is ReadDirIDAt of an ID file read already (r): the directory's
 // ID, checked to be bound to p with binding.
 func (t *Tree) DirIDOf(r DirIDRead, p bind.Place) ([]byte, error) {
-	raw, err := t.file(r)
+	raw, err := checkedFile(r, t.dirIDFileSize())
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (t *Tree) DirIDOf(r DirIDRead, p bind.Place) ([]byte, error) {
 
 // DirIDOfUnchecked is ReadDirIDUnchecked of an ID file read already (r).
 func (t *Tree) DirIDOfUnchecked(r DirIDRead) (id []byte, bindings int, err error) {
-	raw, err := t.file(r)
+	raw, err := checkedFile(r, t.dirIDFileSize())
 	if err != nil {
 		return nil, 0, err
 	}
