@@ -55,11 +55,11 @@ const (
 	fixRebindFile
 )
 
-// readDirID reads the ID of directory wd (its ID file as the walk read
-// it) found at place p (nil: not
-// known, the name of the directory did not decrypt). A directory not bound
-// to p is reported as misplaced-dir and walked with its ID all the same;
-// one with a stale second binding is reported (and, with plan, fixed).
+// readDirID reads the ID of directory wd (from its ID file as the walk
+// read it) found at place p (nil: not known, the name of the directory
+// did not decrypt). A directory not bound to p is reported as
+// misplaced-dir and walked with its ID all the same; one with a stale
+// second binding is reported (and, with plan, fixed).
 func (w *walker) readDirID(wd *tree.WalkDir, p *bind.Place, plainRel string) ([]byte, error) {
 	if !w.t.Bound() {
 		return w.t.DirIDOf(wd.ID, bind.Place{})

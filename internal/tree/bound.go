@@ -178,8 +178,8 @@ func (t *Tree) readDirIDV2(dirfd int) ([]byte, uint32, []bind.Binding, error) {
 
 // replaceDirIDFile atomically replaces the ID file of directory sub with
 // data: a temporary file (written and fsynced) renamed over it
-// (backing.FS.ReplaceFile). A crash leaves the old or the new file (and at worst a temporary
-// file, which fsck reports as temp-file).
+// (backing.FS.ReplaceFile). A crash leaves the old or the new file (and
+// at worst a temporary file, which fsck reports as temp-file).
 func (t *Tree) replaceDirIDFile(sub int, data []byte) error {
 	tmp, err := t.tempName()
 	if err != nil {

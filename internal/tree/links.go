@@ -68,8 +68,8 @@ func (s *LinkStore) LoadAt(rootfd int, fileID []byte) (bind.LinkList, error) {
 
 // Store replaces l's links file atomically: a temporary file in the root
 // (backing.FS.ReplaceFile: written and fsynced), renamed over it, and
-// with sync the root fsynced. A crash leaves the old or the new list (and at worst
-// the temporary file: fsck's temp-file).
+// with sync the root fsynced. A crash leaves the old or the new list
+// (and at worst the temporary file: fsck's temp-file).
 func (s *LinkStore) Store(l bind.LinkList, sync bool) error {
 	rootfd, err := backing.OpenRoot(s.root)
 	if err != nil {
