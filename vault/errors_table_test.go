@@ -38,6 +38,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/serve"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/upgrade"
 	"github.com/encryptfs/encryptfs/internal/uring"
 	"github.com/encryptfs/encryptfs/vault"
 )
@@ -184,9 +185,9 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/serve.ErrCorruptProps":   {serve.ErrCorruptProps, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/mount.ErrNoRoot":         {mount.ErrNoRoot, fault.Other, syscall.EIO, cli.ExitError, nil},
 
-	// The content upgrade (session/upgrade.go).
+	// The content upgrade (session/marker.go, internal/upgrade).
 	"internal/session.ErrUpgradeIncomplete": {session.ErrUpgradeIncomplete, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
-	"internal/session.ErrUpgradeBlocked":    {session.ErrUpgradeBlocked, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/upgrade.ErrBlocked":           {upgrade.ErrBlocked, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 
 	"internal/tree.ErrCorruptDir":       {tree.ErrCorruptDir, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
 	"internal/tree.ErrReverse":          {tree.ErrReverse, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},

@@ -15,11 +15,12 @@ import (
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/upgrade"
 )
 
 // The committed example vault of format 2 with location binding
 // (docs/format.md §14): v2-bound-aes-256-gcm is what `encryptfs upgrade`
-// (session.UpgradeContent) made of a copy of v2-aes-256-gcm, so it has the
+// (upgrade.Content) made of a copy of v2-aes-256-gcm, so it has the
 // same master key and key slots (the credentials in v2-credentials) and
 // shows an upgraded config's SlotParams. It must stay readable, bound,
 // forever after. Made by this test with
@@ -161,7 +162,7 @@ func regenerateExampleV2Bound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.UpgradeContent(nil); err != nil {
+	if _, err := upgrade.Content(s, nil); err != nil {
 		t.Fatal(err)
 	}
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

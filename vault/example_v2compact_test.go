@@ -15,11 +15,12 @@ import (
 	"github.com/encryptfs/encryptfs/internal/fsck"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/upgrade"
 )
 
 // The committed example vault of compact file roots (docs/format.md §16,
 // "Compact layout"): v2-compact-aes-256-gcm is what `encryptfs upgrade`
-// (session.UpgradeContent) made of a copy of v2-bound-aes-256-gcm, so it
+// (upgrade.Content) made of a copy of v2-bound-aes-256-gcm, so it
 // has the same master key, key slots (the credentials in v2-credentials)
 // and VaultID, with FileRoots and CompactRoots (its files in the compact
 // layout), and then exampleV2CompactFiles written through this package.
@@ -161,7 +162,7 @@ func regenerateExampleV2Compact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.UpgradeContent(nil)
+	_, err = upgrade.Content(s, nil)
 	s.Close()
 	if err != nil {
 		t.Fatal(err)

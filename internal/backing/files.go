@@ -210,23 +210,3 @@ func ReadDirAt(dirfd int, rel string) ([]Dirent, error) {
 	defer Close(fd)
 	return ReadDir(fd)
 }
-
-// ReplaceFileAt makes name in todirfd a new file holding data, through tmp
-// in dirfd: whatever stands at tmp (a leftover, or a symlink or FIFO
-// planted there) is removed first, tmp is created exclusively (nothing
-// followed, nothing opened but the new file), written and fsynced, then
-// renamed over name (rename replaces a symlink at name, never follows
-// it). The caller fsyncs the directories it needs durable.
-func ReplaceFileAt(dirfd int, tmp string, todirfd int, name string, data []byte, mode uint32) error {
-	if err := Unlinkat(dirfd, tmp, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return err
-	}
-	if err := WriteFileAt(dirfd, tmp, data, mode); err != nil {
-		return err
-	}
-	if err := Renameat2(dirfd, tmp, todirfd, name, 0); err != nil {
-		Unlinkat(dirfd, tmp, 0)
-		return err
-	}
-	return nil
-}

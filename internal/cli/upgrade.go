@@ -10,6 +10,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/upgrade"
 	"github.com/spf13/cobra"
 )
 
@@ -35,7 +36,7 @@ func newUpgradeCommand(a *App) *cobra.Command {
 //     same master key, so no file changes and a mount keeps running; the
 //     password becomes key slot 1.
 //  2. Content without location binding or file roots gets them
-//     (session.UpgradeContent): every dirid is rewritten bound, and every
+//     (upgrade.Content): every dirid is rewritten bound, and every
 //     file in the roots layout (bound header, tag blocks, root), crash-safe
 //     and resumable, and BoundLocations, FileRoots and CompactRoots are
 //     written to the config last. A vault with FileRoots alone gets
@@ -88,7 +89,7 @@ func runUpgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) err
 	}
 	defer s.Close()
 	prog := a.newProgress("upgrade", asJSON)
-	res, err := s.UpgradeContent(func(p session.UpgradeProgress) {
+	res, err := upgrade.Content(s, func(p upgrade.Progress) {
 		if prog != nil && prog.totalFiles == 0 && p.TotalObjects > 0 {
 			prog.setTotals(p.TotalObjects, p.TotalBytes)
 		}

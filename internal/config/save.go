@@ -111,7 +111,8 @@ func WriteFileAtomic(dir, name string, data []byte) error {
 }
 
 // WriteFileAtomicFS is WriteFileAtomic making its changes through fsys
-// (nil: unobserved; see backing.FS).
+// (nil: unobserved; see backing.FS), by backing's one atomic replace
+// (backing.FS.ReplaceFile) beneath dir's fd, a leftover temp file kept.
 func WriteFileAtomicFS(fsys *backing.FS, dir, name string, data []byte) error {
 	tmp := name + ".tmp"
 	dirfd, err := backing.OpenRoot(dir)
@@ -119,28 +120,13 @@ func WriteFileAtomicFS(fsys *backing.FS, dir, name string, data []byte) error {
 		return fmt.Errorf("config: %w", err)
 	}
 	defer backing.Close(dirfd)
-	fd, err := fsys.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o400)
-	if err != nil {
-		if errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("config: %s exists (an earlier write was interrupted); check it and remove it: %w",
-				filepath.Join(dir, tmp), fs.ErrExist)
-		}
-		return fmt.Errorf("config: create %s: %w", filepath.Join(dir, tmp), err)
-	}
-	f := fsys.NewFile(fd, nil)
-	_, werr := f.WriteAt(data, 0)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		backing.Unlinkat(dirfd, tmp, 0)
+	err = fsys.ReplaceFile(dirfd, tmp, dirfd, name, data, 0o400, backing.ReplaceKeepLeftover|backing.ReplaceSyncDir)
+	switch {
+	case errors.Is(err, unix.EEXIST):
+		return fmt.Errorf("config: %s exists (an earlier write was interrupted); check it and remove it: %w",
+			filepath.Join(dir, tmp), fs.ErrExist)
+	case err != nil:
 		return fmt.Errorf("config: write %s: %w", filepath.Join(dir, tmp), err)
-	}
-	if err := fsys.Renameat2(dirfd, tmp, dirfd, name, 0); err != nil {
-		backing.Unlinkat(dirfd, tmp, 0)
-		return fmt.Errorf("config: rename %s: %w", filepath.Join(dir, tmp), err)
-	}
-	if err := fsys.Fsync(dirfd); err != nil {
-		return fmt.Errorf("config: fsync dir %s: %w", dir, err)
 	}
 	return nil
 }

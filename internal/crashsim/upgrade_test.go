@@ -18,6 +18,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crashsim"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/upgrade"
 	"github.com/encryptfs/encryptfs/vault"
 )
 
@@ -152,7 +153,7 @@ func runUpgrade(t *testing.T, dir string, pw []byte, fsys *backing.FS, r *rand.C
 		t.Fatalf("open for the upgrade: %v", err)
 	}
 	defer s.Close()
-	if _, err := s.UpgradeContent(nil); err != nil {
+	if _, err := upgrade.Content(s, nil); err != nil {
 		t.Fatalf("content upgrade: %v", err)
 	}
 }

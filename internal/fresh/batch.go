@@ -6,6 +6,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
@@ -245,40 +246,39 @@ type walkDir struct {
 	path string // plaintext, "/" for the root
 }
 
-// walk calls fn for every directory of the vault, root first.
+// walk calls fn for every directory of the vault, root first
+// (tree.Walk): into every recorded name that is a directory.
 func (v *Vault) walk(fn func(walkDir) error) error {
 	root, err := v.openRoot()
 	if err != nil {
 		return err
 	}
-	return v.walkFrom(walkDir{fd: root, id: readDirID(root), path: "/"}, fn)
+	defer backing.Close(root)
+	return tree.Walk(root, "/", tree.Walker{
+		Enter: func(d *tree.WalkDir) (bool, error) {
+			if err := fn(walkDirOf(d)); err != nil {
+				return false, err
+			}
+			return true, d.ListErr
+		},
+		Entry: func(d *tree.WalkDir, n string, st unix.Stat_t, err error) (bool, any, error) {
+			if err != nil || !recorded(n) || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				return false, nil, nil
+			}
+			return true, v.plainPath(walkDirOf(d), n), nil
+		},
+		OpenFailed: func(_ *tree.WalkDir, _ string, _ any, err error) error {
+			if errors.Is(err, unix.ENOENT) {
+				return nil
+			}
+			return err
+		},
+	})
 }
 
-func (v *Vault) walkFrom(d walkDir, fn func(walkDir) error) error {
-	defer backing.Close(d.fd)
-	if err := fn(d); err != nil {
-		return err
-	}
-	names, err := listRecorded(d.fd)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		st, err := backing.Fstatat(d.fd, n)
-		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			continue
-		}
-		sub, err := backing.OpenSubdir(d.fd, n)
-		if errors.Is(err, unix.ENOENT) {
-			continue
-		} else if err != nil {
-			return err
-		}
-		if err := v.walkFrom(walkDir{fd: sub, id: readDirID(sub), path: v.plainPath(d, n)}, fn); err != nil {
-			return err
-		}
-	}
-	return nil
+// walkDirOf is the walk's directory d as fn sees it.
+func walkDirOf(d *tree.WalkDir) walkDir {
+	return walkDir{fd: d.Fd, id: dirIDOf(d.ID), path: d.Data.(string)}
 }
 
 // plainPath is the plaintext path of backing name n in d (the backing

@@ -133,7 +133,7 @@ func (v *Vault) writeManifest(m *fc.Manifest) ([fc.HashSize]byte, error) {
 	}
 	defer backing.Close(dir)
 	name := fc.EncodeID(m.DirID[:])
-	if err := backing.ReplaceFileAt(dir, name+fc.TempSuffix, dir, name, b, 0o600); err != nil {
+	if err := backing.ReplaceFileAt(dir, name+fc.TempSuffix, dir, name, b, 0o600, 0); err != nil {
 		return [fc.HashSize]byte{}, err
 	}
 	return fc.Hash(b), nil
@@ -155,20 +155,10 @@ func (v *Vault) writeEpoch(e *fc.Epoch) error {
 	// root, so that the root never holds a temporary file a sync tool
 	// would upload; the manifests renamed before it are made durable
 	// first (the epoch commits to them).
-	tmp := "epoch" + fc.TempSuffix
-	if err := backing.Unlinkat(dir, tmp, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return err
-	}
-	if err := backing.WriteFileAt(dir, tmp, b, 0o600); err != nil {
-		return err
-	}
 	if err := backing.Fsync(dir); err != nil {
 		return err
 	}
-	if err := backing.Renameat2(dir, tmp, v.root, epochName(v.self), 0); err != nil {
-		return err
-	}
-	return backing.Fsync(v.root)
+	return backing.ReplaceFileAt(dir, "epoch"+fc.TempSuffix, v.root, epochName(v.self), b, 0o600, backing.ReplaceSyncDir)
 }
 
 // readSmall reads a freshness file of dirfd through internal/backing (no

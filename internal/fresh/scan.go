@@ -9,7 +9,6 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -46,10 +45,7 @@ func recorded(b string) bool {
 	if b == "" || b == "." || b == ".." || strings.HasPrefix(b, ".") {
 		return false
 	}
-	if names.IsReserved(b) {
-		return names.IsLongName(b) || tree.IsLongCopy(b)
-	}
-	return true
+	return tree.IsEntryName(b)
 }
 
 // observe reads what name in dirfd is now.
@@ -115,27 +111,29 @@ func (r *Reader) fileID(fd int, size int64) (id [fc.IDSize]byte, gen uint64) {
 	return id, ^uint64(0)
 }
 
-// readDirID returns the directory ID in dirfd's encryptfs.dirid: the whole
-// 16-byte v1 file, or bytes 6..22 of the v2 file (format.md §14). A
+// readDirID returns the directory ID in dirfd's encryptfs.dirid (dirIDOf).
+func readDirID(dirfd int) [fc.IDSize]byte { return dirIDOf(tree.ReadDirIDFile(dirfd)) }
+
+// dirIDOf is the directory ID in an encryptfs.dirid as read, as
+// tree.ParseDirIDFile splits it (the whole 16-byte v1 file, or the ID in
+// the v2 form, format.md §14; its bindings are the tree's to check). A
 // missing or malformed file gives a digest of what is there, never equal
 // to an authentic ID.
-func readDirID(dirfd int) (id [fc.IDSize]byte) {
-	b, err := backing.ReadFileAt(dirfd, names.DirIDFile, 4096)
-	switch {
-	case err == nil && len(b) == names.DirIDSize:
-		copy(id[:], b)
-	case err == nil && len(b) == dirIDV2Size && binary.BigEndian.Uint16(b) == 2:
-		copy(id[:], b[6:22])
-	default:
-		h := sha256.Sum256(append([]byte("no dirid\x00"), b...))
-		copy(id[:], h[:])
+func dirIDOf(r tree.DirIDRead) (id [fc.IDSize]byte) {
+	if r.Err == nil {
+		if f, err := tree.ParseDirIDFile(r.Raw); err == nil {
+			copy(id[:], f.ID)
+			return id
+		}
 	}
+	var b []byte
+	if r.Err == nil {
+		b = r.Raw
+	}
+	h := sha256.Sum256(append([]byte("no dirid\x00"), b...))
+	copy(id[:], h[:])
 	return id
 }
-
-// dirIDV2Size is the size of a v2 encryptfs.dirid (internal/tree's
-// dirIDFileSizeV2, docs/format.md §14).
-const dirIDV2Size = 54
 
 // xattrDigest is SHA-256 over the object's user.* backing xattrs, sorted
 // by name (u16 name length, name, u32 value length, value), cut to 16

@@ -169,10 +169,7 @@ func writeDurable(dir, name string, data []byte, mode uint32) error {
 		return err
 	}
 	defer backing.Close(fd)
-	if err := backing.ReplaceFileAt(fd, name+fc.TempSuffix, fd, name, data, mode); err != nil {
-		return err
-	}
-	return backing.Fsync(fd)
+	return backing.ReplaceFileAt(fd, name+fc.TempSuffix, fd, name, data, mode, backing.ReplaceSyncDir)
 }
 
 // openLock opens (creating it) the lock file of state directory dir:

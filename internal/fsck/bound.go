@@ -55,20 +55,22 @@ const (
 	fixRebindFile
 )
 
-// readDirID reads the ID of directory dirfd found at place p (nil: not
-// known, the name of the directory did not decrypt). A directory not bound
-// to p is reported as misplaced-dir and walked with its ID all the same;
-// one with a stale second binding is reported (and, with plan, fixed).
-func (w *walker) readDirID(dirfd int, p *bind.Place, cipherRel, plainRel string) ([]byte, error) {
+// readDirID reads the ID of directory wd (from its ID file as the walk
+// read it) found at place p (nil: not known, the name of the directory
+// did not decrypt). A directory not bound to p is reported as
+// misplaced-dir and walked with its ID all the same; one with a stale
+// second binding is reported (and, with plan, fixed).
+func (w *walker) readDirID(wd *tree.WalkDir, p *bind.Place, plainRel string) ([]byte, error) {
 	if !w.t.Bound() {
-		return w.t.ReadDirID(dirfd)
+		return w.t.DirIDOf(wd.ID, bind.Place{})
 	}
-	id, bindings, err := w.t.ReadDirIDUnchecked(dirfd)
+	id, bindings, err := w.t.DirIDOfUnchecked(wd.ID)
 	if err != nil || p == nil {
 		return id, err
 	}
+	dirfd, cipherRel := wd.Fd, wd.Rel
 	at := joinCipher(cipherRel, names.DirIDFile)
-	if _, err := w.t.ReadDirIDAt(dirfd, *p); errors.Is(err, bind.ErrMisplaced) {
+	if _, err := w.t.DirIDOf(wd.ID, *p); errors.Is(err, bind.ErrMisplaced) {
 		w.add(Problem{Kind: KindMisplacedDir, CipherPath: at, PlainPath: plainRel,
 			Detail: "the directory is not bound to where it is (moved or grafted here, or its directory ID file copied from another directory): the mount answers EIO"})
 		return id, nil

@@ -224,8 +224,7 @@ func check(ctx context.Context, s *session.Session, opts Options, plan bool) (*w
 	if w.salv != nil {
 		root = w.salv.root
 	}
-	rootPlace := w.t.RootPlace()
-	w.dir(rootfd, &rootPlace, ".", "/", true, root)
+	w.walk(rootfd, w.t.RootPlace(), root)
 	if ctx.Err() == nil {
 		w.staleLinks()
 		w.checkLinksFiles(rootfd)

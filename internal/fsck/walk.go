@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
-	freshcrypto "github.com/encryptfs/encryptfs/internal/crypto/fresh"
-	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
@@ -106,144 +102,6 @@ type entry struct {
 	place *bind.Place
 }
 
-// dir checks the open backing directory dirfd (at cipherRel / plainRel) and
-// everything below it; dest is its copy in the salvage directory (nil when
-// not salvaging or the copy could not be made).
-// bp is the directory's place (location binding; nil: not known).
-func (w *walker) dir(dirfd int, bp *bind.Place, cipherRel, plainRel string, known bool, dest *destDir) {
-	w.rep.Summary.Dirs++
-	dirID, idErr := w.readDirID(dirfd, bp, cipherRel, plainRel)
-	if idErr != nil {
-		w.add(Problem{Kind: KindDirID, CipherPath: joinCipher(cipherRel, names.DirIDFile), PlainPath: plainRel,
-			Detail: fmt.Sprintf("directory ID unreadable, names in this directory cannot be decrypted: %v", idErr)})
-		dirID = nil
-	}
-	w.noteDirID(dirID, cipherRel, plainRel)
-	ents, err := backing.ReadDir(dirfd)
-	if err != nil {
-		w.add(Problem{Kind: KindIO, CipherPath: cipherRel, PlainPath: plainRel, Detail: fmt.Sprintf("list directory: %v", err)})
-		return
-	}
-	if idErr != nil && w.plan {
-		w.planDirID(dirfd, cipherRel, plainRel, ents, idErr)
-	}
-	slices.SortFunc(ents, func(a, b backing.Dirent) int { return strings.Compare(a.Name, b.Name) })
-	present := make(map[string]bool, len(ents))
-	for _, e := range ents {
-		present[e.Name] = true
-	}
-	alts, badAlts := w.t.AltDirIDsAt(dirfd, ents, w.dirPlace(bp))
-	usedLinkSidecars := make(map[string]bool)
-	var linkSidecars []string
-	isRoot := cipherRel == "."
-
-	for _, e := range ents {
-		if w.ctx.Err() != nil {
-			return
-		}
-		bn := e.Name
-		at := joinCipher(cipherRel, bn)
-		switch {
-		case bn == names.DirIDFile:
-			continue
-		case tree.IsAltDirIDName(bn):
-			// Two copies of this directory made apart and merged by a sync
-			// tool: no damage, but a choice for the user (entries made
-			// under this ID are shown as "<name><suffix>").
-			if slices.Contains(badAlts, bn) {
-				w.add(Problem{Kind: KindDirID, CipherPath: at, PlainPath: plainRel, Detail: "conflict copy of the directory ID is unreadable or not 16 bytes"})
-			} else {
-				w.rep.Conflicts = append(w.rep.Conflicts, Problem{Kind: KindConflict, CipherPath: at, PlainPath: plainRel,
-					Detail: "copy of the directory ID made by a sync tool (the directory was made on two sides apart); entries made under it are shown as <name><suffix>, read-only until renamed"})
-			}
-			continue
-		case isRoot && (bn == config.FileName || bn == config.BackupName):
-			continue
-		case isRoot && (bn == config.UpgradeMarkerName || bn == config.UpgradeMarkerName+".tmp"):
-			// A half-upgraded vault does not open; a bound one with the
-			// marker lost the upgrade's last step (session/upgrade.go).
-			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "left by an upgrade that finished; encryptfs upgrade removes it"})
-		case isRoot && freshcrypto.IsName(bn): // freshness epochs and manifests (format.md §15)
-			continue
-		case isRoot && (bn == config.FileName+".tmp" || bn == config.BackupName+".tmp"):
-			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "config file left by an interrupted write; compare it with encryptfs.conf and remove it"})
-			w.planRemove(dirfd, cipherRel, bn, KindTemp, "remove the config left by an interrupted write (the vault opened with encryptfs.conf)")
-			continue
-		case names.IsSidecar(bn):
-			long := strings.TrimSuffix(bn, names.LongNameSuffix)
-			if !present[long] {
-				w.add(Problem{Kind: KindOrphanSidecar, CipherPath: at, Detail: "long-name sidecar without its entry " + long})
-				if !hasLongCopy(ents, long) {
-					// A sync tool's copy of the entry reads its name
-					// from this sidecar: then it stays.
-					w.planRemove(dirfd, cipherRel, bn, KindOrphanSidecar, "remove the long-name sidecar without an entry")
-				}
-			}
-			continue
-		case isLongSidecarCopy(bn):
-			w.add(Problem{Kind: KindOrphanSidecar, CipherPath: at, Detail: "copy of a long-name sidecar made by another program (sync conflict?)"})
-			continue
-		case strings.HasPrefix(bn, meta.SymlinkSidecarPrefix):
-			linkSidecars = append(linkSidecars, bn)
-			continue
-		case strings.HasPrefix(bn, names.TempPrefix):
-			w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "temporary entry left by an interrupted operation"})
-			w.planTemp(dirfd, cipherRel, bn)
-			continue
-		case isRoot && w.t.Bound() && isLinksName(bn):
-			w.noteLinksFile(bn)
-			continue
-		case names.IsReserved(bn) && !names.IsLongName(bn) && !tree.IsLongCopy(bn):
-			w.add(Problem{Kind: KindReserved, CipherPath: at, Detail: "unknown name in the reserved encryptfs.* namespace"})
-			continue
-		}
-		st, err := backing.Fstatat(dirfd, bn)
-		if err != nil {
-			w.add(Problem{Kind: KindIO, CipherPath: at, Detail: fmt.Sprintf("stat: %v", err)})
-			continue
-		}
-		ent := entry{backing: bn, st: st}
-		w.nameEntry(dirfd, dirID, bp, alts, at, plainRel, known, &ent)
-		ent.place = w.entryPlace(dirID, &ent)
-		pl := place{cipher: at, plain: joinPlain(plainRel, ent.shown, known && ent.named), known: known && ent.named}
-		salvName := ent.shown
-		if !ent.named || ent.shadowed {
-			salvName = undecryptableName(bn)
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFDIR:
-			w.subdir(dirfd, ent, pl, dest, salvName)
-		case unix.S_IFREG:
-			w.regular(dirfd, ent, pl, dest, salvName)
-		case unix.S_IFLNK:
-			if sc := w.symlink(dirfd, dirID, ent, pl, dest, salvName); sc != "" {
-				usedLinkSidecars[sc] = true
-			}
-		default:
-			w.rep.Summary.Others++
-			w.salvageNode(dest, salvName, ent, pl)
-		}
-	}
-	for _, sc := range linkSidecars {
-		if !usedLinkSidecars[sc] {
-			w.add(Problem{Kind: KindOrphanSidecar, CipherPath: joinCipher(cipherRel, sc), Detail: "symlink target sidecar without a symlink that uses it"})
-			w.planRemove(dirfd, cipherRel, sc, KindOrphanSidecar, "remove the symlink target sidecar no symlink uses")
-		}
-	}
-	var xs []plainXattr
-	if dirID != nil {
-		xs = w.xattrs(dirfd, dirID, place{cipher: cipherRel, plain: plainRel, known: known})
-	} else {
-		w.unverifiableXattrs(dirfd, place{cipher: cipherRel, plain: plainRel, known: known}, "its directory ID is unreadable")
-	}
-	if dest != nil {
-		st, err := backing.Fstat(dirfd)
-		if err == nil {
-			w.salv.finishDir(w.rep, dest, st, xs)
-		}
-	}
-}
-
 // nameEntry decrypts the entry's backing name and reports what is wrong
 // with it (bp: the directory's place, with location binding). On return
 // ent.named says whether a plaintext name is known.
@@ -324,67 +182,32 @@ func isNameRune(r rune) bool {
 	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
 
-// subdir checks a backing subdirectory.
-func (w *walker) subdir(dirfd int, ent entry, pl place, dest *destDir, salvName string) {
-	sub, err := backing.OpenSubdir(dirfd, ent.backing)
-	if err != nil {
-		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("open directory: %v", err)})
-		return
-	}
-	defer backing.Close(sub)
-	var subDest *destDir
-	if dest != nil {
-		subDest = w.salv.mkdir(w.rep, dest, salvName, pl)
-	}
-	w.dir(sub, ent.place, pl.cipher, pl.plain, pl.known, subDest)
-	if subDest != nil {
-		subDest.close()
-	}
-}
-
 // prescan counts regular files and their plaintext bytes for the progress
-// display: a metadata-only walk.
+// display: a metadata-only walk (tree.Walk: the entries the check walks).
 func (w *walker) prescan(rootfd int) (files, bytes int64) {
 	suite := w.eng.Suite()
 	seen := make(map[inodeKey]bool)
-	var walk func(fd int)
-	walk = func(fd int) {
-		ents, err := backing.ReadDir(fd)
-		if err != nil {
-			return
-		}
-		for _, e := range ents {
-			if w.ctx.Err() != nil {
-				return
+	tree.Walk(rootfd, nil, tree.Walker{
+		Entry: func(_ *tree.WalkDir, _ string, st unix.Stat_t, err error) (bool, any, error) {
+			if err := w.ctx.Err(); err != nil {
+				return false, nil, err
 			}
-			if names.IsReserved(e.Name) && !names.IsLongName(e.Name) {
-				continue
+			if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				return err == nil, nil, nil // a directory: descend
 			}
-			st, err := backing.Fstatat(fd, e.Name)
-			if err != nil {
-				continue
-			}
-			switch st.Mode & unix.S_IFMT {
-			case unix.S_IFREG:
-				if st.Nlink > 1 {
-					k := inodeKey{uint64(st.Dev), st.Ino}
-					if seen[k] {
-						continue
-					}
-					seen[k] = true
+			if st.Nlink > 1 {
+				k := inodeKey{uint64(st.Dev), st.Ino}
+				if seen[k] {
+					return false, nil, nil
 				}
-				files++
-				if n, err := suite.PlainSize(st.Size); err == nil {
-					bytes += n
-				}
-			case unix.S_IFDIR:
-				if sub, err := backing.OpenSubdir(fd, e.Name); err == nil {
-					walk(sub)
-					backing.Close(sub)
-				}
+				seen[k] = true
 			}
-		}
-	}
-	walk(rootfd)
+			files++
+			if n, err := suite.PlainSize(st.Size); err == nil {
+				bytes += n
+			}
+			return false, nil, nil
+		},
+	})
 	return files, bytes
 }

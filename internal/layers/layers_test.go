@@ -20,7 +20,7 @@ const module = "github.com/encryptfs/encryptfs/"
 // (high), tier by tier as docs/architecture.md, "The picture", draws them
 // (rule 1). A package may import only packages of a strictly lower rank:
 // cmd -> cli -> mount/vault -> FUSE frontends/fsck/transport -> FUSE
-// helpers -> session -> engine -> fresh -> fault -> tree -> keyslot -> core/config
+// helpers -> upgrade -> session -> engine -> fresh -> fault -> tree -> keyslot -> core/config
 // -> crypto/backing/uring/display. A package missing from this table
 // fails the test, so that every new package gets a place.
 var rank = map[string]int{
@@ -36,6 +36,7 @@ var rank = map[string]int{
 	"internal/fresh":                      45, // freshness: manifests, epochs, local state (above fault, below session)
 	"internal/engine":                     48, // the per-vault engine the session owns: Dir, File, the open-file table
 	"internal/session":                    50,
+	"internal/upgrade":                    52, // the content upgrade: of the engine's tier, over the session
 	"internal/fuseserver":                 55,
 	"internal/dircursor":                  55,
 	"internal/forwardfs":                  60,
@@ -60,13 +61,13 @@ const fuseLayer = 60
 // doors are the packages above the engine, each with the packages of
 // ours it may import (rule 2, "the doors reach a vault only through the
 // session"): the session, the classification of errors, the display rule
-// and the FUSE helpers; the CLI also the doors and the key slot
-// credentials the session's API takes; forwardfs, reversefs and vault also the
-// engine the session owns (internal/engine). Whatever else a door imports is
+// and the FUSE helpers; the CLI also the doors, the content upgrade and
+// the key slot credentials the session's API takes; forwardfs, reversefs
+// and vault also the engine the session owns (internal/engine). Whatever else a door imports is
 // either a known violation below or a new one, which fails.
 var doors = map[string][]string{
 	"cmd/encryptfs":      {"internal/cli"},
-	"internal/cli":       {"internal/mount", "internal/serve", "vault", "internal/fsck", "internal/session", "internal/keyslot", "internal/fault", "internal/display"},
+	"internal/cli":       {"internal/mount", "internal/serve", "vault", "internal/fsck", "internal/session", "internal/upgrade", "internal/keyslot", "internal/fault", "internal/display"},
 	"internal/mount":     {"internal/forwardfs", "internal/reversefs", "internal/fuseserver", "internal/fuseuring", "internal/session"},
 	"internal/forwardfs": {"internal/session", "internal/engine", "internal/fault", "internal/fuseserver", "internal/dircursor"},
 	"internal/reversefs": {"internal/session", "internal/engine", "internal/fault", "internal/fuseserver", "internal/dircursor"},

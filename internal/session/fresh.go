@@ -1,10 +1,7 @@
 package session
 
 import (
-	"encoding/binary"
-
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 	"github.com/encryptfs/encryptfs/internal/fresh"
 )
@@ -58,14 +55,10 @@ func freshReader(s *Session) fresh.Reader {
 				return id, 0, err
 			}
 			copy(id[:], h.FileID[:])
-			// The gen of a v2 header (bytes 32..40, format.md §14),
+			// The gen of a header with roots (format.md §14, §16),
 			// authenticated by the header MAC ParseHeader checked; 0
-			// until file roots fill it. (Read from content.Header once
-			// it carries Gen.)
-			if len(b) == content.HeaderSizeV2 && suite.Bound() {
-				gen = binary.BigEndian.Uint64(b[32:40])
-			}
-			return id, gen, nil
+			// in a header without roots.
+			return id, h.Gen, nil
 		},
 		Name: func(dirfd int, dirID []byte, b string) (string, error) {
 			n, err := s.tree.DecryptName(dirfd, dirID, b)

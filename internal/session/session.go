@@ -62,8 +62,8 @@ type Options struct {
 	// whose config does not say so.
 	BoundVaultID []byte
 	// Upgrading opens a vault whose content upgrade was interrupted
-	// (upgrade.go), which every other open refuses
-	// (ErrUpgradeIncomplete). Only for UpgradeContent.
+	// (internal/upgrade), which every other open refuses
+	// (ErrUpgradeIncomplete). Only for upgrade.Content.
 	Upgrading bool
 	// Freshness, if set, turns on rollback detection (format v2,
 	// docs/design/format-v2.md §6, format.md §15): see newFresh.

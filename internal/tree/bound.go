@@ -158,14 +158,7 @@ func (t *Tree) ReadDirIDAt(dirfd int, p bind.Place) ([]byte, error) {
 	if t.bind == nil {
 		return t.ReadDirID(dirfd)
 	}
-	id, epoch, slots, err := t.readDirIDV2(dirfd)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.checkDir(id, epoch, p, slots); err != nil {
-		return nil, fmt.Errorf("tree: directory ID: %w", err)
-	}
-	return id, nil
+	return t.DirIDOf(ReadDirIDFile(dirfd), p)
 }
 
 // ReadRootDirID reads the root directory's ID (rootfd), checking its
@@ -176,43 +169,23 @@ func (t *Tree) ReadRootDirID(rootfd int) ([]byte, error) {
 
 // readDirIDV2 reads and splits dirfd's v2 ID file.
 func (t *Tree) readDirIDV2(dirfd int) ([]byte, uint32, []bind.Binding, error) {
-	raw, err := t.readDirIDFile(dirfd)
+	raw, err := checkedFile(ReadDirIDFile(dirfd), t.dirIDFileSize())
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	return parseDirIDV2(raw)
 }
 
-// readDirIDFile reads dirfd's ID file as it is stored, with ReadDirID's
-// checks of its type and size.
-func (t *Tree) readDirIDFile(dirfd int) ([]byte, error) {
-	raw, err := backing.ReadFileAt(dirfd, names.DirIDFile, t.dirIDFileSize())
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, backing.ErrTooBig) || errors.Is(err, backing.ErrNotRegular) {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptDir, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tree: read %s: %w", names.DirIDFile, err)
-	}
-	return raw, nil
-}
-
 // replaceDirIDFile atomically replaces the ID file of directory sub with
-// data: a temporary file (written and fsynced by WriteFileAt) renamed over
-// it. A crash leaves the old or the new file (and at worst a temporary
-// file, which fsck reports as temp-file).
+// data: a temporary file (written and fsynced) renamed over it
+// (backing.FS.ReplaceFile). A crash leaves the old or the new file (and
+// at worst a temporary file, which fsck reports as temp-file).
 func (t *Tree) replaceDirIDFile(sub int, data []byte) error {
 	tmp, err := t.tempName()
 	if err != nil {
 		return err
 	}
-	if err := t.fs.WriteFileAt(sub, tmp, data, 0o400); err != nil {
-		return err
-	}
-	if err := t.fs.Renameat2(sub, tmp, sub, names.DirIDFile, 0); err != nil {
-		t.fs.Unlinkat(sub, tmp, 0)
-		return err
-	}
-	return nil
+	return t.fs.ReplaceFile(sub, tmp, sub, names.DirIDFile, data, 0o400, 0)
 }
 
 // openFile returns the File of regular file backingName in dirfd found at
@@ -245,24 +218,7 @@ func (t *Tree) ReadDirIDUnchecked(dirfd int) (id []byte, bindings int, err error
 		id, err := t.ReadDirID(dirfd)
 		return id, 0, err
 	}
-	id, epoch, slots, err := t.readDirIDV2(dirfd)
-	if err != nil {
-		return nil, 0, err
-	}
-	// Unchecked: fsck reads names under the directory's epoch even where
-	// it is misplaced. An epoch without keys is a corrupt ID file. Only a
-	// hint (epoch.go): it decrypts names of an ID no verified ID file has
-	// spoken for, and never picks the key a new name is encrypted with.
-	if !t.known(epoch) {
-		return nil, 0, fmt.Errorf("%w: master-key epoch %d has no key here", ErrCorruptDir, epoch)
-	}
-	t.hintEpoch(id, epoch)
-	for _, s := range slots {
-		if !s.IsZero() {
-			bindings++
-		}
-	}
-	return id, bindings, nil
+	return t.DirIDOfUnchecked(ReadDirIDFile(dirfd))
 }
 
 // RebindDir leaves directory dirfd bound to its place p only, dropping a

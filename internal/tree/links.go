@@ -67,9 +67,9 @@ func (s *LinkStore) LoadAt(rootfd int, fileID []byte) (bind.LinkList, error) {
 }
 
 // Store replaces l's links file atomically: a temporary file in the root
-// (written and fsynced by WriteFileAt), renamed over it, and with sync
-// the root fsynced. A crash leaves the old or the new list (and at worst
-// the temporary file: fsck's temp-file).
+// (backing.FS.ReplaceFile: written and fsynced), renamed over it, and
+// with sync the root fsynced. A crash leaves the old or the new list
+// (and at worst the temporary file: fsck's temp-file).
 func (s *LinkStore) Store(l bind.LinkList, sync bool) error {
 	rootfd, err := backing.OpenRoot(s.root)
 	if err != nil {
@@ -80,16 +80,12 @@ func (s *LinkStore) Store(l bind.LinkList, sync bool) error {
 	if _, err := io.ReadFull(s.rand, b[:]); err != nil {
 		return fmt.Errorf("tree: random name: %w", err)
 	}
-	tmp := names.TempName(b[:])
-	if err := s.fs.WriteFileAt(rootfd, tmp, s.binder.SealLinks(l), 0o400); err != nil {
-		return fmt.Errorf("tree: write links file: %w", err)
-	}
-	if err := s.fs.Renameat2(rootfd, tmp, rootfd, bind.LinksName(l.FileID[:]), 0); err != nil {
-		s.fs.Unlinkat(rootfd, tmp, 0)
-		return fmt.Errorf("tree: replace links file: %w", err)
-	}
+	var o backing.ReplaceOpts
 	if sync {
-		return s.fs.Fsync(rootfd)
+		o = backing.ReplaceSyncDir
+	}
+	if err := s.fs.ReplaceFile(rootfd, names.TempName(b[:]), rootfd, bind.LinksName(l.FileID[:]), s.binder.SealLinks(l), 0o400, o); err != nil {
+		return fmt.Errorf("tree: replace links file: %w", err)
 	}
 	return nil
 }

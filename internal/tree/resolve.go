@@ -138,7 +138,7 @@ func (t *Tree) findConflict(dirfd int, dirID []byte, place DirPlace, plain strin
 // this way.
 func (t *Tree) findBad(dirfd int, dirID []byte, plain string) (Name, unix.Stat_t, bool) {
 	b, ok := strings.CutSuffix(plain, BadNameSuffix)
-	if !ok || b == "" || names.IsReserved(b) && !names.IsLongName(b) && !IsLongCopy(b) {
+	if !ok || b == "" || !IsEntryName(b) {
 		return Name{}, unix.Stat_t{}, false
 	}
 	st, err := backing.Fstatat(dirfd, b)
@@ -169,12 +169,18 @@ func (t *Tree) ListAt(dirfd int, dirID []byte, place DirPlace) ([]Entry, []BadEn
 	if err != nil {
 		return nil, nil, err
 	}
+	out, bad := t.listOf(dirfd, ents, dirID, place)
+	return out, bad, nil
+}
+
+// listOf is ListAt of directory dirfd listed already (ents).
+func (t *Tree) listOf(dirfd int, ents []backing.Dirent, dirID []byte, place DirPlace) ([]Entry, []BadEntry) {
 	out := make([]Entry, 0, len(ents))
 	var bad []BadEntry
 	var aliases []Entry
 	alts, _ := t.AltDirIDsAt(dirfd, ents, place)
 	for _, e := range ents {
-		if names.IsReserved(e.Name) && !names.IsLongName(e.Name) && !IsLongCopy(e.Name) {
+		if !IsEntryName(e.Name) {
 			continue
 		}
 		n, err := t.DecryptName(dirfd, dirID, e.Name)
@@ -194,7 +200,7 @@ func (t *Tree) ListAt(dirfd int, dirID []byte, place DirPlace) ([]Entry, []BadEn
 		}
 	}
 	if len(aliases) == 0 {
-		return out, bad, nil
+		return out, bad
 	}
 	shown := make(map[string]string, len(out)+len(aliases)) // displayed name -> backing name
 	for _, e := range out {
@@ -210,5 +216,5 @@ func (t *Tree) ListAt(dirfd int, dirID []byte, place DirPlace) ([]Entry, []BadEn
 		shown[a.Name.Plain] = a.Name.Backing
 		out = append(out, a)
 	}
-	return out, bad, nil
+	return out, bad
 }

@@ -69,17 +69,10 @@ func (t *Tree) writeLinkSidecar(dirfd int, name string, blob []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := t.fs.WriteFileAt(dirfd, tmp, blob, 0o400); err != nil {
-		return fmt.Errorf("tree: write symlink sidecar: %w", err)
-	}
-	if err := t.fs.Renameat2(dirfd, tmp, dirfd, meta.SymlinkSidecarName(name), 0); err != nil {
-		t.fs.Unlinkat(dirfd, tmp, 0)
-		return fmt.Errorf("tree: write symlink sidecar: %w", err)
-	}
 	// Durable before the symlink that needs it is made: a long-target
 	// symlink whose sidecar a crash lost has lost its target (found by
 	// internal/crashsim's replay, "untar": symlink with a long target).
-	if err := t.fs.Fsync(dirfd); err != nil {
+	if err := t.fs.ReplaceFile(dirfd, tmp, dirfd, meta.SymlinkSidecarName(name), blob, 0o400, backing.ReplaceSyncDir); err != nil {
 		return fmt.Errorf("tree: write symlink sidecar: %w", err)
 	}
 	return nil

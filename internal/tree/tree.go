@@ -95,17 +95,7 @@ func (t *Tree) ReadDirID(dirfd int) ([]byte, error) {
 	if t.bind != nil {
 		return nil, errNoPlace
 	}
-	id, err := backing.ReadFileAt(dirfd, names.DirIDFile, names.DirIDSize)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) || errors.Is(err, backing.ErrTooBig) || errors.Is(err, backing.ErrNotRegular) {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptDir, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tree: read %s: %w", names.DirIDFile, err)
-	}
-	if len(id) != names.DirIDSize {
-		return nil, fmt.Errorf("%w: %d bytes", ErrCorruptDir, len(id))
-	}
-	return id, nil
+	return t.DirIDOf(ReadDirIDFile(dirfd), bind.Place{})
 }
 
 // writeDirID stores the ID file of directory dirfd, whose ID is id and

@@ -1,4 +1,4 @@
-package session
+package upgrade
 
 import (
 	"bytes"
@@ -11,71 +11,9 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/encryptfs/encryptfs/internal/session"
 )
-
-var testVaultID = bytes.Repeat([]byte{0x5e}, config.VaultIDSize)
-
-// newBoundVault creates a format-2 vault whose config has BoundLocations.
-func newBoundVault(t *testing.T) (string, []byte) {
-	t.Helper()
-	p, err := config.NewParamsV2(string(AES256GCM), DefaultChunkSize).WithBoundLocations(testVaultID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	s, master, err := CreateWith(dir, []keyslot.NewSlot{{Type: config.SlotPassword, Label: "pw", Password: password, KDF: cheapKDF(t)}},
-		CreateOptions{Params: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !s.Tree().Bound() || !s.Engine().Bound() {
-		t.Fatal("CreateWith of a BoundLocations config made an unbound session")
-	}
-	s.Close()
-	return dir, master
-}
-
-// TestParamsTurnBindingOn: every door opens a vault whose config has
-// BoundLocations bound (the session maps the flag, Options.withParams),
-// and its root's ID file is the v2 form.
-func TestParamsTurnBindingOn(t *testing.T) {
-	dir, master := newBoundVault(t)
-	if fi, err := os.Stat(filepath.Join(dir, names.DirIDFile)); err != nil || fi.Size() != dirIDSizeV2 {
-		t.Fatalf("root ID file: %v %v", fi, err)
-	}
-	opens := map[string]func() (*Session, error){
-		"Open": func() (*Session, error) { return Open(dir, password, Options{}) },
-		"OpenWith": func() (*Session, error) {
-			return OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{})
-		},
-		"OpenWithMasterKey": func() (*Session, error) { return OpenWithMasterKey(dir, master, Options{}) },
-	}
-	for name, open := range opens {
-		t.Run(name, func(t *testing.T) {
-			s, err := open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if !s.Tree().Bound() || !s.Engine().Bound() {
-				t.Fatal("not bound")
-			}
-			rootfd, err := backing.OpenRoot(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer backing.Close(rootfd)
-			if _, err := s.Tree().ReadRootDirID(rootfd); err != nil {
-				t.Fatalf("root ID: %v", err)
-			}
-		})
-	}
-	if _, err := Open(dir, password, Options{BoundVaultID: bytes.Repeat([]byte{1}, 16)}); err == nil {
-		t.Fatal("a BoundVaultID other than the config's was accepted")
-	}
-}
 
 // TestHalfUpgradedRefused: with the upgrade marker and a config without
 // the flag, every open but the upgrade's refuses the vault; with the flag
@@ -83,30 +21,30 @@ func TestParamsTurnBindingOn(t *testing.T) {
 func TestHalfUpgradedRefused(t *testing.T) {
 	dir, master, _ := newV2Vault(t, "a")
 	writeMarkerFile(t, dir, testVaultID, master)
-	for name, open := range map[string]func() (*Session, error){
-		"Open": func() (*Session, error) { return Open(dir, password, Options{}) },
-		"OpenWith": func() (*Session, error) {
-			return OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{})
+	for name, open := range map[string]func() (*session.Session, error){
+		"Open": func() (*session.Session, error) { return session.Open(dir, password, session.Options{}) },
+		"OpenWith": func() (*session.Session, error) {
+			return session.OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, session.Options{})
 		},
-		"OpenWithMasterKey": func() (*Session, error) { return OpenWithMasterKey(dir, master, Options{}) },
+		"OpenWithMasterKey": func() (*session.Session, error) { return session.OpenWithMasterKey(dir, master, session.Options{}) },
 	} {
-		if s, err := open(); !errors.Is(err, ErrUpgradeIncomplete) {
+		if s, err := open(); !errors.Is(err, session.ErrUpgradeIncomplete) {
 			if s != nil {
 				s.Close()
 			}
 			t.Errorf("%s of a half-upgraded vault: %v", name, err)
 		}
 	}
-	s, err := OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{Upgrading: true})
+	s, err := session.OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, session.Options{Upgrading: true})
 	if err != nil {
 		t.Fatalf("open for the upgrade: %v", err)
 	}
-	res, err := s.UpgradeContent(nil)
+	res, err := Content(s, nil)
 	s.Close()
 	if err != nil || !res.Resumed || !bytes.Equal(res.VaultID, testVaultID) {
-		t.Fatalf("UpgradeContent: %+v %v", res, err)
+		t.Fatalf("Content: %+v %v", res, err)
 	}
-	s, err = Open(dir, password, Options{})
+	s, err = session.Open(dir, password, session.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +56,7 @@ func TestHalfUpgradedRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, config.UpgradeMarkerName), testVaultID, 0o400); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := Open(dir, password, Options{})
+	s2, err := session.Open(dir, password, session.Options{})
 	if err != nil {
 		t.Fatalf("bound vault with a leftover marker: %v", err)
 	}
@@ -130,7 +68,7 @@ func TestHalfUpgradedRefused(t *testing.T) {
 // before it writes anything.
 func TestUpgradeBlocked(t *testing.T) {
 	dir, _, _ := newV2Vault(t, "a")
-	s, err := OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{Upgrading: true})
+	s, err := session.OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, session.Options{Upgrading: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +104,9 @@ func TestUpgradeBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := readConfig(t, dir)
-	_, err = s.UpgradeContent(nil)
-	if !errors.Is(err, ErrUpgradeBlocked) || !strings.Contains(err.Error(), "cannot see") {
-		t.Fatalf("UpgradeContent with a hard link outside the vault: %v", err)
+	_, err = Content(s, nil)
+	if !errors.Is(err, ErrBlocked) || !strings.Contains(err.Error(), "cannot see") {
+		t.Fatalf("Content with a hard link outside the vault: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, config.UpgradeMarkerName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a blocked upgrade wrote its marker: %v", err)
@@ -242,24 +180,24 @@ func TestPlantedUpgradeMarker(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir, _, _ := newV2Vault(t, "a")
 			content(dir)
-			s, err := Open(dir, password, Options{})
+			s, err := session.Open(dir, password, session.Options{})
 			if err != nil {
 				t.Fatalf("a planted marker blocks the vault: %v", err)
 			}
 			s.Close()
-			s, err = OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{Upgrading: true})
+			s, err = session.OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, session.Options{Upgrading: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := s.UpgradeContent(nil)
+			res, err := Content(s, nil)
 			s.Close()
 			if err != nil {
-				t.Fatalf("UpgradeContent: %v", err)
+				t.Fatalf("Content: %v", err)
 			}
 			if res.Resumed || bytes.Equal(res.VaultID, planted) {
 				t.Fatalf("the upgrade adopted the planted marker: %+v", res)
 			}
-			s, err = Open(dir, password, Options{})
+			s, err = session.Open(dir, password, session.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package session
+package upgrade
 
 import (
 	"encoding/hex"
@@ -11,12 +11,13 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
 // upOp is one file conversion, assigned to the first (in post-order) of
 // the directories it changes, so that no directory's conflict copies of
-// its ID are converted before the entries they name (see scanDir).
+// its ID are converted before the entries they name (see leaveDir).
 type upOp struct {
 	kind int
 	f    *upFile   // the file with the v1 header
@@ -82,7 +83,7 @@ func (u *upgrader) plan() {
 // crash.
 func (u *upgrader) convertedAs(f *upFile) *upFile {
 	for _, src := range u.v2[f.hdr.FileID] {
-		if u.b.binder.Match(bind.KindFile, f.hdr.FileID[:], f.place, src.slots) {
+		if u.b.Binder().Match(bind.KindFile, f.hdr.FileID[:], f.place, src.slots) {
 			return src
 		}
 	}
@@ -102,8 +103,8 @@ func (u *upgrader) assign(op upOp) {
 }
 
 // convert does what the scan found, directory by directory in post-order.
-func (u *upgrader) convert(progress func(UpgradeProgress)) error {
-	var pr UpgradeProgress
+func (u *upgrader) convert(progress func(Progress)) error {
+	var pr Progress
 	for _, d := range u.dirs {
 		pr.TotalObjects += int64(len(d.ops) + len(d.alts))
 		if !d.v2 {
@@ -122,7 +123,7 @@ func (u *upgrader) convert(progress func(UpgradeProgress)) error {
 	}
 	report()
 	for _, t := range u.temps {
-		if err := u.inDir(t.dir, func(fd int) error { return u.v1.fs.Unlinkat(fd, t.name, 0) }); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := u.inDir(t.dir, func(fd int) error { return u.v1.Backing().Unlinkat(fd, t.name, 0) }); err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("session: upgrade: remove a leftover temporary: %w", err)
 		}
 	}
@@ -147,7 +148,7 @@ func (u *upgrader) inDir(d *upDir, fn func(fd int) error) error {
 // convertDir runs d's ops, then converts its conflict copies of its ID and
 // its own ID file, and makes it all durable (fsync of d; an op that
 // changed another directory fsynced that one itself).
-func (u *upgrader) convertDir(fd int, d *upDir, pr *UpgradeProgress, report func()) error {
+func (u *upgrader) convertDir(fd int, d *upDir, pr *Progress, report func()) error {
 	changed := false
 	for _, op := range d.ops {
 		if err := u.runOp(fd, d, op); err != nil {
@@ -161,12 +162,12 @@ func (u *upgrader) convertDir(fd int, d *upDir, pr *UpgradeProgress, report func
 		report()
 	}
 	for _, a := range d.alts {
-		id, err := backing.ReadFileAt(fd, a, dirIDSizeV1)
-		if err == nil && len(id) != dirIDSizeV1 {
+		id, err := backing.ReadFileAt(fd, a, tree.DirIDFileSizeV1)
+		if err == nil && len(id) != tree.DirIDFileSizeV1 {
 			err = fmt.Errorf("%d bytes", len(id))
 		}
 		if err == nil {
-			err = u.replaceSmall(fd, a, u.b.tree.DirIDFileAt(id, d.place))
+			err = u.replaceSmall(fd, a, u.b.Tree().DirIDFileAt(id, d.place))
 		}
 		if err != nil {
 			return fmt.Errorf("session: upgrade: %s: conflict copy %s of the directory ID: %w", d.plain, a, err)
@@ -177,7 +178,7 @@ func (u *upgrader) convertDir(fd int, d *upDir, pr *UpgradeProgress, report func
 		report()
 	}
 	if !d.v2 {
-		if err := u.replaceSmall(fd, names.DirIDFile, u.b.tree.DirIDFileAt(d.id, d.place)); err != nil {
+		if err := u.replaceSmall(fd, names.DirIDFile, u.b.Tree().DirIDFileAt(d.id, d.place)); err != nil {
 			return fmt.Errorf("session: upgrade: %s: directory ID: %w", d.plain, err)
 		}
 		changed = true
@@ -188,7 +189,7 @@ func (u *upgrader) convertDir(fd int, d *upDir, pr *UpgradeProgress, report func
 	if !changed {
 		return nil
 	}
-	return u.v1.fs.Fsync(fd)
+	return u.v1.Backing().Fsync(fd)
 }
 
 // runOp runs one file op; fd is directory d, to which op is assigned.
@@ -202,7 +203,7 @@ func (u *upgrader) runOp(fd int, d *upDir, op upOp) error {
 			if err := fn(ofd); err != nil {
 				return err
 			}
-			return u.v1.fs.Fsync(ofd)
+			return u.v1.Backing().Fsync(ofd)
 		})
 	}
 	switch op.kind {
@@ -247,28 +248,21 @@ func (u *upgrader) runOp(fd int, d *upDir, op upOp) error {
 // tempName is a fresh name in the upgrade's temp namespace.
 func (u *upgrader) tempName() (string, error) {
 	var b [12]byte
-	if _, err := io.ReadFull(u.v1.rand, b[:]); err != nil {
+	if _, err := io.ReadFull(u.v1.Rand(), b[:]); err != nil {
 		return "", err
 	}
 	return upgradeTempPrefix + hex.EncodeToString(b[:]), nil
 }
 
 // replaceSmall replaces dirfd's small file name (a dirid) by data: a
-// temporary written and fsynced, renamed over it. The caller fsyncs
-// dirfd.
+// temporary written and fsynced, renamed over it
+// (backing.FS.ReplaceFile). The caller fsyncs dirfd.
 func (u *upgrader) replaceSmall(dirfd int, name string, data []byte) error {
 	tmp, err := u.tempName()
 	if err != nil {
 		return err
 	}
-	if err := u.v1.fs.WriteFileAt(dirfd, tmp, data, 0o400); err != nil {
-		return err
-	}
-	if err := u.v1.fs.Renameat2(dirfd, tmp, dirfd, name, 0); err != nil {
-		u.v1.fs.Unlinkat(dirfd, tmp, 0)
-		return err
-	}
-	return nil
+	return u.v1.Backing().ReplaceFile(dirfd, tmp, dirfd, name, data, 0o400, 0)
 }
 
 // relink makes dst (in dstfd) a hard link of src (in srcfd): linked under
@@ -278,11 +272,11 @@ func (u *upgrader) relink(srcfd int, src string, dstfd int, dst string) error {
 	if err != nil {
 		return err
 	}
-	if err := u.v1.fs.Linkat(srcfd, src, dstfd, tmp); err != nil {
+	if err := u.v1.Backing().Linkat(srcfd, src, dstfd, tmp); err != nil {
 		return err
 	}
-	if err := u.v1.fs.Renameat2(dstfd, tmp, dstfd, dst, 0); err != nil {
-		u.v1.fs.Unlinkat(dstfd, tmp, 0)
+	if err := u.v1.Backing().Renameat2(dstfd, tmp, dstfd, dst, 0); err != nil {
+		u.v1.Backing().Unlinkat(dstfd, tmp, 0)
 		return err
 	}
 	return nil
@@ -298,16 +292,16 @@ func (u *upgrader) relink(srcfd int, src string, dstfd int, dst string) error {
 func (u *upgrader) writeLinks(op upOp) error {
 	id := op.f.hdr.FileID
 	l := bind.LinkList{FileID: id, Gen: 1}
-	if old, err := u.b.tree.Links().LoadAt(u.rootfd, id[:]); err == nil {
+	if old, err := u.b.Tree().Links().LoadAt(u.rootfd, id[:]); err == nil {
 		l.Gen = old.Gen + 1
 	}
 	for _, f := range append([]*upFile{op.f}, op.more...) {
-		l.Bindings = append(l.Bindings, u.b.binder.Sum(bind.KindFile, id[:], f.place))
+		l.Bindings = append(l.Bindings, u.b.Binder().Sum(bind.KindFile, id[:], f.place))
 	}
-	if err := u.replaceSmall(u.rootfd, bind.LinksName(id[:]), u.b.binder.SealLinks(l)); err != nil {
+	if err := u.replaceSmall(u.rootfd, bind.LinksName(id[:]), u.b.Binder().SealLinks(l)); err != nil {
 		return fmt.Errorf("links file: %w", err)
 	}
-	return u.v1.fs.Fsync(u.rootfd)
+	return u.v1.Backing().Fsync(u.rootfd)
 }
 
 // convertFile replaces file f (in dirfd) by a copy in the roots layout
@@ -336,7 +330,7 @@ func (u *upgrader) convertFile(dirfd int, f *upFile, flags uint16, places ...bin
 		h.Bindings = f.hdr.Bindings
 	} else {
 		for i, p := range places {
-			h.Bindings[i] = u.b.binder.Sum(bind.KindFile, h.FileID[:], p)
+			h.Bindings[i] = u.b.Binder().Sum(bind.KindFile, h.FileID[:], p)
 		}
 	}
 	return u.replaceWith(dirfd, f.name, srcfd, st, func(out *backing.ObservedFile) error {
@@ -353,11 +347,11 @@ func (u *upgrader) replaceWith(dirfd int, name string, srcfd int, st unix.Stat_t
 	if err != nil {
 		return err
 	}
-	fd, err := u.v1.fs.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+	fd, err := u.v1.Backing().Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	out := u.v1.fs.NewFile(fd, nil)
+	out := u.v1.Backing().NewFile(fd, nil)
 	err = fill(out)
 	if err == nil {
 		err = u.copyMeta(out, srcfd, st)
@@ -372,10 +366,10 @@ func (u *upgrader) replaceWith(dirfd int, name string, srcfd int, st unix.Stat_t
 		err = cerr
 	}
 	if err == nil {
-		err = u.v1.fs.Renameat2(dirfd, tmp, dirfd, name, 0)
+		err = u.v1.Backing().Renameat2(dirfd, tmp, dirfd, name, 0)
 	}
 	if err != nil {
-		u.v1.fs.Unlinkat(dirfd, tmp, 0)
+		u.v1.Backing().Unlinkat(dirfd, tmp, 0)
 	}
 	return err
 }
@@ -405,7 +399,7 @@ func (u *upgrader) copyXattrs(out *backing.ObservedFile, srcfd int) error {
 	for _, name := range list {
 		v, err := backing.Fgetxattr(srcfd, name)
 		if err == nil {
-			err = u.v1.fs.Fsetxattr(int(out.Fd()), name, v, 0)
+			err = u.v1.Backing().Fsetxattr(int(out.Fd()), name, v, 0)
 		}
 		if err != nil && strings.HasPrefix(name, "user.") {
 			return fmt.Errorf("xattr %s: %w", name, err)

@@ -1,4 +1,4 @@
-package session
+package upgrade
 
 import (
 	"errors"
@@ -24,9 +24,9 @@ func (c *compacter) reroot(dirfd int, n cName) error {
 	if err != nil {
 		return err
 	}
-	bf := c.v1.fs.NewFile(fd, &st)
+	bf := c.v1.Backing().NewFile(fd, &st)
 	defer bf.Close()
-	if err := c.old.engine.Reroot(bf, n.place); err != nil {
+	if err := c.old.Engine().Reroot(bf, n.place); err != nil {
 		return err
 	}
 	return backing.UtimesNanoAt(dirfd, n.name, [2]unix.Timespec{st.Atim, st.Mtim})
@@ -34,8 +34,8 @@ func (c *compacter) reroot(dirfd int, n cName) error {
 
 // convert rewrites the files prepare left to convert, and links the
 // names a crash split to their converted twin.
-func (c *compacter) convert(progress func(UpgradeProgress)) error {
-	pr := UpgradeProgress{TotalObjects: c.files, TotalBytes: c.bytes}
+func (c *compacter) convert(progress func(Progress)) error {
+	pr := Progress{TotalObjects: c.files, TotalBytes: c.bytes}
 	report := func() {
 		if progress != nil {
 			progress(pr)
@@ -43,7 +43,7 @@ func (c *compacter) convert(progress func(UpgradeProgress)) error {
 	}
 	report()
 	for _, t := range c.temps {
-		if err := c.inDir(t.dir, func(fd int) error { return c.v1.fs.Unlinkat(fd, t.name, 0) }); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := c.inDir(t.dir, func(fd int) error { return c.v1.Backing().Unlinkat(fd, t.name, 0) }); err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("session: upgrade: remove a leftover temporary: %w", err)
 		}
 	}
@@ -81,7 +81,7 @@ func (c *compacter) convertInode(in *cInode) error {
 		if err := c.compactFile(fd, first.name, in.st); err != nil {
 			return err
 		}
-		return c.v1.fs.Fsync(fd)
+		return c.v1.Backing().Fsync(fd)
 	})
 	for _, n := range in.names[1:] {
 		if err != nil {
@@ -100,7 +100,7 @@ func (c *compacter) linkTo(src, n cName) error {
 			if err := c.relink(sfd, src.name, nfd, n.name); err != nil {
 				return err
 			}
-			return c.v1.fs.Fsync(nfd)
+			return c.v1.Backing().Fsync(nfd)
 		})
 	})
 }
@@ -122,7 +122,7 @@ func (c *compacter) compactFile(dirfd int, name string, want unix.Stat_t) error 
 	if k, err := src.ReadAt(hdr, 0); k != len(hdr) {
 		return fmt.Errorf("file header: %d bytes (%v)", k, err)
 	}
-	oldS := c.old.engine.Suite()
+	oldS := c.old.Engine().Suite()
 	h, err := oldS.ParseHeader(hdr)
 	if err != nil {
 		return err
@@ -143,7 +143,7 @@ func (c *compacter) compactFile(dirfd int, name string, want unix.Stat_t) error 
 // 0 keeps its size), holes kept. Nothing is decrypted: the scan checked
 // the root, and each chunk's bytes and entry are copied as they are.
 func (c *compacter) copyCompact(out *backing.ObservedFile, src *backing.File, hdr []byte, plain, size int64) error {
-	oldS, newS := c.old.engine.Suite(), c.b.engine.Suite()
+	oldS, newS := c.old.Engine().Suite(), c.b.Engine().Suite()
 	cs, ccs, over := int64(oldS.ChunkSize()), int64(oldS.CipherChunkSize()), int64(oldS.Overhead())
 	n := (plain + cs - 1) / cs
 	if _, err := out.WriteAt(hdr, 0); err != nil {

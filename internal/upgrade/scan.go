@@ -1,9 +1,9 @@
-package session
+package upgrade
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"path"
 	"slices"
 	"strings"
@@ -22,18 +22,12 @@ import (
 // own leftovers only.
 const upgradeTempPrefix = names.TempPrefix + "upgrade."
 
-// Sizes of the directory ID file in v1 and with binding.
-const (
-	dirIDSizeV1 = names.DirIDSize
-	dirIDSizeV2 = 2 + 4 + names.DirIDSize + 2*bind.Size
-)
-
-// upgrader is one run of UpgradeContent: v1 reads names (whatever form
+// upgrader is one run of Content: v1 reads names (whatever form
 // each dirid has, names are encrypted under the directory's ID) and v1
 // headers; b, a session of the same key with binding, checks and makes
 // v2 objects.
 type upgrader struct {
-	v1, b  *Session
+	v1, b  *session.Session
 	rootfd int
 	// unrooted parses v2 headers without roots (a bound vault's, or
 	// those an earlier version's interrupted upgrade wrote); b's suite
@@ -67,6 +61,9 @@ type upDir struct {
 	alts  []string // v1 conflict copies of its dirid
 	post  int      // index in post-order
 	ops   []upOp   // file conversions assigned to it (convert.go)
+	// names are its entries that decrypt, by backing name, while the
+	// scan is in it.
+	names map[string]tree.Name
 }
 
 // upFile is a regular file with a header found by the scan.
@@ -90,21 +87,27 @@ type upTemp struct {
 	name string
 }
 
-// scan walks the vault, read-only, and finds what is left to convert and
-// anything that would stop the conversion (problems).
+// scan walks the vault (tree.Walk), read-only, and finds what is left
+// to convert and anything that would stop the conversion (problems).
 func (u *upgrader) scan() error {
 	u.v2 = map[content.FileID][]*upFile{}
-	root := &upDir{rel: ".", plain: "/", place: u.b.tree.RootPlace()}
-	id, v2, err := u.readDirID(u.rootfd, root.place)
+	root := &upDir{rel: ".", plain: "/", place: u.b.Tree().RootPlace()}
+	err := tree.Walk(u.rootfd, root, tree.Walker{
+		Enter:      u.enterDir,
+		Entry:      u.scanEntry,
+		OpenFailed: openFailed,
+		Leave:      u.leaveDir,
+	})
 	if err != nil {
-		return fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
-	}
-	root.id, root.v2 = id, v2
-	if err := u.scanDir(u.rootfd, root); err != nil {
 		return err
 	}
 	u.plan()
 	return nil
+}
+
+// openFailed stops the scan at a directory it cannot open.
+func openFailed(_ *tree.WalkDir, _ string, data any, err error) error {
+	return fmt.Errorf("session: upgrade: %s: %w", data.(*upDir).plain, err)
 }
 
 func (u *upgrader) problem(format string, args ...any) {
@@ -118,99 +121,108 @@ func (u *upgrader) blocked() error {
 	if len(list) > 5 {
 		list, more = list[:5], fmt.Sprintf("; and %d more", len(u.problems)-5)
 	}
-	return fmt.Errorf("%w (no file or directory was converted): %s%s", ErrUpgradeBlocked, strings.Join(list, "; "), more)
+	return fmt.Errorf("%w (no file or directory was converted): %s%s", ErrBlocked, strings.Join(list, "; "), more)
 }
 
-// readDirID reads the ID of directory dirfd found at place p: a v1 ID
-// file, or a v2 one (converted by an interrupted run), which must be
-// bound to p.
-func (u *upgrader) readDirID(dirfd int, p bind.Place) (id []byte, v2 bool, err error) {
-	raw, err := backing.ReadFileAt(dirfd, names.DirIDFile, dirIDSizeV2)
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: %v", tree.ErrCorruptDir, err)
+// dirIDOf reads the ID of a directory found at place p from its ID file
+// as the walk read it (r): a v1 ID file, or a v2 one (converted by an
+// interrupted run), which must be bound to p.
+func (u *upgrader) dirIDOf(r tree.DirIDRead, p bind.Place) (id []byte, v2 bool, err error) {
+	if r.Err == nil && len(r.Raw) > tree.DirIDFileSizeV2 {
+		r.Err = fmt.Errorf("%w: %s", backing.ErrTooBig, names.DirIDFile)
 	}
-	switch len(raw) {
-	case dirIDSizeV1:
-		return raw, false, nil
-	case dirIDSizeV2:
-		id, err := u.b.tree.ReadDirIDAt(dirfd, p)
-		if err == nil && u.v1.binder != nil {
-			// v1 lists the directory's names (scanDir): a bound v1
-			// session picks their key by the epoch it noted when it
-			// read and checked this ID file itself (§3b).
-			_, err = u.v1.tree.ReadDirIDAt(dirfd, p)
-		}
-		return id, true, err
+	if r.Err != nil {
+		return nil, false, fmt.Errorf("%w: %v", tree.ErrCorruptDir, r.Err)
 	}
-	return nil, false, fmt.Errorf("%w: %d bytes", tree.ErrCorruptDir, len(raw))
+	f, err := tree.ParseDirIDFile(r.Raw)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !f.V2:
+		return f.ID, false, nil
+	}
+	id, err = u.b.Tree().DirIDOf(r, p)
+	if err == nil && u.v1.Tree().Bound() {
+		// v1 lists the directory's names (enterDir): a bound v1
+		// session picks their key by the epoch it noted when it
+		// checked this ID file itself (§3b).
+		_, err = u.v1.Tree().DirIDOf(r, p)
+	}
+	return id, true, err
 }
 
-// scanDir scans directory d (open as fd) and everything below it, then
-// appends d to the post-order. Why post-order: a directory's conflict
-// copies of its ID are converted after all of its entries, so a resumed
-// scan, which lists with v1's rules, still finds every entry made under
-// such a copy that is not converted yet (once the copy is v2, v1's rules
-// skip them, and they are all done).
-func (u *upgrader) scanDir(fd int, d *upDir) error {
-	ents, err := backing.ReadDir(fd)
-	if err != nil {
-		return fmt.Errorf("session: upgrade: %s: %w", d.plain, err)
+// enterDir starts the scan of directory d: its ID (a directory whose ID
+// does not read is a problem, and is not scanned), the leftover
+// temporaries and v1 conflict copies of its ID among its names, and its
+// entries that decrypt, listed with v1's rules.
+func (u *upgrader) enterDir(wd *tree.WalkDir) (bool, error) {
+	d := wd.Data.(*upDir)
+	id, v2, err := u.dirIDOf(wd.ID, d.place)
+	switch {
+	case err != nil && d.rel == ".":
+		return false, fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
+	case err != nil:
+		u.problem("%s: directory ID: %v", d.plain, err)
+		return false, nil
+	case wd.ListErr != nil:
+		return false, fmt.Errorf("session: upgrade: %s: %w", d.plain, wd.ListErr)
 	}
-	for _, e := range ents {
+	d.id, d.v2 = id, v2
+	for _, e := range wd.Ents {
 		switch {
 		case strings.HasPrefix(e.Name, upgradeTempPrefix):
 			u.temps = append(u.temps, upTemp{dir: d, name: e.Name})
 		case tree.IsAltDirIDName(e.Name):
-			if raw, err := backing.ReadFileAt(fd, e.Name, dirIDSizeV2); err == nil && len(raw) == dirIDSizeV1 {
+			if raw, err := backing.ReadFileAt(wd.Fd, e.Name, tree.DirIDFileSizeV2); err == nil && len(raw) == tree.DirIDFileSizeV1 {
 				d.alts = append(d.alts, e.Name)
 			}
 		}
 	}
-	list, bad, err := u.v1.tree.ListAt(fd, d.id, nil)
-	if err != nil {
-		return fmt.Errorf("session: upgrade: %s: %w", d.plain, err)
-	}
+	list, bad := u.v1.Tree().ListOf(wd, d.id, nil)
 	u.skipped += len(bad)
+	d.names = make(map[string]tree.Name, len(list))
 	for _, e := range list {
-		if err := u.scanEntry(fd, d, e.Name); err != nil {
-			return err
-		}
+		d.names[e.Name.Backing] = e.Name
 	}
+	return true, nil
+}
+
+// leaveDir ends the scan of directory d: it goes into the post-order.
+// Why post-order: a directory's conflict copies of its ID are converted
+// after all of its entries, so a resumed scan, which lists with v1's
+// rules, still finds every entry made under such a copy that is not
+// converted yet (once the copy is v2, v1's rules skip them, and they are
+// all done).
+func (u *upgrader) leaveDir(wd *tree.WalkDir) error {
+	d := wd.Data.(*upDir)
+	d.names = nil
 	d.post = len(u.dirs)
 	u.dirs = append(u.dirs, d)
 	return nil
 }
 
-// scanEntry scans entry n of directory d.
-func (u *upgrader) scanEntry(fd int, d *upDir, n tree.Name) error {
-	st, err := backing.Fstatat(fd, n.Backing)
-	if errors.Is(err, unix.ENOENT) {
-		return nil
+// scanEntry scans entry name of directory wd (lstat st, or statErr);
+// it asks the walk into a subdirectory.
+func (u *upgrader) scanEntry(wd *tree.WalkDir, name string, st unix.Stat_t, statErr error) (bool, any, error) {
+	d := wd.Data.(*upDir)
+	n, ok := d.names[name]
+	if !ok || errors.Is(statErr, unix.ENOENT) {
+		return false, nil, nil // a name that does not decrypt (skipped), or gone
 	}
-	if err != nil {
-		return fmt.Errorf("session: upgrade: %s: %w", path.Join(d.plain, n.Plain), err)
+	if statErr != nil {
+		return false, nil, fmt.Errorf("session: upgrade: %s: %w", path.Join(d.plain, n.Plain), statErr)
 	}
-	place := u.v1.tree.Place(d.id, n)
+	place := u.v1.Tree().Place(d.id, n)
 	plain := path.Join(d.plain, n.Plain)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		sub, err := backing.OpenSubdir(fd, n.Backing)
-		if err != nil {
-			return fmt.Errorf("session: upgrade: %s: %w", plain, err)
-		}
-		defer backing.Close(sub)
-		id, v2, err := u.readDirID(sub, place)
-		if err != nil {
-			u.problem("%s: directory ID: %v", plain, err)
-			return nil
-		}
-		return u.scanDir(sub, &upDir{rel: path.Join(d.rel, n.Backing), plain: plain, id: id, place: place, v2: v2})
+		return true, &upDir{rel: path.Join(d.rel, n.Backing), plain: plain, place: place}, nil
 	case unix.S_IFREG:
-		u.scanFile(fd, &upFile{dir: d, name: n.Backing, plain: plain, place: place, st: st})
+		u.scanFile(wd.Fd, &upFile{dir: d, name: n.Backing, plain: plain, place: place, st: st})
 	}
 	// Symlinks are bound already (their target's AD is the directory ID
 	// and name), and so are xattrs (to their object's ID): nothing to do.
-	return nil
+	return false, nil, nil
 }
 
 // scanFile reads file f's header: v1 or v2 without roots (to convert,
@@ -229,18 +241,19 @@ func (u *upgrader) scanFile(dirfd int, f *upFile) {
 	defer backing.Close(fd)
 	buf := make([]byte, content.HeaderSizeV2)
 	n, err := backing.NewFile(fd, nil).ReadAt(buf, 0)
-	if n < 2 {
+	buf = buf[:max(n, 0)]
+	version, verr := content.HeaderVersion(buf)
+	if verr != nil {
 		u.problem("%s: file header: %v", f.plain, err)
 		return
 	}
-	buf = buf[:n]
-	switch binary.BigEndian.Uint16(buf[0:2]) {
+	switch version {
 	case content.Version:
 		if n < content.HeaderSize {
 			u.problem("%s: truncated file header (%d bytes)", f.plain, n)
 			return
 		}
-		h, err := u.v1.engine.Suite().ParseHeader(buf[:content.HeaderSize])
+		h, err := u.v1.Engine().Suite().ParseHeader(buf[:content.HeaderSize])
 		if err != nil {
 			u.problem("%s: %v", f.plain, err)
 			return
@@ -251,13 +264,13 @@ func (u *upgrader) scanFile(dirfd int, f *upFile) {
 		h, err := u.unrooted.ParseHeader(buf)
 		rooted := err != nil
 		if rooted {
-			h, err = u.b.engine.Suite().ParseHeader(buf)
+			h, err = u.b.Engine().Suite().ParseHeader(buf)
 		}
 		if err == nil {
 			f.slots, err = u.slots(h)
 		}
 		if err == nil {
-			err = u.b.binder.Check(bind.KindFile, h.FileID[:], f.place, f.slots)
+			err = u.b.Binder().Check(bind.KindFile, h.FileID[:], f.place, f.slots)
 		}
 		if err != nil {
 			u.problem("%s: v2 file header: %v", f.plain, err)
@@ -289,7 +302,7 @@ func (u *upgrader) slots(h content.Header) ([]bind.Binding, error) {
 	if h.Flags&content.FlagLinks == 0 {
 		return h.Bindings[:], nil
 	}
-	l, err := u.b.tree.Links().LoadAt(u.rootfd, h.FileID[:])
+	l, err := u.b.Tree().Links().LoadAt(u.rootfd, h.FileID[:])
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package session
+package upgrade
 
 import (
 	"crypto/sha256"
@@ -49,7 +49,7 @@ func (u *upgrader) verifyChunks(srcfd int, f *upFile, size int64) error {
 // copyRoots writes f's chunks into out at their roots offsets, its tag
 // blocks, and header h completed with the size, gen 1 and the root.
 func (u *upgrader) copyRoots(out *backing.ObservedFile, srcfd int, f *upFile, h content.Header, size int64) error {
-	s := u.b.engine.Suite()
+	s := u.b.Engine().Suite()
 	plain, entries, err := u.rootsChunks(srcfd, f, size, out)
 	if err != nil {
 		return err
@@ -85,7 +85,7 @@ func (u *upgrader) copyRoots(out *backing.ObservedFile, srcfd int, f *upFile, h 
 // blocks (entries back to back); with out, it also copies each chunk that
 // is not a hole to its roots offset in out.
 func (u *upgrader) rootsChunks(srcfd int, f *upFile, size int64, out *backing.ObservedFile) (int64, []byte, error) {
-	s := u.b.engine.Suite()
+	s := u.b.Engine().Suite()
 	fc, err := s.FileOf(content.Header{FileID: f.hdr.FileID, Epoch: f.hdr.Epoch}) // the file key of its epoch (§3b)
 	if err != nil {
 		return 0, nil, err

@@ -1,4 +1,4 @@
-package session
+package upgrade
 
 import (
 	"os"
@@ -7,12 +7,13 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"golang.org/x/sys/unix"
 )
 
 // TestUpgradeAfterRevoke (issue 18, M5): a bound vault without file roots
 // and freshness, revoked to epoch 1, with files of both epochs and a
-// directory of epoch 1, is upgraded (UpgradeContent adds file roots,
+// directory of epoch 1, is upgraded (Content adds file roots,
 // AddFreshness the flag). Before the fix the roots upgrade refused the
 // root's ID file (its session had the current key only) and the freshness
 // upgrade left the older keys sealed under the old Params (the vault no
@@ -20,13 +21,13 @@ import (
 // every file reads back, each object kept its epoch, and a file written
 // after the upgrade reads too.
 func TestUpgradeAfterRevoke(t *testing.T) {
-	p, err := config.NewParamsV2(string(AES256GCM), DefaultChunkSize).WithBoundLocations(testVaultID)
+	p, err := config.NewParamsV2(string(session.AES256GCM), session.DefaultChunkSize).WithBoundLocations(testVaultID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	s, master, err := CreateWith(dir, []keyslot.NewSlot{{Type: config.SlotPassword, Label: "pw", Password: password, KDF: cheapKDF(t)}},
-		CreateOptions{Params: p})
+	s, master, err := session.CreateWith(dir, []keyslot.NewSlot{{Type: config.SlotPassword, Label: "pw", Password: password, KDF: cheapKDF(t)}},
+		session.CreateOptions{Params: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestUpgradeAfterRevoke(t *testing.T) {
 	writeVaultFile(t, s, nil, "old.txt", "written at epoch 0")
 	s.Close()
 
-	s, err = OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, Options{})
+	s, err = session.OpenWith(dir, keyslot.Credentials{Password: pwFunc(password)}, session.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestUpgradeAfterRevoke(t *testing.T) {
 	s.Close()
 
 	cr := keyslot.Credentials{Password: pwFunc(newPW)}
-	s, err = OpenWith(dir, cr, Options{})
+	s, err = session.OpenWith(dir, cr, session.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,20 +55,20 @@ func TestUpgradeAfterRevoke(t *testing.T) {
 	writeVaultFile(t, s, []string{"newdir"}, "inner", "in a directory of epoch 1")
 	s.Close()
 
-	s, err = OpenWith(dir, cr, Options{Upgrading: true, FreshnessUse: FreshnessOff})
+	s, err = session.OpenWith(dir, cr, session.Options{Upgrading: true, FreshnessUse: session.FreshnessOff})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.UpgradeContent(nil)
+	res, err := Content(s, nil)
 	if err != nil {
 		s.Close()
-		t.Fatalf("UpgradeContent after a revoke: %v", err)
+		t.Fatalf("Content after a revoke: %v", err)
 	}
 	if res.Files != 3 {
-		t.Errorf("UpgradeContent converted %d files, want 3", res.Files)
+		t.Errorf("Content converted %d files, want 3", res.Files)
 	}
 	s.Close()
-	s, err = OpenWith(dir, cr, Options{FreshnessUse: FreshnessOff})
+	s, err = session.OpenWith(dir, cr, session.Options{FreshnessUse: session.FreshnessOff})
 	if err != nil {
 		t.Fatalf("open after adding file roots: %v", err)
 	}
@@ -77,7 +78,7 @@ func TestUpgradeAfterRevoke(t *testing.T) {
 	}
 	s.Close()
 
-	s, err = OpenWith(dir, cr, Options{FreshnessUse: FreshnessOff})
+	s, err = session.OpenWith(dir, cr, session.Options{FreshnessUse: session.FreshnessOff})
 	if err != nil {
 		t.Fatalf("open after the upgrade: %v", err)
 	}
@@ -107,7 +108,7 @@ func TestUpgradeAfterRevoke(t *testing.T) {
 
 // vaultDir opens directory path (names from the root) of s's bound vault
 // and returns its fd and ID, checked at its place.
-func vaultDir(t *testing.T, s *Session, path []string) (int, []byte) {
+func vaultDir(t *testing.T, s *session.Session, path []string) (int, []byte) {
 	t.Helper()
 	fd, err := backing.OpenRoot(s.Dir())
 	if err != nil {
@@ -137,7 +138,7 @@ func vaultDir(t *testing.T, s *Session, path []string) (int, []byte) {
 }
 
 // mkdirVault makes directory name in the root of s's bound vault.
-func mkdirVault(t *testing.T, s *Session, name string) {
+func mkdirVault(t *testing.T, s *session.Session, name string) {
 	t.Helper()
 	fd, id := vaultDir(t, s, nil)
 	defer backing.Close(fd)
@@ -152,7 +153,7 @@ func mkdirVault(t *testing.T, s *Session, name string) {
 
 // writeVaultFile creates file name with data in directory path of s's
 // bound vault, through the engine.
-func writeVaultFile(t *testing.T, s *Session, path []string, name, data string) {
+func writeVaultFile(t *testing.T, s *session.Session, path []string, name, data string) {
 	t.Helper()
 	fd, id := vaultDir(t, s, path)
 	defer backing.Close(fd)
@@ -180,7 +181,7 @@ func writeVaultFile(t *testing.T, s *Session, path []string, name, data string) 
 
 // readVaultFile reads file name in directory path of s's bound vault and
 // returns its contents and the epoch its header records.
-func readVaultFile(t *testing.T, s *Session, path []string, name string) (string, uint32) {
+func readVaultFile(t *testing.T, s *session.Session, path []string, name string) (string, uint32) {
 	t.Helper()
 	fd, id := vaultDir(t, s, path)
 	defer backing.Close(fd)

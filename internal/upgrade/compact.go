@@ -1,8 +1,9 @@
-package session
+package upgrade
 
 import (
 	"errors"
 	"fmt"
+	"github.com/encryptfs/encryptfs/internal/session"
 	"io"
 	"path"
 	"strings"
@@ -56,7 +57,7 @@ const (
 // old the one with the FileRoots layout.
 type compacter struct {
 	*upgrader
-	old    *Session
+	old    *session.Session
 	inodes []*cInode
 	// tempLinks counts the names of an inode under the upgrade's temp
 	// prefix: a relink interrupted between its link and its rename
@@ -87,13 +88,13 @@ type cInode struct {
 
 // newCompacter is the compact step of the upgrade u (whose b has the
 // compact layout), with old, a session of the FileRoots layout.
-func newCompacter(u *upgrader, old *Session) *compacter {
+func newCompacter(u *upgrader, old *session.Session) *compacter {
 	return &compacter{upgrader: &upgrader{v1: u.v1, b: u.b, rootfd: u.rootfd}, old: old}
 }
 
 // prepare scans the vault (read-only) and re-roots its DIRTY files;
 // afterwards every file left to convert has a verified root in the
-// FileRoots layout. ErrUpgradeBlocked if a file cannot be converted.
+// FileRoots layout. ErrBlocked if a file cannot be converted.
 func (c *compacter) prepare() error {
 	if err := c.scan(); err != nil {
 		return err
@@ -107,7 +108,7 @@ func (c *compacter) prepare() error {
 		}
 		n := in.names[0]
 		if err := c.inDir(n.dir, func(fd int) error { return c.reroot(fd, n) }); err != nil {
-			return fmt.Errorf("%w: %s: DIRTY, and re-rooting it failed (%v); encryptfs fsck reports it (--salvage copies out what reads)", ErrUpgradeBlocked, n.plain, err)
+			return fmt.Errorf("%w: %s: DIRTY, and re-rooting it failed (%v); encryptfs fsck reports it (--salvage copies out what reads)", ErrBlocked, n.plain, err)
 		}
 		c.rerooted++
 		in.state = compactConvert
@@ -115,17 +116,21 @@ func (c *compacter) prepare() error {
 	return nil
 }
 
-// scan walks the vault with b's names and finds what is left to convert.
+// scan walks the vault (tree.Walk) with b's names and finds what is
+// left to convert.
 func (c *compacter) scan() error {
-	root := &upDir{rel: ".", plain: "/", place: c.b.tree.RootPlace()}
-	id, err := c.b.tree.ReadDirIDAt(c.rootfd, root.place)
-	if err != nil {
-		return fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
-	}
-	root.id = id
+	root := &upDir{rel: ".", plain: "/", place: c.b.Tree().RootPlace()}
 	byInode := map[[2]uint64]*cInode{}
 	c.tempLinks = map[[2]uint64]int{}
-	if err := c.scanDir(c.rootfd, root, byInode); err != nil {
+	err := tree.Walk(c.rootfd, root, tree.Walker{
+		Enter: c.enterDir,
+		Entry: func(wd *tree.WalkDir, name string, st unix.Stat_t, err error) (bool, any, error) {
+			return c.scanEntry(wd, name, st, err, byInode)
+		},
+		OpenFailed: openFailed,
+		Leave:      func(wd *tree.WalkDir) error { wd.Data.(*upDir).names = nil; return nil },
+	})
+	if err != nil {
 		return err
 	}
 	done := map[string]*cInode{}
@@ -148,78 +153,76 @@ func (c *compacter) scan() error {
 	return nil
 }
 
-// scanDir scans directory d (open as fd) and everything below it.
-func (c *compacter) scanDir(fd int, d *upDir, byInode map[[2]uint64]*cInode) error {
-	ents, err := backing.ReadDir(fd)
-	if err != nil {
-		return fmt.Errorf("session: upgrade: %s: %w", d.plain, err)
+// enterDir starts the scan of directory d: its ID (one that does not
+// read is a problem, and the directory is not scanned), the leftover
+// temporaries among its names, and its entries.
+func (c *compacter) enterDir(wd *tree.WalkDir) (bool, error) {
+	d := wd.Data.(*upDir)
+	id, err := c.b.Tree().DirIDOf(wd.ID, d.place)
+	switch {
+	case err != nil && d.rel == ".":
+		return false, fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
+	case err != nil:
+		c.problem("%s: directory ID: %v", d.plain, err)
+		return false, nil
+	case wd.ListErr != nil:
+		return false, fmt.Errorf("session: upgrade: %s: %w", d.plain, wd.ListErr)
 	}
-	for _, e := range ents {
+	d.id = id
+	for _, e := range wd.Ents {
 		if strings.HasPrefix(e.Name, upgradeTempPrefix) {
 			c.temps = append(c.temps, upTemp{dir: d, name: e.Name})
-			if st, err := backing.Fstatat(fd, e.Name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+			if st, err := backing.Fstatat(wd.Fd, e.Name); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
 				c.tempLinks[[2]uint64{st.Dev, st.Ino}]++
 			}
 		}
 	}
 	// With d's place: names made under a conflict copy of its ID file
 	// (bound to the same place) are d's too (tree.AltDirIDsAt).
-	list, _, err := c.b.tree.ListAt(fd, d.id, func() (bind.Place, error) { return d.place, nil })
-	if err != nil {
-		return fmt.Errorf("session: upgrade: %s: %w", d.plain, err)
-	}
+	list, _ := c.b.Tree().ListOf(wd, d.id, func() (bind.Place, error) { return d.place, nil })
+	d.names = make(map[string]tree.Name, len(list))
 	for _, e := range list {
-		if err := c.scanEntry(fd, d, e.Name, byInode); err != nil {
-			return err
-		}
+		d.names[e.Name.Backing] = e.Name
 	}
-	return nil
+	return true, nil
 }
 
-// scanEntry scans entry n of directory d.
-func (c *compacter) scanEntry(fd int, d *upDir, n tree.Name, byInode map[[2]uint64]*cInode) error {
-	st, err := backing.Fstatat(fd, n.Backing)
-	if errors.Is(err, unix.ENOENT) {
-		return nil
+// scanEntry scans entry name of directory wd (lstat st, or statErr); it
+// asks the walk into a subdirectory.
+func (c *compacter) scanEntry(wd *tree.WalkDir, name string, st unix.Stat_t, statErr error, byInode map[[2]uint64]*cInode) (bool, any, error) {
+	d := wd.Data.(*upDir)
+	n, ok := d.names[name]
+	if !ok || errors.Is(statErr, unix.ENOENT) {
+		return false, nil, nil
 	}
 	plain := path.Join(d.plain, n.Plain)
-	if err != nil {
-		return fmt.Errorf("session: upgrade: %s: %w", plain, err)
+	if statErr != nil {
+		return false, nil, fmt.Errorf("session: upgrade: %s: %w", plain, statErr)
 	}
-	place := c.b.tree.Place(d.id, n)
+	place := c.b.Tree().Place(d.id, n)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		sub, err := backing.OpenSubdir(fd, n.Backing)
-		if err != nil {
-			return fmt.Errorf("session: upgrade: %s: %w", plain, err)
-		}
-		defer backing.Close(sub)
-		id, err := c.b.tree.ReadDirIDAt(sub, place)
-		if err != nil {
-			c.problem("%s: directory ID: %v", plain, err)
-			return nil
-		}
-		return c.scanDir(sub, &upDir{rel: path.Join(d.rel, n.Backing), plain: plain, id: id, place: place}, byInode)
+		return true, &upDir{rel: path.Join(d.rel, n.Backing), plain: plain, place: place}, nil
 	case unix.S_IFREG:
 		if st.Size == 0 {
-			return nil // no header: empty in every layout
+			return false, nil, nil // no header: empty in every layout
 		}
 		name := cName{dir: d, name: n.Backing, plain: plain, place: place}
 		key := [2]uint64{st.Dev, st.Ino}
 		if in := byInode[key]; in != nil {
 			in.names = append(in.names, name)
-			return nil
+			return false, nil, nil
 		}
-		state, hdr, err := c.classify(fd, name)
+		state, hdr, err := c.classify(wd.Fd, name)
 		if err != nil {
 			c.problem("%s: %v", plain, err)
-			return nil
+			return false, nil, nil
 		}
 		in := &cInode{names: []cName{name}, st: st, state: state, hdr: hdr}
 		byInode[key] = in
 		c.inodes = append(c.inodes, in)
 	}
-	return nil
+	return false, nil, nil
 }
 
 // classify tells what file n (in dirfd) needs: its root verified in the
@@ -235,14 +238,14 @@ func (c *compacter) classify(dirfd int, n cName) (compactState, string, error) {
 	if k, err := bf.ReadAt(hdr, 0); k != len(hdr) {
 		return 0, "", fmt.Errorf("file header: %d bytes (%v)", k, err)
 	}
-	dirty, err := probeRoot(c.b.engine, bf, n.place)
+	dirty, err := probeRoot(c.b.Engine(), bf, n.place)
 	if err == nil {
 		if dirty {
 			return compactDirty, string(hdr), nil
 		}
 		return compactDone, string(hdr), nil
 	}
-	dirty, oerr := probeRoot(c.old.engine, bf, n.place)
+	dirty, oerr := probeRoot(c.old.Engine(), bf, n.place)
 	switch {
 	case oerr != nil:
 		return 0, "", fmt.Errorf("its root verifies in neither layout (%w); encryptfs fsck reports it, and --repair re-roots it if every chunk authenticates", oerr)
