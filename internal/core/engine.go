@@ -276,6 +276,7 @@ func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) 
 		return nil, fmt.Errorf("core: backing file of %d bytes holds %d bytes: %w", cipherSize, size, ErrTooLarge)
 	}
 	f := &File{e: e, b: withFdSpace(b), size: size, place: p}
+	f.rooted, f.holes, f.space, f.linked = fileRoots{f}, fileHoles{f}, fileSpace{f}, fileLinks{f}
 	if cipherSize == 0 {
 		return f, nil
 	}
@@ -300,11 +301,11 @@ func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) 
 		return nil, fmt.Errorf("core: file key: %w", err)
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
-	f.newRootState(false)
+	f.rooted.newRootState(false)
 	if unrooted {
 		return f, nil
 	}
-	if err := f.checkHeaderSize(cipherSize); err != nil {
+	if err := f.rooted.checkHeaderSize(cipherSize); err != nil {
 		return nil, err
 	}
 	return f, nil

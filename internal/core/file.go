@@ -52,6 +52,13 @@ type File struct {
 	// forData: prepareHeader is called by a write (prepareDataHeader): a
 	// new header with roots is then born DIRTY rather than clean.
 	forData bool
+
+	// The sides of a File, each owning one rule over the state above
+	// (each a view of this File, with no state of its own).
+	rooted fileRoots // file roots and the tag table (roots.go)
+	holes  fileHoles // SPARSE and the hole rule (holes.go)
+	space  fileSpace // reserving and punching backing space (space.go)
+	linked fileLinks // the links file (links.go)
 }
 
 // Size returns the plaintext size.
@@ -96,7 +103,7 @@ func (f *File) Sync() error {
 			return ErrClosed
 		}
 		if f.rt != nil && f.rt.wrote {
-			return f.finalize(true)
+			return f.rooted.finalize(true)
 		}
 		if err := f.b.Sync(); err != nil {
 			return fmt.Errorf("core: sync: %w", err)
@@ -179,20 +186,8 @@ func (f *File) Settle() error {
 
 // settleLocked is Settle with mu held for writing.
 func (f *File) settleLocked() error {
-	f.trimReserved()
-	return f.finalize(false)
-}
-
-// sparse reports whether the header allows holes.
-func (f *File) sparse() bool {
-	return f.rt == nil && f.hasHeader && f.hdr.Flags&content.FlagSparse != 0
-}
-
-// v1Holes reports whether an all-zero non-final stored chunk reads as a
-// hole: in a SPARSE file, and in a file with roots whose tag entries are
-// not trusted (a DIRTY file, read with v1's rules).
-func (f *File) v1Holes() bool {
-	return f.sparse() || f.rt != nil && !f.rt.trusted
+	f.space.trimReserved()
+	return f.rooted.finalize(false)
 }
 
 // prepareHeader makes sure the file has a header, with SPARSE set if
@@ -203,7 +198,7 @@ func (f *File) prepareHeader(withHoles bool) error {
 		withHoles = false // a hole is a zero tag entry, no flag
 	}
 	if f.hasHeader {
-		if !withHoles || f.sparse() {
+		if !withHoles || f.holes.sparse() {
 			return nil
 		}
 		h := f.hdr
@@ -263,7 +258,7 @@ func (f *File) prepareHeader(withHoles bool) error {
 		return err
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
-	f.newRootState(true)
+	f.rooted.newRootState(true)
 	return nil
 }
 
@@ -286,31 +281,6 @@ func (f *File) writeHeader(h content.Header) (kept bool, err error) {
 	}
 	f.hdr = h
 	return false, nil
-}
-
-// clearSparse drops the SPARSE flag of a file without holes (after
-// truncate to 0, or once its last hole is filled: holes.go), narrowing the
-// residual hole risk described in docs/format.md §5.4. A write that fails
-// but leaves the old header in place is no error: SPARSE stays set, the
-// weaker but readable state.
-func (f *File) clearSparse() error {
-	if !f.sparse() {
-		return nil
-	}
-	// What filled or removed the last hole must be durable before the
-	// flag goes: else a power loss could keep the header and lose the
-	// writes, leaving a hole the header no longer allows (found by
-	// internal/crashsim's replay, "data": writing into the holes). One
-	// fsync when a file loses its last hole.
-	if err := f.b.Sync(); err != nil {
-		return err
-	}
-	h := f.hdr
-	h.Flags &^= content.FlagSparse
-	if kept, err := f.writeHeader(h); err != nil && !kept {
-		return err
-	}
-	return nil
 }
 
 // setTail records plain as the plaintext of the last chunk.
@@ -340,7 +310,7 @@ func (f *File) lastIndex() uint64 {
 func (f *File) openChunk(dst, stored []byte, i uint64, final, sparse bool) ([]byte, error) {
 	e := f.e
 	if f.rt != nil && f.rt.trusted {
-		hole, err := f.checkEntry(stored, i, final)
+		hole, err := f.rooted.checkEntry(stored, i, final)
 		if err != nil {
 			return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
 		}
@@ -374,7 +344,7 @@ func (f *File) chunkPlain(dst []byte, i uint64) ([]byte, error) {
 	if err := readFullAt(f.b, *buf, e.cipherOffset(i)); err != nil {
 		return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
 	}
-	return f.openChunk(dst, *buf, i, i == last, f.v1Holes())
+	return f.openChunk(dst, *buf, i, i == last, f.holes.v1Holes())
 }
 
 // undoGrow puts a file back to its old size after a write that grew it

@@ -12,7 +12,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, ErrInvalid
 	}
-	if err := f.ensureRoots(); err != nil {
+	if err := f.rooted.ensureRoots(); err != nil {
 		return 0, err
 	}
 	f.mu.RLock()
@@ -125,7 +125,7 @@ func (f *File) readLocked(p []byte, off int64) error {
 			prefetch = make(chan error, 1)
 			go func(done chan<- error) { done <- readFullAt(f.b, nbuf, nStart) }(prefetch)
 		}
-		*job = openJob{f: f, first: wFirst, fileLast: fileLast, sparse: f.v1Holes(), stored: buf, p: p, off: off}
+		*job = openJob{f: f, first: wFirst, fileLast: fileLast, sparse: f.holes.v1Holes(), stored: buf, p: p, off: off}
 		err = e.forChunks(int(wLast-wFirst+1), job)
 		*job = openJob{}
 		if err != nil {

@@ -42,7 +42,7 @@ func (f *File) truncateToEmpty() error {
 		f.size = 0
 		return nil
 	}
-	if err := f.markDirty(); err != nil {
+	if err := f.rooted.markDirty(); err != nil {
 		return err
 	}
 	f.reservedTo = 0
@@ -55,8 +55,8 @@ func (f *File) truncateToEmpty() error {
 		f.rt.tags.cut(0)
 	}
 	f.dropTail()
-	f.forgetHoles(0)
-	if err := f.clearSparse(); err != nil {
+	f.holes.forgetHoles(0)
+	if err := f.holes.clearSparse(); err != nil {
 		return err
 	}
 	return f.renewEpoch() // epoch.go
@@ -74,7 +74,7 @@ func (f *File) shrink(size int64) error {
 		return err
 	}
 	if err := f.cutTo(size, plain); err != nil {
-		f.forgetHoles(0)
+		f.holes.forgetHoles(0)
 		return err
 	}
 	// The holes past the new end are gone; maybe the last one was.
@@ -82,7 +82,7 @@ func (f *File) shrink(size int64) error {
 	if f.holeKnown && f.hole >= newLast {
 		f.holeKnown = false
 	}
-	return f.checkHoles()
+	return f.holes.checkHoles()
 }
 
 // cutTo makes the file size bytes long (size > 0, not beyond the stored
@@ -103,7 +103,7 @@ func (f *File) cutTo(size int64, last []byte) error {
 	stored := e.bufs.get(len(plain) + e.overhead)
 	defer e.bufs.put(stored)
 	f.fc.Seal((*stored)[:0], plain, newLast, true, *nonce)
-	if err := f.markDirty(); err != nil {
+	if err := f.rooted.markDirty(); err != nil {
 		return err
 	}
 
@@ -122,8 +122,8 @@ func (f *File) cutTo(size int64, last []byte) error {
 		// The new last entry and zeros after it, to the end of its block:
 		// entries past the end are zero (a later grow leaves holes there).
 		rs.tags.cut(newLast + 1)
-		f.setEntry(newLast, *stored)
-		if err := f.writeEntries(newLast, newLast|(content.TagEntries-1), size); err != nil {
+		f.rooted.setEntry(newLast, *stored)
+		if err := f.rooted.writeEntries(newLast, newLast|(content.TagEntries-1), size); err != nil {
 			f.afterFailedWrite()
 			return err
 		}
@@ -158,11 +158,11 @@ func (f *File) PunchHole(off, length int64) error {
 	if err := f.prepareDataHeader(true); err != nil {
 		return err
 	}
-	if err := f.markDirty(); err != nil {
+	if err := f.rooted.markDirty(); err != nil {
 		return err
 	}
-	f.forgetHoles(pp.holeFirst)
-	if err := f.punchStored(pp.holeFirst, pp.holeEnd); err != nil {
+	f.holes.forgetHoles(pp.holeFirst)
+	if err := f.space.punchStored(pp.holeFirst, pp.holeEnd); err != nil {
 		return err
 	}
 	f.hole, f.holeKnown = pp.holeFirst, true
