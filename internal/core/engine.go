@@ -276,7 +276,7 @@ func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) 
 		return nil, fmt.Errorf("core: backing file of %d bytes holds %d bytes: %w", cipherSize, size, ErrTooLarge)
 	}
 	f := &File{e: e, b: withFdSpace(b), size: size, place: p}
-	f.rooted, f.holes, f.space, f.linked = fileRoots{f}, fileHoles{f}, fileSpace{f}, fileLinks{f}
+	f.rooted, f.holes, f.space, f.linked = fileRoots{f}, fileHoles{f: f}, fileSpace{f: f}, fileLinks{f}
 	if cipherSize == 0 {
 		return f, nil
 	}

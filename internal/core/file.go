@@ -35,26 +35,15 @@ type File struct {
 	tail   *[]byte
 	tailOK bool
 
-	// reservedTo is the backing offset up to which reserveGrowth has
-	// reserved space past the end for a file that keeps growing (space.go);
-	// 0 when nothing is known to be reserved. Any cut of the backing file
-	// resets it (the cut frees what lay past the new end).
-	reservedTo int64
-
-	// Hole tracking of a SPARSE file (holes.go): hole is a chunk stored as
-	// a hole when holeKnown; chunks below dense are known not to be holes.
-	hole      uint64
-	holeKnown bool
-	dense     uint64
-
 	// rt is the file-roots state (roots.go); nil without roots.
 	rt *rootState
 	// forData: prepareHeader is called by a write (prepareDataHeader): a
 	// new header with roots is then born DIRTY rather than clean.
 	forData bool
 
-	// The sides of a File, each owning one rule over the state above
-	// (each a view of this File, with no state of its own).
+	// The sides of a File, each owning one rule (set once, by openWith).
+	// Each holds a pointer back to this File for the state they share;
+	// holes and space also hold the state only they use.
 	rooted fileRoots // file roots and the tag table (roots.go)
 	holes  fileHoles // SPARSE and the hole rule (holes.go)
 	space  fileSpace // reserving and punching backing space (space.go)
@@ -160,7 +149,7 @@ func (f *File) Reload() error {
 	}
 	f.dropTail()
 	f.size, f.hasHeader, f.hdr, f.fc, f.links, f.rt = nf.size, nf.hasHeader, nf.hdr, nf.fc, nf.links, nf.rt
-	f.reservedTo, f.hole, f.holeKnown, f.dense, f.forData = 0, 0, false, 0, false
+	f.space.reservedTo, f.holes.hole, f.holes.holeKnown, f.holes.dense, f.forData = 0, 0, false, 0, false
 	return nil
 }
 
@@ -254,7 +243,7 @@ func (f *File) prepareHeader(withHoles bool) error {
 		// A header written in part would leave a file too short or too
 		// damaged to open ever again; the file was empty, so empty it is.
 		f.b.Truncate(0)
-		f.reservedTo = 0
+		f.space.reservedTo = 0
 		return err
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
@@ -363,7 +352,7 @@ func (f *File) undoGrow(oldSize int64, hadHeader bool) bool {
 		if hadHeader {
 			keep = f.e.lay.header // the file ID, which xattrs are bound to
 		}
-		f.reservedTo = 0
+		f.space.reservedTo = 0
 		if err := f.b.Truncate(keep); err != nil {
 			f.afterFailedWrite()
 			return false

@@ -45,7 +45,7 @@ func (f *File) truncateToEmpty() error {
 	if err := f.rooted.markDirty(); err != nil {
 		return err
 	}
-	f.reservedTo = 0
+	f.space.reservedTo = 0
 	if err := f.b.Truncate(f.e.lay.header); err != nil {
 		f.afterFailedWrite()
 		return fmt.Errorf("core: truncate backing: %w", err)
@@ -78,9 +78,9 @@ func (f *File) shrink(size int64) error {
 		return err
 	}
 	// The holes past the new end are gone; maybe the last one was.
-	f.dense = min(f.dense, newLast)
-	if f.holeKnown && f.hole >= newLast {
-		f.holeKnown = false
+	f.holes.dense = min(f.holes.dense, newLast)
+	if f.holes.holeKnown && f.holes.hole >= newLast {
+		f.holes.holeKnown = false
 	}
 	return f.holes.checkHoles()
 }
@@ -109,7 +109,7 @@ func (f *File) cutTo(size int64, last []byte) error {
 
 	// Cut first, then write the new final chunk: a crash in between leaves a
 	// last stored chunk that is cut short or has final=0, and fails to open.
-	f.reservedTo = 0
+	f.space.reservedTo = 0
 	if err := f.b.Truncate(e.suite.CipherSize(size)); err != nil {
 		f.afterFailedWrite()
 		return fmt.Errorf("core: truncate backing: %w", err)
@@ -165,7 +165,7 @@ func (f *File) PunchHole(off, length int64) error {
 	if err := f.space.punchStored(pp.holeFirst, pp.holeEnd); err != nil {
 		return err
 	}
-	f.hole, f.holeKnown = pp.holeFirst, true
+	f.holes.hole, f.holes.holeKnown = pp.holeFirst, true
 	return f.writeZeros(pp.tailFrom, pp.tailTo)
 }
 
