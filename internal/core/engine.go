@@ -275,8 +275,8 @@ func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) 
 		// backing file (hostile input) that long is refused, not hashed.
 		return nil, fmt.Errorf("core: backing file of %d bytes holds %d bytes: %w", cipherSize, size, ErrTooLarge)
 	}
-	f := &File{e: e, b: withFdSpace(b), size: size, place: p}
-	f.rooted, f.holes, f.space, f.linked = fileRoots{f}, fileHoles{f: f}, fileSpace{f: f}, fileLinks{f}
+	f := &File{e: e, b: withFdSpace(b), size: size, place: p, tail: tailCache{bufs: &e.bufs, chunkSize: e.chunkSize}}
+	f.reads, f.rooted, f.holes, f.space, f.linked = fileReads{f}, fileRoots{f}, fileHoles{f: f}, fileSpace{f: f}, fileLinks{f}
 	if cipherSize == 0 {
 		return f, nil
 	}

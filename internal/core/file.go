@@ -29,11 +29,7 @@ type File struct {
 	// (links.go), nil otherwise.
 	links *bind.LinkList
 
-	// tail caches the plaintext of the last chunk (len = size - lastIndex*chunkSize)
-	// when tailOK, so that appends re-seal the old last chunk without reading
-	// and opening it again.
-	tail   *[]byte
-	tailOK bool
+	tail tailCache
 
 	// rt is the file-roots state (roots.go); nil without roots.
 	rt *rootState
@@ -44,6 +40,7 @@ type File struct {
 	// The sides of a File, each owning one rule (set once, by openWith).
 	// Each holds a pointer back to this File for the state they share;
 	// holes and space also hold the state only they use.
+	reads  fileReads // opening stored chunks (read.go)
 	rooted fileRoots // file roots and the tag table (roots.go)
 	holes  fileHoles // SPARSE and the hole rule (holes.go)
 	space  fileSpace // reserving and punching backing space (space.go)
@@ -122,7 +119,7 @@ func (f *File) Close() error {
 	}
 	err := f.settleLocked()
 	f.closed = true
-	f.dropTail()
+	f.tail.drop()
 	return err
 }
 
@@ -147,7 +144,7 @@ func (f *File) Reload() error {
 	if err != nil {
 		return err
 	}
-	f.dropTail()
+	f.tail.drop()
 	f.size, f.hasHeader, f.hdr, f.fc, f.links, f.rt = nf.size, nf.hasHeader, nf.hdr, nf.fc, nf.links, nf.rt
 	f.space.reservedTo, f.holes.hole, f.holes.holeKnown, f.holes.dense, f.forData = 0, 0, false, 0, false
 	return nil
@@ -272,68 +269,36 @@ func (f *File) writeHeader(h content.Header) (kept bool, err error) {
 	return false, nil
 }
 
-// setTail records plain as the plaintext of the last chunk.
-func (f *File) setTail(plain []byte) {
-	if f.tail == nil {
-		f.tail = f.e.bufs.get(f.e.chunkSize)
-	}
-	*f.tail = append((*f.tail)[:0], plain...)
-	f.tailOK = true
+// tailCache caches the plaintext of a file's last chunk (len = size -
+// lastIndex*chunkSize) while ok, so that appends re-seal the old last
+// chunk without reading and opening it again. It owns one rule: it is
+// dropped by anything that may leave the stored last chunk other than
+// what it holds (a failed write, a cut, a reload, Close).
+type tailCache struct {
+	bufs      *bufPools // the engine's, where buf comes from and goes back
+	chunkSize int
+	buf       *[]byte
+	ok        bool
 }
 
-// dropTail forgets the cached last chunk and returns its buffer.
-func (f *File) dropTail() {
-	f.e.bufs.put(f.tail)
-	f.tail, f.tailOK = nil, false
+// set records plain as the plaintext of the last chunk.
+func (t *tailCache) set(plain []byte) {
+	if t.buf == nil {
+		t.buf = t.bufs.get(t.chunkSize)
+	}
+	*t.buf = append((*t.buf)[:0], plain...)
+	t.ok = true
+}
+
+// drop forgets the cached last chunk and returns its buffer.
+func (t *tailCache) drop() {
+	t.bufs.put(t.buf)
+	t.buf, t.ok = nil, false
 }
 
 // lastIndex is the index of the last chunk; only meaningful when size > 0.
 func (f *File) lastIndex() uint64 {
 	return uint64((f.size - 1) / int64(f.e.chunkSize))
-}
-
-// openChunk authenticates stored chunk i and appends its plaintext to dst,
-// applying the hole rule: an all-zero, full-size, non-final stored chunk in
-// a SPARSE file is ChunkSize zero bytes. Any other all-zero chunk goes to
-// Open and fails there (ErrCorruptChunk).
-func (f *File) openChunk(dst, stored []byte, i uint64, final, sparse bool) ([]byte, error) {
-	e := f.e
-	if f.rt != nil && f.rt.trusted {
-		hole, err := f.rooted.checkEntry(stored, i, final)
-		if err != nil {
-			return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
-		}
-		if hole {
-			return append(dst, e.zeroPlain...), nil
-		}
-		sparse = false
-	}
-	if sparse && !final && len(stored) == e.cipherChunk && content.IsHole(stored) {
-		return append(dst, e.zeroPlain...), nil
-	}
-	out, err := f.fc.Open(dst, stored, i, final)
-	if err != nil {
-		return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
-	}
-	return out, nil
-}
-
-// chunkPlain appends the current plaintext of chunk i (i <= lastIndex) to
-// dst, from the tail cache when it is the last chunk and cached, else by
-// reading and opening it.
-func (f *File) chunkPlain(dst []byte, i uint64) ([]byte, error) {
-	e := f.e
-	last := f.lastIndex()
-	if i == last && f.tailOK {
-		return append(dst, *f.tail...), nil
-	}
-	n := e.plainLen(i, f.size) + e.overhead
-	buf := e.bufs.get(n)
-	defer e.bufs.put(buf)
-	if err := readFullAt(f.b, *buf, e.cipherOffset(i)); err != nil {
-		return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
-	}
-	return f.openChunk(dst, *buf, i, i == last, f.holes.v1Holes())
 }
 
 // undoGrow puts a file back to its old size after a write that grew it
@@ -358,10 +323,10 @@ func (f *File) undoGrow(oldSize int64, hadHeader bool) bool {
 			return false
 		}
 		f.size, f.hasHeader = 0, hadHeader
-		f.dropTail()
+		f.tail.drop()
 		return true
 	}
-	if !f.tailOK || f.cutTo(oldSize, *f.tail) != nil {
+	if !f.tail.ok || f.cutTo(oldSize, *f.tail.buf) != nil {
 		f.afterFailedWrite()
 		return false
 	}
@@ -380,7 +345,7 @@ func (f *File) restoreHeader(h content.Header) {
 // afterFailedWrite is called when a backing write failed part way: the tail
 // cache may be stale and the size is re-derived from the backing file.
 func (f *File) afterFailedWrite() {
-	f.dropTail()
+	f.tail.drop()
 	if f.rt != nil {
 		f.rt.trusted = false // the tag entries may not match the chunks now
 	}

@@ -54,7 +54,7 @@ func (f *File) truncateToEmpty() error {
 	if f.rt != nil {
 		f.rt.tags.cut(0)
 	}
-	f.dropTail()
+	f.tail.drop()
 	f.holes.forgetHoles(0)
 	if err := f.holes.clearSparse(); err != nil {
 		return err
@@ -69,7 +69,7 @@ func (f *File) shrink(size int64) error {
 	newLast := uint64((size - 1) / int64(e.chunkSize))
 	buf := e.bufs.get(e.chunkSize)
 	defer e.bufs.put(buf)
-	plain, err := f.chunkPlain((*buf)[:0], newLast)
+	plain, err := f.reads.chunkPlain((*buf)[:0], newLast)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (f *File) cutTo(size int64, last []byte) error {
 		}
 	}
 	f.size = size
-	f.setTail(plain)
+	f.tail.set(plain)
 	return nil
 }
 

@@ -46,10 +46,10 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	}
 	// A growing write that fails is undone (undoGrow), for which the old
 	// last chunk's plaintext must be at hand in the tail cache.
-	if pl.growing && oldSize > 0 && !f.tailOK {
+	if pl.growing && oldSize > 0 && !f.tail.ok {
 		buf := e.bufs.get(e.chunkSize)
-		if plain, err := f.chunkPlain((*buf)[:0], pl.oldLast); err == nil {
-			f.setTail(plain)
+		if plain, err := f.reads.chunkPlain((*buf)[:0], pl.oldLast); err == nil {
+			f.tail.set(plain)
 		}
 		e.bufs.put(buf)
 	}
@@ -128,7 +128,7 @@ func (f *File) store(pl *writePlan, p []byte, off, newSize int64) error {
 		return err
 	}
 	if pl.last == pl.newLast {
-		f.setTail(job.plain(pl.newLast))
+		f.tail.set(job.plain(pl.newLast))
 	}
 	return nil
 }
@@ -172,7 +172,7 @@ func (j *sealJob) addMerged(i uint64, oldSize int64) error {
 	plain := (*buf)[:0]
 	if start < oldSize {
 		var err error
-		if plain, err = j.f.chunkPlain(plain, i); err != nil {
+		if plain, err = j.f.reads.chunkPlain(plain, i); err != nil {
 			return err
 		}
 	}
