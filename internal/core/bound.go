@@ -96,7 +96,7 @@ func (f *File) AddBinding(p Place, keepFree int) error {
 	}
 	want := f.e.binder.Sum(bind.KindFile, f.hdr.FileID[:], p)
 	if f.links != nil {
-		return f.addLink(want)
+		return f.linked.addLink(want)
 	}
 	h, free := f.hdr, -1
 	nfree := 0
@@ -112,7 +112,7 @@ func (f *File) AddBinding(p Place, keepFree int) error {
 		}
 	}
 	if free < 0 || nfree-1 < keepFree {
-		return f.toLinks(want)
+		return f.linked.toLinks(want)
 	}
 	h.Bindings[free] = want
 	if _, err := f.writeHeader(h); err != nil {
@@ -140,7 +140,7 @@ func (f *File) DropBinding(p Place) error {
 	}
 	want := f.e.binder.Sum(bind.KindFile, f.hdr.FileID[:], p)
 	if f.links != nil {
-		return f.dropLink(want)
+		return f.linked.dropLink(want)
 	}
 	h, n, at := f.hdr, 0, -1
 	for i, s := range h.Bindings {
@@ -208,7 +208,7 @@ func (f *File) DropBindingsExcept(keep ...Place) error {
 		if len(list) == len(f.links.Bindings) {
 			return nil
 		}
-		return f.setLinks(list, true)
+		return f.linked.setLinks(list, true)
 	}
 	if len(keep) > content.BindingSlots {
 		return ErrTooManyLinks

@@ -275,7 +275,8 @@ func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) 
 		// backing file (hostile input) that long is refused, not hashed.
 		return nil, fmt.Errorf("core: backing file of %d bytes holds %d bytes: %w", cipherSize, size, ErrTooLarge)
 	}
-	f := &File{e: e, b: withFdSpace(b), size: size, place: p}
+	f := &File{e: e, b: withFdSpace(b), size: size, place: p, tail: tailCache{bufs: &e.bufs, chunkSize: e.chunkSize}}
+	f.reads, f.rooted, f.holes, f.space, f.linked = fileReads{f}, fileRoots{f}, fileHoles{f: f}, fileSpace{f: f}, fileLinks{f}
 	if cipherSize == 0 {
 		return f, nil
 	}
@@ -300,11 +301,11 @@ func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) 
 		return nil, fmt.Errorf("core: file key: %w", err)
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
-	f.newRootState(false)
+	f.rooted.newRootState(false)
 	if unrooted {
 		return f, nil
 	}
-	if err := f.checkHeaderSize(cipherSize); err != nil {
+	if err := f.rooted.checkHeaderSize(cipherSize); err != nil {
 		return nil, err
 	}
 	return f, nil

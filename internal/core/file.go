@@ -29,29 +29,22 @@ type File struct {
 	// (links.go), nil otherwise.
 	links *bind.LinkList
 
-	// tail caches the plaintext of the last chunk (len = size - lastIndex*chunkSize)
-	// when tailOK, so that appends re-seal the old last chunk without reading
-	// and opening it again.
-	tail   *[]byte
-	tailOK bool
-
-	// reservedTo is the backing offset up to which reserveGrowth has
-	// reserved space past the end for a file that keeps growing (space.go);
-	// 0 when nothing is known to be reserved. Any cut of the backing file
-	// resets it (the cut frees what lay past the new end).
-	reservedTo int64
-
-	// Hole tracking of a SPARSE file (holes.go): hole is a chunk stored as
-	// a hole when holeKnown; chunks below dense are known not to be holes.
-	hole      uint64
-	holeKnown bool
-	dense     uint64
+	tail tailCache
 
 	// rt is the file-roots state (roots.go); nil without roots.
 	rt *rootState
 	// forData: prepareHeader is called by a write (prepareDataHeader): a
 	// new header with roots is then born DIRTY rather than clean.
 	forData bool
+
+	// The sides of a File, each owning one rule (set once, by openWith).
+	// Each holds a pointer back to this File for the state they share;
+	// holes and space also hold the state only they use.
+	reads  fileReads // opening stored chunks (read.go)
+	rooted fileRoots // file roots and the tag table (roots.go)
+	holes  fileHoles // SPARSE and the hole rule (holes.go)
+	space  fileSpace // reserving and punching backing space (space.go)
+	linked fileLinks // the links file (links.go)
 }
 
 // Size returns the plaintext size.
@@ -96,7 +89,7 @@ func (f *File) Sync() error {
 			return ErrClosed
 		}
 		if f.rt != nil && f.rt.wrote {
-			return f.finalize(true)
+			return f.rooted.finalize(true)
 		}
 		if err := f.b.Sync(); err != nil {
 			return fmt.Errorf("core: sync: %w", err)
@@ -126,7 +119,7 @@ func (f *File) Close() error {
 	}
 	err := f.settleLocked()
 	f.closed = true
-	f.dropTail()
+	f.tail.drop()
 	return err
 }
 
@@ -151,9 +144,9 @@ func (f *File) Reload() error {
 	if err != nil {
 		return err
 	}
-	f.dropTail()
+	f.tail.drop()
 	f.size, f.hasHeader, f.hdr, f.fc, f.links, f.rt = nf.size, nf.hasHeader, nf.hdr, nf.fc, nf.links, nf.rt
-	f.reservedTo, f.hole, f.holeKnown, f.dense, f.forData = 0, 0, false, 0, false
+	f.space.reservedTo, f.holes.hole, f.holes.holeKnown, f.holes.dense, f.forData = 0, 0, false, 0, false
 	return nil
 }
 
@@ -179,20 +172,8 @@ func (f *File) Settle() error {
 
 // settleLocked is Settle with mu held for writing.
 func (f *File) settleLocked() error {
-	f.trimReserved()
-	return f.finalize(false)
-}
-
-// sparse reports whether the header allows holes.
-func (f *File) sparse() bool {
-	return f.rt == nil && f.hasHeader && f.hdr.Flags&content.FlagSparse != 0
-}
-
-// v1Holes reports whether an all-zero non-final stored chunk reads as a
-// hole: in a SPARSE file, and in a file with roots whose tag entries are
-// not trusted (a DIRTY file, read with v1's rules).
-func (f *File) v1Holes() bool {
-	return f.sparse() || f.rt != nil && !f.rt.trusted
+	f.space.trimReserved()
+	return f.rooted.finalize(false)
 }
 
 // prepareHeader makes sure the file has a header, with SPARSE set if
@@ -203,7 +184,7 @@ func (f *File) prepareHeader(withHoles bool) error {
 		withHoles = false // a hole is a zero tag entry, no flag
 	}
 	if f.hasHeader {
-		if !withHoles || f.sparse() {
+		if !withHoles || f.holes.sparse() {
 			return nil
 		}
 		h := f.hdr
@@ -259,11 +240,11 @@ func (f *File) prepareHeader(withHoles bool) error {
 		// A header written in part would leave a file too short or too
 		// damaged to open ever again; the file was empty, so empty it is.
 		f.b.Truncate(0)
-		f.reservedTo = 0
+		f.space.reservedTo = 0
 		return err
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
-	f.newRootState(true)
+	f.rooted.newRootState(true)
 	return nil
 }
 
@@ -288,93 +269,36 @@ func (f *File) writeHeader(h content.Header) (kept bool, err error) {
 	return false, nil
 }
 
-// clearSparse drops the SPARSE flag of a file without holes (after
-// truncate to 0, or once its last hole is filled: holes.go), narrowing the
-// residual hole risk described in docs/format.md §5.4. A write that fails
-// but leaves the old header in place is no error: SPARSE stays set, the
-// weaker but readable state.
-func (f *File) clearSparse() error {
-	if !f.sparse() {
-		return nil
-	}
-	// What filled or removed the last hole must be durable before the
-	// flag goes: else a power loss could keep the header and lose the
-	// writes, leaving a hole the header no longer allows (found by
-	// internal/crashsim's replay, "data": writing into the holes). One
-	// fsync when a file loses its last hole.
-	if err := f.b.Sync(); err != nil {
-		return err
-	}
-	h := f.hdr
-	h.Flags &^= content.FlagSparse
-	if kept, err := f.writeHeader(h); err != nil && !kept {
-		return err
-	}
-	return nil
+// tailCache caches the plaintext of a file's last chunk (len = size -
+// lastIndex*chunkSize) while ok, so that appends re-seal the old last
+// chunk without reading and opening it again. It owns one rule: it is
+// dropped by anything that may leave the stored last chunk other than
+// what it holds (a failed write, a cut, a reload, Close).
+type tailCache struct {
+	bufs      *bufPools // the engine's, where buf comes from and goes back
+	chunkSize int
+	buf       *[]byte
+	ok        bool
 }
 
-// setTail records plain as the plaintext of the last chunk.
-func (f *File) setTail(plain []byte) {
-	if f.tail == nil {
-		f.tail = f.e.bufs.get(f.e.chunkSize)
+// set records plain as the plaintext of the last chunk.
+func (t *tailCache) set(plain []byte) {
+	if t.buf == nil {
+		t.buf = t.bufs.get(t.chunkSize)
 	}
-	*f.tail = append((*f.tail)[:0], plain...)
-	f.tailOK = true
+	*t.buf = append((*t.buf)[:0], plain...)
+	t.ok = true
 }
 
-// dropTail forgets the cached last chunk and returns its buffer.
-func (f *File) dropTail() {
-	f.e.bufs.put(f.tail)
-	f.tail, f.tailOK = nil, false
+// drop forgets the cached last chunk and returns its buffer.
+func (t *tailCache) drop() {
+	t.bufs.put(t.buf)
+	t.buf, t.ok = nil, false
 }
 
 // lastIndex is the index of the last chunk; only meaningful when size > 0.
 func (f *File) lastIndex() uint64 {
 	return uint64((f.size - 1) / int64(f.e.chunkSize))
-}
-
-// openChunk authenticates stored chunk i and appends its plaintext to dst,
-// applying the hole rule: an all-zero, full-size, non-final stored chunk in
-// a SPARSE file is ChunkSize zero bytes. Any other all-zero chunk goes to
-// Open and fails there (ErrCorruptChunk).
-func (f *File) openChunk(dst, stored []byte, i uint64, final, sparse bool) ([]byte, error) {
-	e := f.e
-	if f.rt != nil && f.rt.trusted {
-		hole, err := f.checkEntry(stored, i, final)
-		if err != nil {
-			return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
-		}
-		if hole {
-			return append(dst, e.zeroPlain...), nil
-		}
-		sparse = false
-	}
-	if sparse && !final && len(stored) == e.cipherChunk && content.IsHole(stored) {
-		return append(dst, e.zeroPlain...), nil
-	}
-	out, err := f.fc.Open(dst, stored, i, final)
-	if err != nil {
-		return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
-	}
-	return out, nil
-}
-
-// chunkPlain appends the current plaintext of chunk i (i <= lastIndex) to
-// dst, from the tail cache when it is the last chunk and cached, else by
-// reading and opening it.
-func (f *File) chunkPlain(dst []byte, i uint64) ([]byte, error) {
-	e := f.e
-	last := f.lastIndex()
-	if i == last && f.tailOK {
-		return append(dst, *f.tail...), nil
-	}
-	n := e.plainLen(i, f.size) + e.overhead
-	buf := e.bufs.get(n)
-	defer e.bufs.put(buf)
-	if err := readFullAt(f.b, *buf, e.cipherOffset(i)); err != nil {
-		return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
-	}
-	return f.openChunk(dst, *buf, i, i == last, f.v1Holes())
 }
 
 // undoGrow puts a file back to its old size after a write that grew it
@@ -393,16 +317,16 @@ func (f *File) undoGrow(oldSize int64, hadHeader bool) bool {
 		if hadHeader {
 			keep = f.e.lay.header // the file ID, which xattrs are bound to
 		}
-		f.reservedTo = 0
+		f.space.reservedTo = 0
 		if err := f.b.Truncate(keep); err != nil {
 			f.afterFailedWrite()
 			return false
 		}
 		f.size, f.hasHeader = 0, hadHeader
-		f.dropTail()
+		f.tail.drop()
 		return true
 	}
-	if !f.tailOK || f.cutTo(oldSize, *f.tail) != nil {
+	if !f.tail.ok || f.cutTo(oldSize, *f.tail.buf) != nil {
 		f.afterFailedWrite()
 		return false
 	}
@@ -421,7 +345,7 @@ func (f *File) restoreHeader(h content.Header) {
 // afterFailedWrite is called when a backing write failed part way: the tail
 // cache may be stale and the size is re-derived from the backing file.
 func (f *File) afterFailedWrite() {
-	f.dropTail()
+	f.tail.drop()
 	if f.rt != nil {
 		f.rt.trusted = false // the tag entries may not match the chunks now
 	}

@@ -94,6 +94,12 @@ func slots(h *content.Header, links *bind.LinkList) []bind.Binding {
 	return h.Bindings[:]
 }
 
+// fileLinks is the links-file side of a File: it owns the invariant
+// above (every links file a crash can leave names every name the file
+// durably has), moving a file's bindings between its header's slots and
+// its links file. Its state is File.links, guarded by File.mu.
+type fileLinks struct{ f *File }
+
 // Links reports how many names the file's links file binds (0 without
 // one): fsck, to tell a file kept in a links file from one in its header.
 func (f *File) Links() (n int, ok bool) {
@@ -107,7 +113,8 @@ func (f *File) Links() (n int, ok bool) {
 
 // toLinks moves the header's bindings and want to a new links file (the
 // third name of a file). Called with mu held for writing.
-func (f *File) toLinks(want bind.Binding) error {
+func (fl fileLinks) toLinks(want bind.Binding) error {
+	f := fl.f
 	if f.e.links == nil {
 		return ErrTooManyLinks
 	}
@@ -148,7 +155,8 @@ func (f *File) toLinks(want bind.Binding) error {
 
 // addLink adds want to the file's links file and makes it durable.
 // Called with mu held for writing.
-func (f *File) addLink(want bind.Binding) error {
+func (fl fileLinks) addLink(want bind.Binding) error {
+	f := fl.f
 	if f.links.Has(want) {
 		return nil
 	}
@@ -167,7 +175,8 @@ func (f *File) addLink(want bind.Binding) error {
 // dropLink removes want from the file's links file (unless it is the
 // last binding), not fsynced; with at most BindingSlots-1 bindings left,
 // they go back to the header. Called with mu held for writing.
-func (f *File) dropLink(want bind.Binding) error {
+func (fl fileLinks) dropLink(want bind.Binding) error {
+	f := fl.f
 	if !f.links.Has(want) || len(f.links.Bindings) < 2 {
 		return nil
 	}
@@ -177,15 +186,16 @@ func (f *File) dropLink(want bind.Binding) error {
 			kept = append(kept, s)
 		}
 	}
-	return f.setLinks(kept, false)
+	return fl.setLinks(kept, false)
 }
 
 // setLinks makes kept the file's bindings: in the header if they fit
 // with a spare slot, else in the links file (fsynced with sync). Called
 // with mu held for writing, for a file with a links file.
-func (f *File) setLinks(kept []bind.Binding, sync bool) error {
+func (fl fileLinks) setLinks(kept []bind.Binding, sync bool) error {
+	f := fl.f
 	if len(kept) <= content.BindingSlots-1 {
-		return f.fromLinks(kept)
+		return fl.fromLinks(kept)
 	}
 	l := bind.LinkList{FileID: f.links.FileID, Gen: f.links.Gen + 1, Bindings: kept}
 	if err := f.e.links.Store(l, sync); err != nil {
@@ -198,7 +208,8 @@ func (f *File) setLinks(kept []bind.Binding, sync bool) error {
 // fromLinks puts kept (at most BindingSlots-1 bindings) back into the
 // header, without FlagLinks, makes the header durable, and only then
 // removes the links file. Called with mu held for writing.
-func (f *File) fromLinks(kept []bind.Binding) error {
+func (fl fileLinks) fromLinks(kept []bind.Binding) error {
+	f := fl.f
 	h := f.hdr
 	h.Flags &^= content.FlagLinks
 	h.Bindings = [content.BindingSlots]bind.Binding{}

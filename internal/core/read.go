@@ -3,6 +3,8 @@ package core
 import (
 	"errors"
 	"io"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
 // ReadAt reads plaintext like os.File.ReadAt (io.EOF at or past the end).
@@ -12,7 +14,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, ErrInvalid
 	}
-	if err := f.ensureRoots(); err != nil {
+	if err := f.rooted.ensureRoots(); err != nil {
 		return 0, err
 	}
 	f.mu.RLock()
@@ -33,7 +35,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if want == 0 {
 		return 0, nil
 	}
-	if err := f.readLocked(p[:want], off); err != nil {
+	if err := f.reads.readLocked(p[:want], off); err != nil {
 		// Deliver the chunks before the first bad one and nothing else:
 		// clear the rest so no unauthenticated byte reaches the caller.
 		n := 0
@@ -50,10 +52,18 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	return want, nil
 }
 
+// fileReads is the read side of a File: it owns the rule that no
+// plaintext leaves the File unauthenticated. Each stored chunk is opened
+// by its AEAD and, with trusted roots, checked against its tag entry
+// first; an all-zero chunk reads as zeros only where the hole rule
+// (fileHoles.v1Holes) allows. It holds no state of its own.
+type fileReads struct{ f *File }
+
 // readLocked fills p (non-empty, inside the file) from offset off: one
 // backing read for the whole run of chunks, then the chunks are opened,
 // in parallel for large requests. Full chunks are decrypted straight into p.
-func (f *File) readLocked(p []byte, off int64) error {
+func (rd fileReads) readLocked(p []byte, off int64) error {
+	f := rd.f
 	e := f.e
 	cs := int64(e.chunkSize)
 	first := uint64(off / cs)
@@ -62,10 +72,10 @@ func (f *File) readLocked(p []byte, off int64) error {
 
 	// The cached last chunk needs neither I/O nor decryption.
 	readLast := last
-	if last == fileLast && f.tailOK {
+	if last == fileLast && f.tail.ok {
 		start := int64(last) * cs
 		from := max(off, start)
-		copy(p[from-off:], (*f.tail)[from-start:])
+		copy(p[from-off:], (*f.tail.buf)[from-start:])
 		if last == first {
 			return nil
 		}
@@ -125,7 +135,7 @@ func (f *File) readLocked(p []byte, off int64) error {
 			prefetch = make(chan error, 1)
 			go func(done chan<- error) { done <- readFullAt(f.b, nbuf, nStart) }(prefetch)
 		}
-		*job = openJob{f: f, first: wFirst, fileLast: fileLast, sparse: f.v1Holes(), stored: buf, p: p, off: off}
+		*job = openJob{f: f, first: wFirst, fileLast: fileLast, sparse: f.holes.v1Holes(), stored: buf, p: p, off: off}
 		err = e.forChunks(int(wLast-wFirst+1), job)
 		*job = openJob{}
 		if err != nil {
@@ -163,13 +173,13 @@ func (j *openJob) work(lo, hi int) error {
 			// Whole chunk wanted: decrypt in place; the capacity limit keeps
 			// the cipher from touching the neighbouring chunk's bytes.
 			at := int(plainStart - j.off)
-			if _, err := f.openChunk(j.p[at:at:at+plainLen], stored, i, final, j.sparse); err != nil {
+			if _, err := f.reads.openChunk(j.p[at:at:at+plainLen], stored, i, final, j.sparse); err != nil {
 				return err
 			}
 			continue
 		}
 		buf := e.bufs.get(e.chunkSize)
-		plain, err := f.openChunk((*buf)[:0], stored, i, final, j.sparse)
+		plain, err := f.reads.openChunk((*buf)[:0], stored, i, final, j.sparse)
 		if err == nil {
 			from := max(j.off, plainStart)
 			to := min(reqEnd, plainStart+int64(plainLen))
@@ -181,4 +191,50 @@ func (j *openJob) work(lo, hi int) error {
 		}
 	}
 	return nil
+}
+
+// openChunk authenticates stored chunk i and appends its plaintext to dst,
+// applying the hole rule: an all-zero, full-size, non-final stored chunk in
+// a SPARSE file is ChunkSize zero bytes. Any other all-zero chunk goes to
+// Open and fails there (ErrCorruptChunk).
+func (rd fileReads) openChunk(dst, stored []byte, i uint64, final, sparse bool) ([]byte, error) {
+	f := rd.f
+	e := f.e
+	if f.rt != nil && f.rt.trusted {
+		hole, err := f.rooted.checkEntry(stored, i, final)
+		if err != nil {
+			return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+		}
+		if hole {
+			return append(dst, e.zeroPlain...), nil
+		}
+		sparse = false
+	}
+	if sparse && !final && len(stored) == e.cipherChunk && content.IsHole(stored) {
+		return append(dst, e.zeroPlain...), nil
+	}
+	out, err := f.fc.Open(dst, stored, i, final)
+	if err != nil {
+		return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+	}
+	return out, nil
+}
+
+// chunkPlain appends the current plaintext of chunk i (i <= lastIndex) to
+// dst, from the tail cache when it is the last chunk and cached, else by
+// reading and opening it.
+func (rd fileReads) chunkPlain(dst []byte, i uint64) ([]byte, error) {
+	f := rd.f
+	e := f.e
+	last := f.lastIndex()
+	if i == last && f.tail.ok {
+		return append(dst, *f.tail.buf...), nil
+	}
+	n := e.plainLen(i, f.size) + e.overhead
+	buf := e.bufs.get(n)
+	defer e.bufs.put(buf)
+	if err := readFullAt(f.b, *buf, e.cipherOffset(i)); err != nil {
+		return dst, &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
+	}
+	return rd.openChunk(dst, *buf, i, i == last, f.holes.v1Holes())
 }

@@ -94,10 +94,10 @@ func TestReserveAhead(t *testing.T) {
 		t.Errorf("%d reservations for %d growing writes; want a fraction", b.calls, writes)
 	}
 	end := e.lay.cipherSize(int64(len(data)))
-	if f.reservedTo <= end {
-		t.Fatalf("nothing reserved past the end (%d <= %d)", f.reservedTo, end)
+	if f.space.reservedTo <= end {
+		t.Fatalf("nothing reserved past the end (%d <= %d)", f.space.reservedTo, end)
 	}
-	reservedTo := f.reservedTo
+	reservedTo := f.space.reservedTo
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +127,8 @@ func TestReserveAheadNearlyFull(t *testing.T) {
 	for off := 0; off < len(data); off += 128 << 10 {
 		mustWrite(t, f, data[off:off+128<<10], int64(off))
 	}
-	if f.reservedTo != e.lay.cipherSize(int64(len(data))) {
-		t.Errorf("reservedTo %d, want exactly the end %d", f.reservedTo, e.lay.cipherSize(int64(len(data))))
+	if f.space.reservedTo != e.lay.cipherSize(int64(len(data))) {
+		t.Errorf("reservedTo %d, want exactly the end %d", f.space.reservedTo, e.lay.cipherSize(int64(len(data))))
 	}
 	f.Close()
 	if len(b.punched) != 0 {
@@ -149,14 +149,14 @@ func TestReserveAheadResetByCut(t *testing.T) {
 	}
 	mustWrite(t, f, randomBytes(r, 2<<20), 0)
 	mustWrite(t, f, randomBytes(r, 128<<10), 2<<20)
-	if f.reservedTo == 0 {
+	if f.space.reservedTo == 0 {
 		t.Fatal("no step reserved")
 	}
 	if err := f.Truncate(1 << 20); err != nil {
 		t.Fatal(err)
 	}
-	if f.reservedTo != 0 {
-		t.Fatalf("reservedTo %d after a cut, want 0", f.reservedTo)
+	if f.space.reservedTo != 0 {
+		t.Fatalf("reservedTo %d after a cut, want 0", f.space.reservedTo)
 	}
 	calls := b.calls
 	mustWrite(t, f, randomBytes(r, 4096), 1<<20)

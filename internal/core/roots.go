@@ -73,6 +73,14 @@ type rootState struct {
 	tags tagTable // the entries: trusted, or to be rebuilt (rebuildEntries)
 }
 
+// fileRoots is the file-roots side of a File (docs/format.md §16): it
+// owns the rule that a clean header's root commits to every chunk's tag
+// entry, so a file is read against the root once its tag table is loaded,
+// turns DIRTY before its first change, and is made clean again (finalize)
+// by the File that changed it. It holds no state of its own: the state is
+// File.rt, guarded by File.mu like the rest of the File.
+type fileRoots struct{ f *File }
+
 // Roots reports whether the engine's files have file roots
 // (docs/format.md §16).
 func (e *Engine) Roots() bool { return e.lay.tagged }
@@ -89,14 +97,16 @@ func (e *Engine) tagBlocksOf(size int64) uint64 {
 
 // root computes the root of the entries for a file of size bytes at gen,
 // rehashing the stale blocks.
-func (f *File) root(size int64, gen uint64) ([content.RootSize]byte, error) {
+func (fr fileRoots) root(size int64, gen uint64) ([content.RootSize]byte, error) {
+	f := fr.f
 	count := f.e.tagBlocksOf(size)
 	return f.e.suite.RootSparse(f.hdr.FileID, uint64(size), gen, count, f.rt.tags.hashes(count))
 }
 
 // newRootState is the state of a File just opened on header h (or of a
 // new file when fresh).
-func (f *File) newRootState(fresh bool) {
+func (fr fileRoots) newRootState(fresh bool) {
+	f := fr.f
 	if !f.e.Roots() {
 		return
 	}
@@ -117,7 +127,8 @@ func (f *File) newRootState(fresh bool) {
 // says how long it is, so a backing file cut (or grown) to a whole number
 // of chunks, or to the header alone, which v1 reads as a shorter file, is
 // caught here.
-func (f *File) checkHeaderSize(cipherSize int64) error {
+func (fr fileRoots) checkHeaderSize(cipherSize int64) error {
+	f := fr.f
 	if f.rt == nil || f.hdr.Flags&content.FlagDirty != 0 {
 		return nil
 	}
@@ -129,11 +140,12 @@ func (f *File) checkHeaderSize(cipherSize int64) error {
 }
 
 // needRoots reports whether the tag blocks must be loaded before a read.
-func (f *File) needRoots() bool { return f.rt != nil && !f.rt.loaded }
+func (fr fileRoots) needRoots() bool { return fr.f.rt != nil && !fr.f.rt.loaded }
 
 // loadRoots reads and checks the tag blocks of a clean file against its
 // root, once per File. Called with mu held for writing.
-func (f *File) loadRoots() error {
+func (fr fileRoots) loadRoots() error {
+	f := fr.f
 	rs := f.rt
 	if rs == nil || rs.loaded {
 		return nil
@@ -143,8 +155,8 @@ func (f *File) loadRoots() error {
 	buf := e.bufs.get(content.TagBlockSize)
 	defer e.bufs.put(buf)
 	block := (*buf)[:content.TagBlockSize]
-	err := f.forDataGroups(0, e.tagBlocksOf(f.size), func(g uint64) error {
-		if err := f.readTagBlock(block, g); err != nil {
+	err := fr.forDataGroups(0, e.tagBlocksOf(f.size), func(g uint64) error {
+		if err := fr.readTagBlock(block, g); err != nil {
 			return fmt.Errorf("core: tag block %d: %w", g, err)
 		}
 		rs.tags.load(g, block)
@@ -153,7 +165,7 @@ func (f *File) loadRoots() error {
 	if err != nil {
 		return err
 	}
-	root, err := f.root(f.size, f.hdr.Gen)
+	root, err := fr.root(f.size, f.hdr.Gen)
 	if err != nil {
 		return err
 	}
@@ -169,7 +181,8 @@ func (f *File) loadRoots() error {
 // compact layout its stored pieces (zeros for the entries past them: the
 // chunks they name do not exist), and for a file of one chunk entry 0
 // from chunk 0 itself, whose AEAD tag it is. Called with mu held.
-func (f *File) readTagBlock(block []byte, g uint64) error {
+func (fr fileRoots) readTagBlock(block []byte, g uint64) error {
+	f := fr.f
 	l := f.e.lay
 	if !l.compact || g > 0 {
 		return readFullAt(f.b, block, l.tagBlockOffset(g))
@@ -200,9 +213,10 @@ func (f *File) readTagBlock(block []byte, g uint64) error {
 
 // ensureRoots loads the tag blocks before a read if needed, taking the
 // write lock for it (ReadAt runs under the read lock).
-func (f *File) ensureRoots() error {
+func (fr fileRoots) ensureRoots() error {
+	f := fr.f
 	f.mu.RLock()
-	need := f.needRoots() && !f.closed
+	need := fr.needRoots() && !f.closed
 	f.mu.RUnlock()
 	if !need {
 		return nil
@@ -212,7 +226,7 @@ func (f *File) ensureRoots() error {
 	if f.closed {
 		return ErrClosed
 	}
-	return f.loadRoots()
+	return fr.loadRoots()
 }
 
 // markDirty is called before a change to a file with roots: it loads and
@@ -220,12 +234,13 @@ func (f *File) ensureRoots() error {
 // written to), and sets DIRTY in the header with one header write, unless
 // the header is DIRTY already. Called with mu held for writing, after
 // prepareHeader.
-func (f *File) markDirty() error {
+func (fr fileRoots) markDirty() error {
+	f := fr.f
 	rs := f.rt
 	if rs == nil {
 		return nil
 	}
-	if err := f.loadRoots(); err != nil {
+	if err := fr.loadRoots(); err != nil {
 		return err
 	}
 	rs.wrote = true
@@ -250,7 +265,8 @@ func (f *File) markDirty() error {
 // are trusted: it reports hole if the entry is zero (the chunk is a hole:
 // its stored bytes are not looked at) and an error if the chunk's tag is
 // not its entry, or the last chunk is a hole.
-func (f *File) checkEntry(stored []byte, i uint64, final bool) (hole bool, err error) {
+func (fr fileRoots) checkEntry(stored []byte, i uint64, final bool) (hole bool, err error) {
+	f := fr.f
 	entry := f.rt.tags.entry(i)
 	if isZero(entry) {
 		if final {
@@ -273,7 +289,8 @@ func isZero(b []byte) bool {
 }
 
 // setEntry records the tag of stored chunk i (sealed by this File).
-func (f *File) setEntry(i uint64, stored []byte) {
+func (fr fileRoots) setEntry(i uint64, stored []byte) {
+	f := fr.f
 	f.rt.tags.blockFor(i)
 	f.rt.tags.set(i, f.fc.ChunkTag(stored))
 }
@@ -282,8 +299,8 @@ func (f *File) setEntry(i uint64, stored []byte) {
 // a file of size bytes to their tag block (zeros for a block not in the
 // table); in a compact layout, only to the pieces of block 0 that the
 // file has (layout.entryStored).
-func (f *File) writeEntries(first, last uint64, size int64) error {
-	return f.entryWrite(first, last, size)()
+func (fr fileRoots) writeEntries(first, last uint64, size int64) error {
+	return fr.entryWrite(first, last, size)()
 }
 
 // entryWrite returns the write of the entries of chunks [first, last] (one
@@ -291,7 +308,8 @@ func (f *File) writeEntries(first, last uint64, size int64) error {
 // may run it on another goroutine: the block was made before the sealing
 // (blockFor), and the entries written are not touched by the sealing of
 // other windows. A no-op without roots.
-func (f *File) entryWrite(first, last uint64, size int64) func() error {
+func (fr fileRoots) entryWrite(first, last uint64, size int64) func() error {
+	f := fr.f
 	rs := f.rt
 	if rs == nil {
 		return func() error { return nil }
@@ -330,13 +348,14 @@ func (f *File) entryWrite(first, last uint64, size int64) func() error {
 // writes, which orders them for a process crash; after a power loss the
 // file may fail as a whole (ErrBadRoot) until fsck --repair re-roots it
 // (docs/format.md §16, "Durability"). Called with mu held for writing.
-func (f *File) finalize(durable bool) error {
+func (fr fileRoots) finalize(durable bool) error {
+	f := fr.f
 	rs := f.rt
 	if rs == nil || !rs.wrote || !f.hasHeader {
 		return nil
 	}
 	if !rs.trusted {
-		if err := f.rebuildEntries(); err != nil {
+		if err := fr.rebuildEntries(); err != nil {
 			return err
 		}
 	}
@@ -349,7 +368,7 @@ func (f *File) finalize(durable bool) error {
 	h.Flags &^= content.FlagDirty
 	h.Gen++
 	h.Size = uint64(f.size)
-	root, err := f.root(f.size, h.Gen)
+	root, err := fr.root(f.size, h.Gen)
 	if err != nil {
 		return err
 	}
@@ -375,7 +394,8 @@ func (f *File) finalize(durable bool) error {
 // holes and zero entries, which is what they are rebuilt to; the last
 // group is always read (its last chunk is never a hole). Called with mu
 // held for writing.
-func (f *File) rebuildEntries() error {
+func (fr fileRoots) rebuildEntries() error {
+	f := fr.f
 	e := f.e
 	rs := f.rt
 	n := e.chunksOf(f.size)
@@ -410,7 +430,7 @@ func (f *File) rebuildEntries() error {
 				if _, err := f.fc.Open((*plain)[:0], c, i, i == last); err != nil {
 					return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
 				}
-				f.setEntry(i, c)
+				fr.setEntry(i, c)
 			}
 			// The entries of the window and, after the file's last chunk, the
 			// zeros to the end of its block.
@@ -418,7 +438,7 @@ func (f *File) rebuildEntries() error {
 			if wLast == last {
 				to = last | (content.TagEntries - 1)
 			}
-			if err := f.writeEntries(first, to, f.size); err != nil {
+			if err := fr.writeEntries(first, to, f.size); err != nil {
 				return err
 			}
 			first = wLast + 1
@@ -426,7 +446,7 @@ func (f *File) rebuildEntries() error {
 		return nil
 	}
 	lastGroup := last / content.TagEntries
-	if err := f.forDataGroups(0, lastGroup, group); err != nil {
+	if err := fr.forDataGroups(0, lastGroup, group); err != nil {
 		return err
 	}
 	if err := group(lastGroup); err != nil {
@@ -441,7 +461,8 @@ func (f *File) rebuildEntries() error {
 // backing, the groups that lie wholly in a hole are skipped; they read as
 // zeros. Without it, or once a seek fails, every group is data. So the
 // cost follows the data stored, not the file's size.
-func (f *File) forDataGroups(from, to uint64, fn func(g uint64) error) error {
+func (fr fileRoots) forDataGroups(from, to uint64, fn func(g uint64) error) error {
+	f := fr.f
 	l := f.e.lay
 	ds, seek := f.b.(dataSeeker)
 	for g := from; g < to; {
@@ -526,7 +547,7 @@ func (f *File) RepairRoot() error {
 		}
 	}
 	f.rt.trusted, f.rt.wrote = false, true
-	return f.finalize(true)
+	return f.rooted.finalize(true)
 }
 
 // OpenUnrooted is OpenAt for fsck: a clean header's root and size are not
@@ -560,7 +581,7 @@ func (f *File) VerifyRoot() error {
 	if rs == nil || !f.hasHeader || f.hdr.Flags&content.FlagDirty != 0 || rs.unrooted {
 		return nil
 	}
-	if err := f.loadRoots(); err != nil {
+	if err := f.rooted.loadRoots(); err != nil {
 		return err
 	}
 	e := f.e
@@ -584,7 +605,7 @@ func (f *File) VerifyRoot() error {
 			if err := readFullAt(f.b, stored, e.cipherOffset(i)); err != nil {
 				return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
 			}
-			if _, err := f.checkEntry(stored, i, i == n-1); err != nil {
+			if _, err := f.rooted.checkEntry(stored, i, i == n-1); err != nil {
 				return &ChunkError{Index: i, Offset: int64(i) * int64(e.chunkSize), Err: err}
 			}
 		}

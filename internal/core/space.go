@@ -58,11 +58,27 @@ func withFdSpace(b Backing) Backing {
 	return b
 }
 
+// fileSpace is the backing-space side of a File: it owns the rules that
+// a write which grows the file reserves its bytes before it changes any
+// (so a full disk fails it whole), that what was reserved ahead is given
+// back when the File settles, and that a hole punched in the plaintext is
+// punched in the backing file only where whole chunks (and, with roots,
+// their tag entries) allow. Its state is guarded by File.mu.
+type fileSpace struct {
+	f *File
+	// reservedTo is the backing offset up to which reserveGrowth has
+	// reserved space past the end for a file that keeps growing; 0 when
+	// nothing is known to be reserved. Any cut of the backing file resets
+	// it (the cut frees what lay past the new end).
+	reservedTo int64
+}
+
 // reserve allocates the backing bytes [from, to) before a write that grows
 // the file (plan.reserveFrom..reserveTo), so that a full disk (ENOSPC,
 // EDQUOT) fails the write before any byte of the file has changed. A
 // backing that cannot reserve is written unreserved; undoGrow covers it.
-func (f *File) reserve(from, to int64) error {
+func (fs *fileSpace) reserve(from, to int64) error {
+	f := fs.f
 	r, ok := f.b.(spaceReserver)
 	if !ok || to <= from {
 		return nil
@@ -94,52 +110,55 @@ const (
 // (a quarter of the file, at most reserveAheadMax); if the step does not
 // fit, exactly [from, to) is reserved, so a nearly full disk refuses no
 // write that fits. Close gives back what was reserved past the end.
-func (f *File) reserveGrowth(from, to, oldSize int64) error {
+func (fs *fileSpace) reserveGrowth(from, to, oldSize int64) error {
+	f := fs.f
 	if to <= from {
 		return nil
 	}
 	if _, ok := f.b.(spaceReserver); !ok {
 		return nil
 	}
-	if to <= f.reservedTo { // from is past the old end: inside the step
+	if to <= fs.reservedTo { // from is past the old end: inside the step
 		return nil
 	}
 	if oldSize >= reserveAheadMin {
 		ahead := min(int64(reserveAheadMax), to/4)
-		if f.reserve(from, to+ahead) == nil {
-			f.reservedTo = to + ahead
+		if fs.reserve(from, to+ahead) == nil {
+			fs.reservedTo = to + ahead
 			return nil
 		}
 	}
-	if err := f.reserve(from, to); err != nil {
+	if err := fs.reserve(from, to); err != nil {
 		return err
 	}
-	f.reservedTo = max(f.reservedTo, to)
+	fs.reservedTo = max(fs.reservedTo, to)
 	return nil
 }
 
 // trimReserved gives back the space reserved past the end of the file
 // (reserveGrowth), when the backing can punch holes. Errors are ignored:
 // the blocks only cost space, and a later cut of the file frees them too.
-func (f *File) trimReserved() {
+func (fs *fileSpace) trimReserved() {
+	f := fs.f
 	end := f.e.lay.cipherSize(f.size)
-	if !f.hasHeader || f.reservedTo <= end {
-		f.reservedTo = 0
+	if !f.hasHeader || fs.reservedTo <= end {
+		fs.reservedTo = 0
 		return
 	}
 	if p, ok := f.b.(holePuncher); ok {
-		p.PunchHole(end, f.reservedTo-end)
+		p.PunchHole(end, fs.reservedTo-end)
 	}
-	f.reservedTo = 0
+	fs.reservedTo = 0
 }
 
 // punchStored turns stored chunks [first, end) into holes: deallocated when
 // the backing can punch holes, else overwritten with zeros.
-func (f *File) punchStored(first, end uint64) error {
+func (fs *fileSpace) punchStored(first, end uint64) error {
+	f := fs.f
 	if f.rt != nil {
-		return f.punchTagged(first, end)
+		return fs.punchTagged(first, end)
 	}
-	return f.punchRun(first, end)
+	return fs.punchRun(first, end)
 }
 
 // punchTagged is punchStored for a file with roots: the holes' tag
@@ -154,14 +173,15 @@ func (f *File) punchStored(first, end uint64) error {
 // a tag block between them: of the groups that held entries when the
 // entries are trusted (another chunk with a zero entry is a hole already),
 // of every group when they are not (they say nothing of the chunks).
-func (f *File) punchTagged(first, end uint64) error {
+func (fs *fileSpace) punchTagged(first, end uint64) error {
+	f := fs.f
 	e := f.e
 	rs := f.rt
 	held := rs.tags.clear(first, end)
 	start, stop := e.cipherOffset(first), e.cipherOffset(end-1)+int64(e.cipherChunk)
 	if p, ok := f.b.(holePuncher); ok && p.PunchHole(start, stop-start) == nil {
 		for _, g := range held {
-			if err := f.writeEntries(g*content.TagEntries, g*content.TagEntries+content.TagEntries-1, f.size); err != nil {
+			if err := f.rooted.writeEntries(g*content.TagEntries, g*content.TagEntries+content.TagEntries-1, f.size); err != nil {
 				f.afterFailedWrite()
 				return err
 			}
@@ -169,11 +189,11 @@ func (f *File) punchTagged(first, end uint64) error {
 		return nil
 	}
 	run := func(lo, hi uint64) error { // chunks [lo, hi] of one group
-		if err := f.writeEntries(lo, hi, f.size); err != nil {
+		if err := f.rooted.writeEntries(lo, hi, f.size); err != nil {
 			f.afterFailedWrite()
 			return err
 		}
-		return f.punchRun(lo, hi+1)
+		return fs.punchRun(lo, hi+1)
 	}
 	if rs.trusted {
 		for _, g := range held {
@@ -194,7 +214,8 @@ func (f *File) punchTagged(first, end uint64) error {
 }
 
 // punchRun turns stored chunks [first, end) into holes.
-func (f *File) punchRun(first, end uint64) error {
+func (fs *fileSpace) punchRun(first, end uint64) error {
+	f := fs.f
 	e := f.e
 	// Run by run of chunks stored back to back: never over the entries
 	// between two runs (a compact layout's pieces of tag block 0).

@@ -42,10 +42,10 @@ func (f *File) truncateToEmpty() error {
 		f.size = 0
 		return nil
 	}
-	if err := f.markDirty(); err != nil {
+	if err := f.rooted.markDirty(); err != nil {
 		return err
 	}
-	f.reservedTo = 0
+	f.space.reservedTo = 0
 	if err := f.b.Truncate(f.e.lay.header); err != nil {
 		f.afterFailedWrite()
 		return fmt.Errorf("core: truncate backing: %w", err)
@@ -54,9 +54,9 @@ func (f *File) truncateToEmpty() error {
 	if f.rt != nil {
 		f.rt.tags.cut(0)
 	}
-	f.dropTail()
-	f.forgetHoles(0)
-	if err := f.clearSparse(); err != nil {
+	f.tail.drop()
+	f.holes.forgetHoles(0)
+	if err := f.holes.clearSparse(); err != nil {
 		return err
 	}
 	return f.renewEpoch() // epoch.go
@@ -69,20 +69,20 @@ func (f *File) shrink(size int64) error {
 	newLast := uint64((size - 1) / int64(e.chunkSize))
 	buf := e.bufs.get(e.chunkSize)
 	defer e.bufs.put(buf)
-	plain, err := f.chunkPlain((*buf)[:0], newLast)
+	plain, err := f.reads.chunkPlain((*buf)[:0], newLast)
 	if err != nil {
 		return err
 	}
 	if err := f.cutTo(size, plain); err != nil {
-		f.forgetHoles(0)
+		f.holes.forgetHoles(0)
 		return err
 	}
 	// The holes past the new end are gone; maybe the last one was.
-	f.dense = min(f.dense, newLast)
-	if f.holeKnown && f.hole >= newLast {
-		f.holeKnown = false
+	f.holes.dense = min(f.holes.dense, newLast)
+	if f.holes.holeKnown && f.holes.hole >= newLast {
+		f.holes.holeKnown = false
 	}
-	return f.checkHoles()
+	return f.holes.checkHoles()
 }
 
 // cutTo makes the file size bytes long (size > 0, not beyond the stored
@@ -103,13 +103,13 @@ func (f *File) cutTo(size int64, last []byte) error {
 	stored := e.bufs.get(len(plain) + e.overhead)
 	defer e.bufs.put(stored)
 	f.fc.Seal((*stored)[:0], plain, newLast, true, *nonce)
-	if err := f.markDirty(); err != nil {
+	if err := f.rooted.markDirty(); err != nil {
 		return err
 	}
 
 	// Cut first, then write the new final chunk: a crash in between leaves a
 	// last stored chunk that is cut short or has final=0, and fails to open.
-	f.reservedTo = 0
+	f.space.reservedTo = 0
 	if err := f.b.Truncate(e.suite.CipherSize(size)); err != nil {
 		f.afterFailedWrite()
 		return fmt.Errorf("core: truncate backing: %w", err)
@@ -122,14 +122,14 @@ func (f *File) cutTo(size int64, last []byte) error {
 		// The new last entry and zeros after it, to the end of its block:
 		// entries past the end are zero (a later grow leaves holes there).
 		rs.tags.cut(newLast + 1)
-		f.setEntry(newLast, *stored)
-		if err := f.writeEntries(newLast, newLast|(content.TagEntries-1), size); err != nil {
+		f.rooted.setEntry(newLast, *stored)
+		if err := f.rooted.writeEntries(newLast, newLast|(content.TagEntries-1), size); err != nil {
 			f.afterFailedWrite()
 			return err
 		}
 	}
 	f.size = size
-	f.setTail(plain)
+	f.tail.set(plain)
 	return nil
 }
 
@@ -158,14 +158,14 @@ func (f *File) PunchHole(off, length int64) error {
 	if err := f.prepareDataHeader(true); err != nil {
 		return err
 	}
-	if err := f.markDirty(); err != nil {
+	if err := f.rooted.markDirty(); err != nil {
 		return err
 	}
-	f.forgetHoles(pp.holeFirst)
-	if err := f.punchStored(pp.holeFirst, pp.holeEnd); err != nil {
+	f.holes.forgetHoles(pp.holeFirst)
+	if err := f.space.punchStored(pp.holeFirst, pp.holeEnd); err != nil {
 		return err
 	}
-	f.hole, f.holeKnown = pp.holeFirst, true
+	f.holes.hole, f.holes.holeKnown = pp.holeFirst, true
 	return f.writeZeros(pp.tailFrom, pp.tailTo)
 }
 

@@ -40,32 +40,32 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) {
 func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	e := f.e
 	oldSize := f.size
-	pl, err := planWrite(e.lay, oldSize, f.hasHeader, f.sparse(), off, int64(len(p)), newSize)
+	pl, err := planWrite(e.lay, oldSize, f.hasHeader, f.holes.sparse(), off, int64(len(p)), newSize)
 	if err != nil {
 		return err
 	}
 	// A growing write that fails is undone (undoGrow), for which the old
 	// last chunk's plaintext must be at hand in the tail cache.
-	if pl.growing && oldSize > 0 && !f.tailOK {
+	if pl.growing && oldSize > 0 && !f.tail.ok {
 		buf := e.bufs.get(e.chunkSize)
-		if plain, err := f.chunkPlain((*buf)[:0], pl.oldLast); err == nil {
-			f.setTail(plain)
+		if plain, err := f.reads.chunkPlain((*buf)[:0], pl.oldLast); err == nil {
+			f.tail.set(plain)
 		}
 		e.bufs.put(buf)
 	}
-	if err := f.reserveGrowth(pl.reserveFrom, pl.reserveTo, oldSize); err != nil {
+	if err := f.space.reserveGrowth(pl.reserveFrom, pl.reserveTo, oldSize); err != nil {
 		return err
 	}
 	hadHeader, oldHdr := f.hasHeader, f.hdr
 	if err := f.prepareDataHeader(pl.setSparse); err != nil {
 		return err
 	}
-	if err := f.markDirty(); err != nil {
+	if err := f.rooted.markDirty(); err != nil {
 		return err
 	}
 	f.zeroHoleEntries(&pl)
 	if err := f.store(&pl, p, off, newSize); err != nil {
-		f.forgetHoles(0)
+		f.holes.forgetHoles(0)
 		if f.rt != nil {
 			f.rt.trusted = false // entries may be ahead of the chunks: rebuilt before the clean header
 		}
@@ -77,7 +77,7 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		return err
 	}
 	f.size = newSize
-	return f.afterWrite(&pl)
+	return f.holes.afterWrite(&pl)
 }
 
 // store seals and writes the chunks of plan pl for p at off, and caches the
@@ -128,7 +128,7 @@ func (f *File) store(pl *writePlan, p []byte, off, newSize int64) error {
 		return err
 	}
 	if pl.last == pl.newLast {
-		f.setTail(job.plain(pl.newLast))
+		f.tail.set(job.plain(pl.newLast))
 	}
 	return nil
 }
@@ -172,7 +172,7 @@ func (j *sealJob) addMerged(i uint64, oldSize int64) error {
 	plain := (*buf)[:0]
 	if start < oldSize {
 		var err error
-		if plain, err = j.f.chunkPlain(plain, i); err != nil {
+		if plain, err = j.f.reads.chunkPlain(plain, i); err != nil {
 			return err
 		}
 	}
@@ -256,7 +256,7 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 		// the two would leave an impossible size). Either order is safe
 		// for the content: the header is DIRTY (markDirty) until
 		// finalize has made both durable.
-		entries := j.f.entryWrite(wFirst, wLast, j.newSize)
+		entries := j.f.rooted.entryWrite(wFirst, wLast, j.newSize)
 		if !pipelined {
 			if err := writeFullAt(j.f.b, stored, at); err != nil {
 				return err

@@ -99,7 +99,7 @@ func (n *node) remove(name, what string, op func(e entry) error) syscall.Errno {
 	err = op(e)
 	show := n.r.opts.ShowUndecryptable
 	if errors.Is(err, unix.ENOENT) && engine.MayBeAlias(name, show) {
-		if an, _, aerr := n.r.ev.DirAt(e.pfd, e.pid, n.dirPlace()).ResolveAlias(name, show); aerr == nil {
+		if an, _, aerr := n.r.ev.DirAt(e.pfd, e.pid, n.bdir.dirPlace()).ResolveAlias(name, show); aerr == nil {
 			e.name = an
 			err = op(e)
 		}
@@ -304,7 +304,7 @@ func (n *node) relinked(e entry) {
 		return
 	}
 	if st, err := n.r.entryDir(e).Lstat(e.name); err == nil {
-		n.linkMoved(st.Ino)
+		n.lnk.linkMoved(st.Ino)
 	}
 }
 

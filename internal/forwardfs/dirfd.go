@@ -1,11 +1,20 @@
 package forwardfs
 
 import (
+	"path"
 	"syscall"
 
 	"github.com/encryptfs/encryptfs/internal/engine"
 	"golang.org/x/sys/unix"
 )
+
+// backingDir is the backing-directory side of a directory node: it owns
+// the rule that a directory is reached beneath CIPHERDIR by its node's
+// fd (cached while the kernel holds the node, bounded by maxCachedDirFDs,
+// never with SharedStorage, where each operation walks down from the
+// root) and that its ID is read once, bound to its place with location
+// binding. Its state is node's mu, dirID, fd, fdUsers and forgotten.
+type backingDir struct{ n *node }
 
 // openDir returns an fd of directory node n's backing directory and the
 // directory ID; the caller calls release when done with the fd.
@@ -16,18 +25,19 @@ import (
 // since it names the directory inode, not a path; it is closed when the
 // kernel forgets the node. The cache is bounded (maxCachedDirFDs) and off
 // with SharedStorage.
-func (n *node) openDir() (fd int, id []byte, release func(), err error) {
+func (bd backingDir) openDir() (fd int, id []byte, release func(), err error) {
+	n := bd.n
 	n.mu.Lock()
 	if n.fd >= 0 {
 		n.fdUsers++
 		fd, id = n.fd, n.dirID
 		n.mu.Unlock()
-		return fd, id, n.doneFD, nil
+		return fd, id, bd.doneFD, nil
 	}
 	n.mu.Unlock()
 	if n.r.opts.SharedStorage {
 		// Nothing cached but the root: walk down, reading each ID once.
-		if fd, id, err = n.openWalk(); err != nil {
+		if fd, id, err = bd.openWalk(); err != nil {
 			return -1, nil, nil, err
 		}
 		n.mu.Lock()
@@ -35,11 +45,11 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 		n.mu.Unlock()
 		return fd, id, func() { engine.CloseFD(fd) }, nil
 	}
-	if fd, err = n.openUncached(); err != nil {
+	if fd, err = bd.openUncached(); err != nil {
 		return -1, nil, nil, err
 	}
-	if id = n.cachedDirID(); id == nil {
-		if id, err = n.readDirID(fd); err != nil {
+	if id = bd.cachedDirID(); id == nil {
+		if id, err = bd.readDirID(fd); err != nil {
 			engine.CloseFD(fd)
 			return -1, nil, nil, err
 		}
@@ -50,21 +60,22 @@ func (n *node) openDir() (fd int, id []byte, release func(), err error) {
 	if n.fd < 0 && !n.forgotten && n.r.reserveDirFD(n) {
 		n.fd = fd
 		n.fdUsers++
-		return fd, id, n.doneFD, nil
+		return fd, id, bd.doneFD, nil
 	}
 	return fd, id, func() { engine.CloseFD(fd) }, nil
 }
 
 // cachedFD returns directory node n's cached backing fd, if it has one,
 // without opening anything; the caller calls release when done with it.
-func (n *node) cachedFD() (fd int, release func(), ok bool) {
+func (bd backingDir) cachedFD() (fd int, release func(), ok bool) {
+	n := bd.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.fd < 0 {
 		return -1, nil, false
 	}
 	n.fdUsers++
-	return n.fd, n.doneFD, true
+	return n.fd, bd.doneFD, true
 }
 
 // openUncached opens directory node n's backing directory: relative to
@@ -72,7 +83,8 @@ func (n *node) cachedFD() (fd int, release func(), ok bool) {
 // with openat2 (one call), or, when the backing path would not fit in
 // PATH_MAX (deep trees of short names: encrypted names are longer) or
 // passes through an alias, through the parent, recursively.
-func (n *node) openUncached() (int, error) {
+func (bd backingDir) openUncached() (int, error) {
+	n := bd.n
 	_, parent := n.Parent()
 	if parent == nil {
 		return -1, syscall.ENOENT
@@ -92,7 +104,7 @@ func (n *node) openUncached() (int, error) {
 	if parentCached {
 		return viaParent()
 	}
-	rel, ok, err := n.backingRel()
+	rel, ok, err := bd.backingRel()
 	if err != nil {
 		return -1, err
 	}
@@ -111,7 +123,8 @@ func (n *node) openUncached() (int, error) {
 // costs d opens and d ID reads, and every directory on its path is read
 // fresh. (Computing each ancestor's path on its own would cost 2^(d-1).)
 // An ID that cannot be read falls back to the one read last time, if any.
-func (n *node) openWalk() (fd int, id []byte, err error) {
+func (bd backingDir) openWalk() (fd int, id []byte, err error) {
+	n := bd.n
 	var path []*node // n up to the root's child
 	var plain []string
 	for cur := n; cur != &n.r.node; {
@@ -122,7 +135,7 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		path, plain = append(path, cur), append(plain, name)
 		cur = parent.Operations().(nodeOps).self()
 	}
-	fd, id = n.r.rootfd, n.r.node.cachedDirID()
+	fd, id = n.r.rootfd, n.r.node.bdir.cachedDirID()
 	here := n.r.ev.RootPlace() // the place of the directory fd (binding)
 	for i := len(path) - 1; i >= 0; i-- {
 		c := path[i]
@@ -146,7 +159,7 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 		if id, err = n.r.ev.ReadDirID(fd, here); err != nil {
 			// A directory found where it is not bound is not served from
 			// the ID read before (it was moved or grafted there since).
-			if id = c.cachedDirID(); id == nil || engine.IsMisplaced(err) {
+			if id = c.bdir.cachedDirID(); id == nil || engine.IsMisplaced(err) {
 				engine.CloseFD(fd)
 				return -1, nil, err
 			}
@@ -165,7 +178,8 @@ func (n *node) openWalk() (fd int, id []byte, err error) {
 // place, its parent's ID and its encrypted name (engine.Vault.ReadDirID):
 // the name is encrypted again for that. Without binding the place is not
 // needed, and not computed.
-func (n *node) readDirID(fd int) ([]byte, error) {
+func (bd backingDir) readDirID(fd int) ([]byte, error) {
+	n := bd.n
 	ev := n.r.ev
 	switch {
 	case !ev.Bound():
@@ -184,7 +198,8 @@ func (n *node) readDirID(fd int) ([]byte, error) {
 // dirPlace is directory node n's place, computed when the tree needs it
 // (a conflict copy of the directory's ID file, with location binding:
 // tree.AltDirIDsAt); nil without binding.
-func (n *node) dirPlace() engine.DirPlace {
+func (bd backingDir) dirPlace() engine.DirPlace {
+	n := bd.n
 	ev := n.r.ev
 	if !ev.Bound() {
 		return nil
@@ -203,16 +218,18 @@ func (n *node) dirPlace() engine.DirPlace {
 }
 
 // doneFD releases a use of the cached fd.
-func (n *node) doneFD() {
+func (bd backingDir) doneFD() {
+	n := bd.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.fdUsers--
-	n.closeIfForgotten()
+	bd.closeIfForgotten()
 }
 
 // closeIfForgotten closes the cached fd of a forgotten node once unused.
 // n.mu is held.
-func (n *node) closeIfForgotten() {
+func (bd backingDir) closeIfForgotten() {
+	n := bd.n
 	if n.forgotten && n.fdUsers == 0 && n.fd >= 0 && n != &n.r.node {
 		engine.CloseFD(n.fd)
 		n.fd = -1
@@ -223,9 +240,65 @@ func (n *node) closeIfForgotten() {
 // OnForget closes the cached directory fd, and lets a renamed symlink's
 // number go (forgetLink).
 func (n *node) OnForget() {
-	n.forgetLink()
+	n.lnk.forgetLink()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.forgotten = true
-	n.closeIfForgotten()
+	n.bdir.closeIfForgotten()
+}
+
+// cachedDirID returns the cached directory ID or nil.
+func (bd backingDir) cachedDirID() []byte {
+	n := bd.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.dirID
+}
+
+// dirIDOf returns the directory's ID, reading it on first use.
+func (bd backingDir) dirIDOf() ([]byte, error) {
+	n := bd.n
+	if id := bd.cachedDirID(); id != nil && (!n.r.opts.SharedStorage || n == &n.r.node) {
+		return id, nil
+	}
+	_, id, release, err := bd.openDir()
+	if err != nil {
+		return nil, err
+	}
+	release()
+	return id, nil
+}
+
+// backingRel computes the backing path of directory node n relative to
+// CIPHERDIR by encrypting each component with its parent's ID. ok is false
+// if a component is an alias (see alias), whose backing name is found only
+// by searching its directory.
+func (bd backingDir) backingRel() (rel string, ok bool, err error) {
+	n := bd.n
+	var parts []string
+	cur := n
+	for cur != &n.r.node {
+		if cur.alias.Load() {
+			return "", false, nil
+		}
+		name, parent := cur.Parent()
+		if parent == nil {
+			return "", false, syscall.ENOENT // unlinked
+		}
+		pn := parent.Operations().(nodeOps).self()
+		pid, err := pn.bdir.dirIDOf()
+		if err != nil {
+			return "", false, err
+		}
+		nm, err := n.r.ev.Name(pid, name)
+		if err != nil {
+			return "", false, err
+		}
+		parts = append(parts, nm.Backing)
+		cur = pn
+	}
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	return path.Join(parts...), true, nil
 }

@@ -97,6 +97,7 @@ func NewRoot(s *session.Session, opts Options) (*Root, error) {
 		r.logf("%v: extended attributes are off in this mount", err)
 	}
 	r.node.r = r
+	setSides(&r.node)
 	r.node.dirID = id
 	r.node.fd = fd // never closed by OnForget: the root is never forgotten
 	r.files.init(r.ev)

@@ -63,10 +63,17 @@ func (m *movedLinks) generation(ino uint64) uint64 {
 	return m.gen
 }
 
+// symlinkIno is the symlink side of a node: it owns the rule above (a
+// renamed symlink keeps its number within a mount, and a new symlink that
+// gets a held number gets a generation of its own). Its state is node's
+// linkIno and linkHeld, and Root.moved.
+type symlinkIno struct{ n *node }
+
 // knownLink returns the node the kernel knows as symlink name in
 // directory n if that node has backing link number ino (it may show an
 // older number, from before a rename), else nil.
-func (n *node) knownLink(name string, ino uint64) *fs.Inode {
+func (sl symlinkIno) knownLink(name string, ino uint64) *fs.Inode {
+	n := sl.n
 	if c := n.GetChild(name); c != nil && c.StableAttr().Mode == unix.S_IFLNK {
 		if c.Operations().(nodeOps).self().linkIno.Load() == ino {
 			return c
@@ -78,8 +85,9 @@ func (n *node) knownLink(name string, ino uint64) *fs.Inode {
 // linkIdentity is the go-fuse identity of symlink name in directory n
 // whose backing number is ino: that of the node the kernel knows
 // (knownLink), else the backing number.
-func (n *node) linkIdentity(name string, ino uint64) fs.StableAttr {
-	if c := n.knownLink(name, ino); c != nil {
+func (sl symlinkIno) linkIdentity(name string, ino uint64) fs.StableAttr {
+	n := sl.n
+	if c := sl.knownLink(name, ino); c != nil {
 		return c.StableAttr()
 	}
 	return fs.StableAttr{Mode: unix.S_IFLNK, Ino: ino, Gen: n.r.moved.generation(ino)}
@@ -87,8 +95,8 @@ func (n *node) linkIdentity(name string, ino uint64) fs.StableAttr {
 
 // linkNumber is the number symlink name in directory n with backing
 // number ino shows, for readdir's d_ino.
-func (n *node) linkNumber(name string, ino uint64) uint64 {
-	if c := n.knownLink(name, ino); c != nil {
+func (sl symlinkIno) linkNumber(name string, ino uint64) uint64 {
+	if c := sl.knownLink(name, ino); c != nil {
 		return c.StableAttr().Ino
 	}
 	return ino
@@ -96,7 +104,8 @@ func (n *node) linkNumber(name string, ino uint64) uint64 {
 
 // linkMoved records that symlink node n's backing link is now ino (after a
 // rename re-created it).
-func (n *node) linkMoved(ino uint64) {
+func (sl symlinkIno) linkMoved(ino uint64) {
+	n := sl.n
 	n.linkIno.Store(ino)
 	if ino != n.StableAttr().Ino && n.linkHeld.CompareAndSwap(false, true) {
 		n.r.moved.hold(n.StableAttr().Ino)
@@ -104,7 +113,8 @@ func (n *node) linkMoved(ino uint64) {
 }
 
 // forgetLink releases what linkMoved held, when the kernel forgets n.
-func (n *node) forgetLink() {
+func (sl symlinkIno) forgetLink() {
+	n := sl.n
 	if n.linkHeld.CompareAndSwap(true, false) {
 		n.r.moved.release(n.StableAttr().Ino)
 	}

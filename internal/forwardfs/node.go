@@ -3,7 +3,6 @@ package forwardfs
 import (
 	"context"
 	"errors"
-	"path"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -50,17 +49,23 @@ type node struct {
 	listedAt     atomic.Int64
 	listingCopy  atomic.Bool
 	listingStale atomic.Bool
+
+	// The sides of a node that are not FUSE operations, each a view of
+	// this node owning one rule over the state above (set once, by
+	// setSides).
+	bdir backingDir // a directory's backing fd and ID (dirfd.go)
+	lnk  symlinkIno // a symlink's inode number across renames (linkino.go)
 }
 
 // newNode returns a node for a backing entry (dirID may be nil).
-func (r *Root) newNode(dirID []byte) *node { return &node{r: r, dirID: dirID, fd: -1} }
-
-// cachedDirID returns the cached directory ID or nil.
-func (n *node) cachedDirID() []byte {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.dirID
+func (r *Root) newNode(dirID []byte) *node {
+	n := &node{r: r, dirID: dirID, fd: -1}
+	setSides(n)
+	return n
 }
+
+// setSides points n's views at n.
+func setSides(n *node) { n.bdir, n.lnk = backingDir{n}, symlinkIno{n} }
 
 // errno maps err for an operation on n; the path is computed only for
 // errors that get logged.
@@ -85,56 +90,10 @@ func (n *node) plainPath() string {
 	return "/" + p
 }
 
-// backingRel computes the backing path of directory node n relative to
-// CIPHERDIR by encrypting each component with its parent's ID. ok is false
-// if a component is an alias (see alias), whose backing name is found only
-// by searching its directory.
-func (n *node) backingRel() (rel string, ok bool, err error) {
-	var parts []string
-	cur := n
-	for cur != &n.r.node {
-		if cur.alias.Load() {
-			return "", false, nil
-		}
-		name, parent := cur.Parent()
-		if parent == nil {
-			return "", false, syscall.ENOENT // unlinked
-		}
-		pn := parent.Operations().(nodeOps).self()
-		pid, err := pn.dirIDOf()
-		if err != nil {
-			return "", false, err
-		}
-		nm, err := n.r.ev.Name(pid, name)
-		if err != nil {
-			return "", false, err
-		}
-		parts = append(parts, nm.Backing)
-		cur = pn
-	}
-	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
-		parts[i], parts[j] = parts[j], parts[i]
-	}
-	return path.Join(parts...), true, nil
-}
-
 // nodeOps lets Root and node be told apart from the embedder interface.
 type nodeOps interface{ self() *node }
 
 func (n *node) self() *node { return n }
-
-// dirIDOf returns the directory's ID, reading it on first use.
-func (n *node) dirIDOf() ([]byte, error) {
-	if id := n.cachedDirID(); id != nil && (!n.r.opts.SharedStorage || n == &n.r.node) {
-		return id, nil
-	}
-	_, id, release, err := n.openDir()
-	if err != nil {
-		return nil, err
-	}
-	release()
-	return id, nil
-}
 
 // entry locates a non-root node: its parent's open backing fd, the parent's
 // ID and the node's name there. The caller closes pfd.
@@ -163,7 +122,7 @@ func (n *node) existing(name string) (entry, error) {
 	if err != nil {
 		return e, err
 	}
-	e.name = n.r.aliasName(e.pfd, e.pid, n.dirPlace(), e.name, name)
+	e.name = n.r.aliasName(e.pfd, e.pid, n.bdir.dirPlace(), e.name, name)
 	return e, nil
 }
 
@@ -196,7 +155,7 @@ func (n *node) readOnly() error {
 
 // child opens directory n and encrypts name for it.
 func (n *node) child(name string) (entry, error) {
-	fd, id, release, err := n.openDir()
+	fd, id, release, err := n.bdir.openDir()
 	if err != nil {
 		return entry{}, err
 	}
@@ -287,7 +246,7 @@ func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out 
 	n.r.fillAttr(st, &out.Attr, nil, func() string { return name })
 	id := fs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino}
 	if id.Mode == unix.S_IFLNK {
-		id = n.linkIdentity(name, st.Ino)
+		id = n.lnk.linkIdentity(name, st.Ino)
 	}
 	child := n.NewInode(ctx, n.r.newNode(dirID), id)
 	if id.Mode == unix.S_IFLNK {
@@ -304,12 +263,12 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if h := n.r.opts.LookupHook; h != nil {
 		h(name)
 	}
-	fd, id, release, err := n.openDir()
+	fd, id, release, err := n.bdir.openDir()
 	if err != nil {
 		return nil, n.errno(err, "lookup")
 	}
 	defer release()
-	nm, st, err := n.r.ev.DirAt(fd, id, n.dirPlace()).Lookup(name, n.r.opts.ShowUndecryptable)
+	nm, st, err := n.r.ev.DirAt(fd, id, n.bdir.dirPlace()).Lookup(name, n.r.opts.ShowUndecryptable)
 	if err != nil {
 		return nil, n.r.errno(err, "lookup", name)
 	}
@@ -353,7 +312,7 @@ func (n *node) stat() (unix.Stat_t, error) {
 		defer n.r.files.put(of)
 		return of.Stat()
 	}
-	if fd, release, ok := n.cachedFD(); ok {
+	if fd, release, ok := n.bdir.cachedFD(); ok {
 		// A directory with a cached fd: one fstat, no name encryption.
 		// With default_permissions (--allow-other) the kernel asks for a
 		// directory's attributes after each change in it, so this is one

@@ -49,7 +49,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 
 // open opens the backing directory for the listing.
 func (d *dirHandle) open() syscall.Errno {
-	pfd, id, release, err := d.n.openDir()
+	pfd, id, release, err := d.n.bdir.openDir()
 	if err != nil {
 		return d.n.errno(err, "opendir")
 	}
@@ -125,7 +125,7 @@ func (d *dirHandle) ensure() (fresh bool, errno syscall.Errno) {
 func (d *dirHandle) load() syscall.Errno {
 	d.n.listedAt.Store(time.Now().UnixNano())
 	d.n.listingStale.Store(false)
-	ents, bad, err := d.n.r.ev.DirAt(d.fd, d.id, d.n.dirPlace()).List()
+	ents, bad, err := d.n.r.ev.DirAt(d.fd, d.id, d.n.bdir.dirPlace()).List()
 	if err != nil {
 		return d.n.errno(err, "readdir")
 	}
@@ -162,7 +162,7 @@ func (d *dirHandle) Entry(i int) (string, uint32, uint64) {
 	e := &d.entries[i]
 	ino := e.Ino
 	if e.Type == unix.DT_LNK {
-		ino = d.n.linkNumber(e.Name.Plain, ino)
+		ino = d.n.lnk.linkNumber(e.Name.Plain, ino)
 	}
 	return e.Name.Plain, dtToMode(e.Type), ino
 }

@@ -72,7 +72,7 @@ func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn,
 	case n == &n.r.node:
 		t.fd = n.r.rootfd
 	case n.StableAttr().Mode == unix.S_IFDIR:
-		fd, _, release, err := n.openDir()
+		fd, _, release, err := n.bdir.openDir()
 		if err != nil {
 			return n.errno(err, "setattr")
 		}

@@ -18,7 +18,7 @@ import (
 func (n *node) xattrObject(create bool) (fd int, id []byte, done func(), err error) {
 	switch n.StableAttr().Mode {
 	case unix.S_IFDIR:
-		return n.openDir()
+		return n.bdir.openDir()
 	case unix.S_IFREG:
 		of, err := n.acquire()
 		if err != nil {

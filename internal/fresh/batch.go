@@ -47,10 +47,7 @@ func (v *Vault) ownFromManifests() {
 func (v *Vault) batch(all bool) error {
 	v.batchMu.Lock()
 	defer v.batchMu.Unlock()
-	v.touchMu.Lock()
-	touched, expects := v.touched, v.expects
-	v.touched, v.expects = map[string]map[string]bool{}, map[string]map[string]expected{}
-	v.touchMu.Unlock()
+	touched, expects := v.noted.take()
 	v.mu.Lock()
 	all = all || v.fullPending
 	v.mu.Unlock()
@@ -68,7 +65,7 @@ func (v *Vault) batch(all bool) error {
 		// manifests directory the storage replaced): the next batch
 		// takes the names again, and Close keeps them in the local
 		// state for the next mount (unrecorded.go).
-		v.requeue(touched, expects)
+		v.noted.requeue(touched, expects)
 	}
 	return err
 }

@@ -31,25 +31,6 @@ type expected struct {
 	known   bool // present with a header this device wrote (id, gen)
 }
 
-// expect sets the expectation of name in dir (both as touch normalizes
-// them); e nil forgets it (a change whose outcome is not known here).
-// Called with touchMu held.
-func (v *Vault) expectLocked(dir, name string, e *expected) {
-	if e == nil {
-		if v.expects[dir] != nil {
-			delete(v.expects[dir], name)
-		}
-		return
-	}
-	if v.expects[dir] == nil {
-		v.expects[dir] = map[string]expected{}
-	}
-	if old, ok := v.expects[dir][name]; ok && old.known && e.known && old.id == e.id && old.gen > e.gen {
-		return // headers of one file only go up; keep the newest seen
-	}
-	v.expects[dir][name] = *e
-}
-
 // apply returns what the batch records for a name found as a, given what
 // this device made of it (e) and the name's records (refs).
 func (e expected) apply(a actual, refs []ref) actual {

@@ -104,12 +104,10 @@ type Vault struct {
 	self     [fc.IDSize]byte
 	lock     *os.File // nil: another process holds the state (read-only)
 
-	batchMu sync.Mutex                     // one batch at a time
-	touchMu sync.Mutex                     // guards touched only: an operation never waits for a check
-	touched map[string]map[string]bool     // backing dir (relative) -> names
-	expects map[string]map[string]expected // what this device made of them (expect.go)
-	paths   *pathCache                     // nil with SharedStorage
-	mu      sync.Mutex                     // guards the rest
+	batchMu sync.Mutex   // one batch at a time
+	noted   notedChanges // what the observer noted since the last batch (noted.go)
+	paths   *pathCache   // nil with SharedStorage
+	mu      sync.Mutex   // guards the rest
 	state   *State
 	own     map[[fc.IDSize]byte]fc.EpochEntry
 	started bool
@@ -175,7 +173,8 @@ func New(dir string, masterKey []byte, o Options) (*Vault, error) {
 		return nil, err
 	}
 	v := &Vault{dir: dir, real: real, root: root, o: o, stateDir: o.StateDir, keyed: keyed, self: [fc.IDSize]byte(st.Device),
-		lock: lock, state: st, touched: map[string]map[string]bool{}, expects: map[string]map[string]expected{}}
+		lock: lock, state: st,
+		noted: notedChanges{touched: map[string]map[string]bool{}, expects: map[string]map[string]expected{}}}
 	if !o.SharedStorage {
 		v.paths = newPathCache()
 	}
@@ -328,7 +327,7 @@ func (v *Vault) Close() error {
 			// A clean end with changes left to record: the next
 			// mount records them (unrecorded.go), and adopts nothing
 			// else, as it would after a crash.
-			v.state.Dirty, v.state.Unrecorded = false, v.unrecorded()
+			v.state.Dirty, v.state.Unrecorded = false, v.noted.list()
 		}
 		if serr := v.state.save(v.stateDir); err == nil {
 			err = serr

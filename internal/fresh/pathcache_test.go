@@ -125,10 +125,10 @@ func TestPathCacheAgreesWithKernel(t *testing.T) {
 
 // takeTouched returns and clears the names noted since the last batch.
 func (v *Vault) takeTouched() map[string]map[string]bool {
-	v.touchMu.Lock()
-	defer v.touchMu.Unlock()
-	t := v.touched
-	v.touched = map[string]map[string]bool{}
+	v.noted.mu.Lock()
+	defer v.noted.mu.Unlock()
+	t := v.noted.touched
+	v.noted.touched = map[string]map[string]bool{}
 	return t
 }
 

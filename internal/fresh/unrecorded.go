@@ -29,59 +29,17 @@ type UnrecordedExpect struct {
 	Gen            uint64 `json:",omitempty"`
 }
 
-// requeue puts the names and expectations of a failed batch back among
-// the noted ones; what was noted since wins.
-func (v *Vault) requeue(touched map[string]map[string]bool, expects map[string]map[string]expected) {
-	v.touchMu.Lock()
-	defer v.touchMu.Unlock()
-	for d, names := range touched {
-		for n := range names {
-			if v.touched[d] == nil {
-				v.touched[d] = map[string]bool{}
-			}
-			v.touched[d][n] = true
-		}
-	}
-	for d, names := range expects {
-		for n, e := range names {
-			if _, newer := v.expects[d][n]; !newer {
-				v.expectLocked(d, n, &e)
-			}
-		}
-	}
-}
-
-// unrecorded lists the noted names not recorded yet.
-func (v *Vault) unrecorded() []Unrecorded {
-	v.touchMu.Lock()
-	defer v.touchMu.Unlock()
-	var out []Unrecorded
-	for d, names := range v.touched {
-		for n := range names {
-			u := Unrecorded{Dir: d, Name: n}
-			if e, ok := v.expects[d][n]; ok {
-				u.Expect = &UnrecordedExpect{Present: e.present, Known: e.known, Gen: e.gen}
-				if e.known {
-					u.Expect.ID = e.id[:]
-				}
-			}
-			out = append(out, u)
-		}
-	}
-	return out
-}
-
 // noteUnrecorded takes the names a previous mount could not record back
 // among the noted ones.
 func (v *Vault) noteUnrecorded(us []Unrecorded) {
 	for _, u := range us {
-		v.touch(u.Dir, u.Name)
+		v.noted.touch(u.Dir, u.Name)
 		if u.Expect != nil {
 			e := expected{present: u.Expect.Present, known: u.Expect.Known && len(u.Expect.ID) == fc.IDSize, gen: u.Expect.Gen}
 			if e.known {
 				e.id = [fc.IDSize]byte(u.Expect.ID)
 			}
-			v.expectAt(u.Dir, u.Name, &e)
+			v.noted.expectAt(u.Dir, u.Name, &e)
 		}
 	}
 }

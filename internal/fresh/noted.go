@@ -1,0 +1,136 @@
+package fresh
+
+import "sync"
+
+// notedChanges is what this device changed since the last batch: the
+// (backing directory, backing name) pairs the observer saw, and what
+// the device made of each (expect.go). It owns the rule that an
+// operation never waits for a batch or a check: its lock is held only
+// to add a name or to take them all, never across I/O.
+type notedChanges struct {
+	mu      sync.Mutex
+	touched map[string]map[string]bool     // backing dir (relative) -> names
+	expects map[string]map[string]expected // what this device made of them (expect.go)
+}
+
+// take returns the noted names and expectations and starts afresh (a
+// batch records what it took; requeue gives back what it could not).
+func (c *notedChanges) take() (map[string]map[string]bool, map[string]map[string]expected) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	touched, expects := c.touched, c.expects
+	c.touched, c.expects = map[string]map[string]bool{}, map[string]map[string]expected{}
+	return touched, expects
+}
+
+// touch notes name of dir (a long name's sidecar stands for its entry).
+func (c *notedChanges) touch(dir, name string) {
+	name, ok := recordedName(name)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.touched[dir] == nil {
+		c.touched[dir] = map[string]bool{}
+	}
+	c.touched[dir][name] = true
+}
+
+// expectAt sets the expectation of name in dir (nil forgets it).
+func (c *notedChanges) expectAt(dir, name string, e *expected) {
+	name, ok := recordedName(name)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expectLocked(dir, name, e)
+}
+
+// expectRenamed moves the expectation of a renamed name: the new name is
+// what the old one was (or unknown), the old one is gone (or, for an
+// exchange, what the new one was).
+func (c *notedChanges) expectRenamed(fromDir, from, toDir, to string, exchange bool) {
+	from, ok1 := recordedName(from)
+	to, ok2 := recordedName(to)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var src, dst *expected
+	if e, ok := c.expects[fromDir][from]; ok1 && ok {
+		src = &e
+	}
+	if e, ok := c.expects[toDir][to]; ok2 && ok {
+		dst = &e
+	}
+	if ok2 {
+		c.expectLocked(toDir, to, src)
+	}
+	if ok1 {
+		if !exchange {
+			dst = &expected{}
+		}
+		c.expectLocked(fromDir, from, dst)
+	}
+}
+
+// expectLocked sets the expectation of name in dir (both as touch normalizes
+// them); e nil forgets it (a change whose outcome is not known here).
+// Called with c.mu held.
+func (c *notedChanges) expectLocked(dir, name string, e *expected) {
+	if e == nil {
+		if c.expects[dir] != nil {
+			delete(c.expects[dir], name)
+		}
+		return
+	}
+	if c.expects[dir] == nil {
+		c.expects[dir] = map[string]expected{}
+	}
+	if old, ok := c.expects[dir][name]; ok && old.known && e.known && old.id == e.id && old.gen > e.gen {
+		return // headers of one file only go up; keep the newest seen
+	}
+	c.expects[dir][name] = *e
+}
+
+// requeue puts the names and expectations of a failed batch back among
+// the noted ones; what was noted since wins.
+func (c *notedChanges) requeue(touched map[string]map[string]bool, expects map[string]map[string]expected) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for d, names := range touched {
+		for n := range names {
+			if c.touched[d] == nil {
+				c.touched[d] = map[string]bool{}
+			}
+			c.touched[d][n] = true
+		}
+	}
+	for d, names := range expects {
+		for n, e := range names {
+			if _, newer := c.expects[d][n]; !newer {
+				c.expectLocked(d, n, &e)
+			}
+		}
+	}
+}
+
+// list lists the noted names not recorded yet.
+func (c *notedChanges) list() []Unrecorded {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Unrecorded
+	for d, names := range c.touched {
+		for n := range names {
+			u := Unrecorded{Dir: d, Name: n}
+			if e, ok := c.expects[d][n]; ok {
+				u.Expect = &UnrecordedExpect{Present: e.present, Known: e.known, Gen: e.gen}
+				if e.known {
+					u.Expect.ID = e.id[:]
+				}
+			}
+			out = append(out, u)
+		}
+	}
+	return out
+}
