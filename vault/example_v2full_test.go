@@ -459,7 +459,7 @@ func checkExampleV2FullRoots(t *testing.T, dir string, cr keyslot.Credentials) {
 }
 
 // exampleHardLink makes newName a hard link to oldName (the vault package
-// has no Link; the FUSE layer's is tree.LinkIn too, which engine.Dir.Link
+// has no Link; the FUSE layer's is tree.Link too, which engine.Dir.Link
 // calls).
 func exampleHardLink(t *testing.T, v *Vault, oldName, newName string) {
 	t.Helper()

@@ -239,7 +239,7 @@ func TestBoundOps(t *testing.T) {
 	}
 }
 
-// TestBoundLink: a file takes a second name (tree.LinkIn), both names
+// TestBoundLink: a file takes a second name (tree.Link), both names
 // read, a third link moves the bindings to the links file (no EMLINK:
 // docs/format.md §14), and after a name is removed its binding goes.
 func TestBoundLink(t *testing.T) {

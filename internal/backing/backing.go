@@ -94,9 +94,25 @@ func OpenDir(rootfd int, rel string) (int, error) {
 	return fd, nil
 }
 
-// Openat opens one entry of dirfd without following a symlink (a symlink
+// errWouldChange: Openat was asked to create or truncate, which only
+// (*FS).Openat does (it reports the change).
+var errWouldChange = errors.New("backing: creating or truncating goes through (*FS).Openat")
+
+// Openat opens an existing entry of dirfd without following a symlink (a
+// symlink gives ELOOP). O_CLOEXEC is always added. It never creates or
+// truncates: flags with O_CREAT or O_TRUNC fail with errWouldChange,
+// because every change to CIPHERDIR goes through (*FS).Openat, which
+// reports it.
+func Openat(dirfd int, name string, flags int) (int, error) {
+	if flags&(unix.O_CREAT|unix.O_TRUNC) != 0 {
+		return -1, fmt.Errorf("%w: Openat %s", errWouldChange, name)
+	}
+	return openat(dirfd, name, flags, 0)
+}
+
+// openat opens one entry of dirfd without following a symlink (a symlink
 // gives ELOOP). O_CLOEXEC is always added.
-func Openat(dirfd int, name string, flags int, mode uint32) (int, error) {
+func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
 	if err := checkName(name); err != nil {
 		return -1, err
 	}
@@ -122,26 +138,26 @@ func Close(fd int) error {
 	return err
 }
 
-// Mkdirat creates directory name in dirfd.
-func Mkdirat(dirfd int, name string, mode uint32) error {
+// mkdirat creates directory name in dirfd.
+func mkdirat(dirfd int, name string, mode uint32) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
 	return retry(func() error { return unix.Mkdirat(dirfd, name, mode) })
 }
 
-// Unlinkat removes a non-directory entry (flags 0) or an empty directory
+// unlinkat removes a non-directory entry (flags 0) or an empty directory
 // (unix.AT_REMOVEDIR).
-func Unlinkat(dirfd int, name string, flags int) error {
+func unlinkat(dirfd int, name string, flags int) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
 	return retry(func() error { return unix.Unlinkat(dirfd, name, flags) })
 }
 
-// Renameat2 renames within or across directories of the backing store;
+// renameat2 renames within or across directories of the backing store;
 // flags are unix.RENAME_NOREPLACE, unix.RENAME_EXCHANGE or 0.
-func Renameat2(olddirfd int, oldname string, newdirfd int, newname string, flags uint) error {
+func renameat2(olddirfd int, oldname string, newdirfd int, newname string, flags uint) error {
 	if err := checkName(oldname); err != nil {
 		return err
 	}
@@ -151,9 +167,9 @@ func Renameat2(olddirfd int, oldname string, newdirfd int, newname string, flags
 	return retry(func() error { return unix.Renameat2(olddirfd, oldname, newdirfd, newname, flags) })
 }
 
-// Linkat makes newname a hard link to oldname; a symlink is linked itself,
+// linkat makes newname a hard link to oldname; a symlink is linked itself,
 // never followed (flags 0).
-func Linkat(olddirfd int, oldname string, newdirfd int, newname string) error {
+func linkat(olddirfd int, oldname string, newdirfd int, newname string) error {
 	if err := checkName(oldname); err != nil {
 		return err
 	}
@@ -163,8 +179,8 @@ func Linkat(olddirfd int, oldname string, newdirfd int, newname string) error {
 	return retry(func() error { return unix.Linkat(olddirfd, oldname, newdirfd, newname, 0) })
 }
 
-// Symlinkat creates symlink name in dirfd pointing to target.
-func Symlinkat(target string, dirfd int, name string) error {
+// symlinkat creates symlink name in dirfd pointing to target.
+func symlinkat(target string, dirfd int, name string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
@@ -190,8 +206,8 @@ func Readlinkat(dirfd int, name string) (string, error) {
 	return string(buf[:n]), nil
 }
 
-// Mknodat creates a device node, fifo or socket entry.
-func Mknodat(dirfd int, name string, mode uint32, dev uint64) error {
+// mknodat creates a device node, fifo or socket entry.
+func mknodat(dirfd int, name string, mode uint32, dev uint64) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
@@ -247,14 +263,14 @@ func UtimesNanoAt(dirfd int, name string, ts [2]unix.Timespec) error {
 	return retry(func() error { return unix.UtimesNanoAt(dirfd, name, ts[:], unix.AT_SYMLINK_NOFOLLOW) })
 }
 
-// Fsync flushes fd's data and metadata.
-func Fsync(fd int) error {
+// fsync flushes fd's data and metadata.
+func fsync(fd int) error {
 	return retry(func() error { return unix.Fsync(fd) })
 }
 
-// FsyncDirAt opens directory entry name of dirfd (or dirfd itself for "")
+// fsyncDirAt opens directory entry name of dirfd (or dirfd itself for "")
 // and fsyncs it, so that an entry just created in it survives a crash.
-func FsyncDirAt(dirfd int, name string) error {
+func fsyncDirAt(dirfd int, name string) error {
 	if name == "" {
 		name = "."
 	} else if err := checkName(name); err != nil {
@@ -267,5 +283,5 @@ func FsyncDirAt(dirfd int, name string) error {
 		return err
 	}
 	defer Close(fd)
-	return Fsync(fd)
+	return fsync(fd)
 }

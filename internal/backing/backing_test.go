@@ -66,14 +66,14 @@ func TestOpenDir(t *testing.T) {
 func TestSingleComponent(t *testing.T) {
 	_, root := setup(t)
 	for _, name := range []string{"", ".", "..", "d/e", "a\x00b"} {
-		if _, err := Openat(root, name, unix.O_RDONLY, 0); !errors.Is(err, ErrBadComponent) {
+		if _, err := Openat(root, name, unix.O_RDONLY); !errors.Is(err, ErrBadComponent) {
 			t.Errorf("Openat(%q) = %v, want ErrBadComponent", name, err)
 		}
-		if err := Mkdirat(root, name, 0o700); !errors.Is(err, ErrBadComponent) {
-			t.Errorf("Mkdirat(%q) = %v, want ErrBadComponent", name, err)
+		if err := mkdirat(root, name, 0o700); !errors.Is(err, ErrBadComponent) {
+			t.Errorf("mkdirat(%q) = %v, want ErrBadComponent", name, err)
 		}
 	}
-	if _, err := Openat(root, "link", unix.O_RDONLY, 0); !errors.Is(err, unix.ELOOP) {
+	if _, err := Openat(root, "link", unix.O_RDONLY); !errors.Is(err, unix.ELOOP) {
 		t.Errorf("Openat(symlink) = %v, want ELOOP", err)
 	}
 	if _, err := ReadFileAt(root, "abs", 100); !errors.Is(err, unix.ELOOP) {
@@ -83,8 +83,8 @@ func TestSingleComponent(t *testing.T) {
 
 func TestFilesAndDir(t *testing.T) {
 	dir, root := setup(t)
-	must(t, WriteFileAt(root, "id", []byte("0123456789abcdef"), 0o400))
-	if err := WriteFileAt(root, "id", []byte("again"), 0o400); !errors.Is(err, unix.EEXIST) {
+	must(t, writeFileAt(root, "id", []byte("0123456789abcdef"), 0o400))
+	if err := writeFileAt(root, "id", []byte("again"), 0o400); !errors.Is(err, unix.EEXIST) {
 		t.Fatalf("second WriteFileAt = %v, want EEXIST", err)
 	}
 	st, err := Fstatat(root, "id")
@@ -148,14 +148,14 @@ func TestFilesAndDir(t *testing.T) {
 	if st.Mode&0o7777 != 0o151 {
 		t.Fatalf("chmod: %o", st.Mode&0o7777)
 	}
-	must(t, FsyncDirAt(root, ""))
-	must(t, FsyncDirAt(root, "d"))
-	must(t, Renameat2(root, "f", root, "g", unix.RENAME_NOREPLACE))
-	if err := Renameat2(root, "g", root, "id", unix.RENAME_NOREPLACE); !errors.Is(err, unix.EEXIST) {
+	must(t, fsyncDirAt(root, ""))
+	must(t, fsyncDirAt(root, "d"))
+	must(t, renameat2(root, "f", root, "g", unix.RENAME_NOREPLACE))
+	if err := renameat2(root, "g", root, "id", unix.RENAME_NOREPLACE); !errors.Is(err, unix.EEXIST) {
 		t.Fatalf("NOREPLACE: %v", err)
 	}
-	must(t, Unlinkat(root, "g", 0))
-	if err := Unlinkat(root, "e", unix.AT_REMOVEDIR); !errors.Is(err, unix.ENOENT) {
+	must(t, unlinkat(root, "g", 0))
+	if err := unlinkat(root, "e", unix.AT_REMOVEDIR); !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("unlink missing: %v", err)
 	}
 }
@@ -200,4 +200,25 @@ func TestReadFileAtSizesByFile(t *testing.T) {
 	if _, err := ReadFileAt(fd, "big", 4999); !errors.Is(err, ErrTooBig) {
 		t.Errorf("big over its limit: %v", err)
 	}
+}
+
+// TestOpenatChangesNothing: the package's Openat refuses to create or
+// truncate (only (*FS).Openat does, which reports the change), and
+// (*FS).Openat with a nil FS creates.
+func TestOpenatChangesNothing(t *testing.T) {
+	_, root := setup(t)
+	for _, flags := range []int{unix.O_RDWR | unix.O_CREAT, unix.O_WRONLY | unix.O_TRUNC} {
+		if _, err := Openat(root, "new", flags); !errors.Is(err, errWouldChange) {
+			t.Errorf("Openat(%#x) = %v, want errWouldChange", flags, err)
+		}
+	}
+	if _, err := Fstatat(root, "new"); !errors.Is(err, unix.ENOENT) {
+		t.Fatalf("Openat created the file: %v", err)
+	}
+	var fsys *FS
+	fd, err := fsys.Openat(root, "new", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	Close(fd)
 }

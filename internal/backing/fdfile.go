@@ -24,7 +24,10 @@ type File struct {
 }
 
 // NewFile wraps fd; st, if not nil, is its current stat, which the first
-// Stat call returns instead of asking again.
+// Stat call returns instead of asking again. Its writes, truncates and
+// fsyncs are not reported: it is for reading, and for the plain half of
+// an (*FS).NewFile, through which every file written in CIPHERDIR is
+// wrapped.
 func NewFile(fd int, st *unix.Stat_t) *File {
 	f := &File{fd: fd}
 	if st != nil {
@@ -79,7 +82,7 @@ func (f *File) Truncate(size int64) error {
 }
 
 // Sync flushes the file to stable storage.
-func (f *File) Sync() error { return Fsync(f.fd) }
+func (f *File) Sync() error { return fsync(f.fd) }
 
 // Stat returns the file's size, mode and times.
 func (f *File) Stat() (fs.FileInfo, error) {

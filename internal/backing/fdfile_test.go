@@ -14,7 +14,7 @@ import (
 // first Stat.
 func TestFile(t *testing.T) {
 	_, root := setup(t)
-	fd, err := Openat(root, "g", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+	fd, err := openat(root, "g", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
 	must(t, err)
 	st, err := Fstat(fd)
 	must(t, err)

@@ -75,11 +75,11 @@ func parseDirents(b []byte, out []Dirent) ([]Dirent, error) {
 	return out, nil
 }
 
-// WriteFileAt creates file name in dirfd exclusively (O_EXCL), writes data,
+// writeFileAt creates file name in dirfd exclusively (O_EXCL), writes data,
 // fsyncs it and closes it. mode is applied with fchmod after writing, so a
 // read-only mode such as 0400 does not need the file to be writable first.
-func WriteFileAt(dirfd int, name string, data []byte, mode uint32) error {
-	fd, err := Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0600)
+func writeFileAt(dirfd int, name string, data []byte, mode uint32) error {
+	fd, err := openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0600)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func WriteFileAt(dirfd int, name string, data []byte, mode uint32) error {
 			return err
 		}
 	}
-	if err := Fsync(fd); err != nil {
+	if err := fsync(fd); err != nil {
 		Close(fd)
 		unix.Unlinkat(dirfd, name, 0)
 		return err
@@ -136,7 +136,7 @@ var ErrNotRegular = errors.New("backing: not a regular file")
 // blocking I/O afterwards. A non-regular entry gives ErrNotRegular (wrapped
 // with the entry's name) and no fd.
 func OpenRegular(dirfd int, name string, flags int) (int, unix.Stat_t, error) {
-	fd, err := Openat(dirfd, name, flags|unix.O_NONBLOCK, 0)
+	fd, err := openat(dirfd, name, flags|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return -1, unix.Stat_t{}, err
 	}

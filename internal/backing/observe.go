@@ -4,19 +4,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Observing the backing store. The layers above (internal/tree for names,
-// directory IDs, symlinks and xattrs; the vault package and internal/config
-// for file contents, parent fsyncs and config rewrites) make every change
-// to CIPHERDIR through an *FS. An FS without an Observer is exactly the
-// free functions of this package; with one, each successful mutation and
-// each fsync barrier is reported, in the order it was made, so that a test
-// (internal/crashsim) can rebuild every state a crash could leave behind.
-// A nil *FS is valid and observes nothing.
+// Observing the backing store. The FS methods are the only way for the
+// layers above to make a change to CIPHERDIR (create, remove, rename,
+// link, write a small file, fsync, set or remove an xattr): the system
+// calls behind them are unexported, so no caller can pick, by calling a
+// free function instead, whether crash replay and freshness see a change.
+// An FS without an Observer makes the same system calls and reports
+// nothing; with one, each successful mutation and each fsync barrier is
+// reported, in the order it was made, so that a test (internal/crashsim)
+// can rebuild every state a crash could leave behind and internal/fresh
+// can record it. A nil *FS is valid and observes nothing: a caller that
+// must stay unobserved passes one explicitly and says why.
 //
 // Not reported: chmod, chown and times (crash consistency of metadata is
-// not tested), reads, and every call made through the free functions
-// directly (the FUSE frontend's own calls in internal/forwardfs, fsck's
-// salvage and repair writes).
+// not tested), reads, and the writes of a file wrapped by the package's
+// NewFile rather than (*FS).NewFile.
 
 // Op is the kind of an observed Event.
 type Op uint8
@@ -93,109 +95,109 @@ func (f *FS) observed() bool { return f != nil && f.obs != nil }
 // Observed reports whether f reports its events to an Observer.
 func (f *FS) Observed() bool { return f.observed() }
 
-// Openat is the package's Openat, reported as OpOpen when flags may change
+// Openat is openat, reported as OpOpen when flags may change
 // the file system (O_CREAT, O_TRUNC).
 func (f *FS) Openat(dirfd int, name string, flags int, mode uint32) (int, error) {
-	fd, err := Openat(dirfd, name, flags, mode)
+	fd, err := openat(dirfd, name, flags, mode)
 	if err == nil && flags&(unix.O_CREAT|unix.O_TRUNC) != 0 {
 		f.note(Event{Op: OpOpen, Dir: dirfd, Name: name, Dir2: -1, Fd: fd, Flags: uint(flags)})
 	}
 	return fd, err
 }
 
-// Mkdirat is the package's Mkdirat, reported as OpMkdir.
+// Mkdirat is mkdirat, reported as OpMkdir.
 func (f *FS) Mkdirat(dirfd int, name string, mode uint32) error {
-	err := Mkdirat(dirfd, name, mode)
+	err := mkdirat(dirfd, name, mode)
 	if err == nil {
 		f.note(Event{Op: OpMkdir, Dir: dirfd, Name: name, Dir2: -1, Fd: -1})
 	}
 	return err
 }
 
-// Unlinkat is the package's Unlinkat, reported as OpUnlink.
+// Unlinkat is unlinkat, reported as OpUnlink.
 func (f *FS) Unlinkat(dirfd int, name string, flags int) error {
-	err := Unlinkat(dirfd, name, flags)
+	err := unlinkat(dirfd, name, flags)
 	if err == nil {
 		f.note(Event{Op: OpUnlink, Dir: dirfd, Name: name, Dir2: -1, Fd: -1, Flags: uint(flags)})
 	}
 	return err
 }
 
-// Renameat2 is the package's Renameat2, reported as OpRename.
+// Renameat2 is renameat2, reported as OpRename.
 func (f *FS) Renameat2(olddirfd int, oldname string, newdirfd int, newname string, flags uint) error {
-	err := Renameat2(olddirfd, oldname, newdirfd, newname, flags)
+	err := renameat2(olddirfd, oldname, newdirfd, newname, flags)
 	if err == nil {
 		f.note(Event{Op: OpRename, Dir: olddirfd, Name: oldname, Dir2: newdirfd, Name2: newname, Fd: -1, Flags: flags})
 	}
 	return err
 }
 
-// Linkat is the package's Linkat, reported as OpLink.
+// Linkat is linkat, reported as OpLink.
 func (f *FS) Linkat(olddirfd int, oldname string, newdirfd int, newname string) error {
-	err := Linkat(olddirfd, oldname, newdirfd, newname)
+	err := linkat(olddirfd, oldname, newdirfd, newname)
 	if err == nil {
 		f.note(Event{Op: OpLink, Dir: olddirfd, Name: oldname, Dir2: newdirfd, Name2: newname, Fd: -1})
 	}
 	return err
 }
 
-// Symlinkat is the package's Symlinkat, reported as OpSymlink.
+// Symlinkat is symlinkat, reported as OpSymlink.
 func (f *FS) Symlinkat(target string, dirfd int, name string) error {
-	err := Symlinkat(target, dirfd, name)
+	err := symlinkat(target, dirfd, name)
 	if err == nil {
 		f.note(Event{Op: OpSymlink, Dir: dirfd, Name: name, Dir2: -1, Fd: -1, Target: target})
 	}
 	return err
 }
 
-// Mknodat is the package's Mknodat, reported as OpMknod.
+// Mknodat is mknodat, reported as OpMknod.
 func (f *FS) Mknodat(dirfd int, name string, mode uint32, dev uint64) error {
-	err := Mknodat(dirfd, name, mode, dev)
+	err := mknodat(dirfd, name, mode, dev)
 	if err == nil {
 		f.note(Event{Op: OpMknod, Dir: dirfd, Name: name, Dir2: -1, Fd: -1, Flags: uint(mode)})
 	}
 	return err
 }
 
-// WriteFileAt is the package's WriteFileAt, reported as OpWriteFile.
+// WriteFileAt is writeFileAt, reported as OpWriteFile.
 func (f *FS) WriteFileAt(dirfd int, name string, data []byte, mode uint32) error {
-	err := WriteFileAt(dirfd, name, data, mode)
+	err := writeFileAt(dirfd, name, data, mode)
 	if err == nil {
 		f.note(Event{Op: OpWriteFile, Dir: dirfd, Name: name, Dir2: -1, Fd: -1, Data: data})
 	}
 	return err
 }
 
-// Fsync is the package's Fsync, reported as OpFsync of fd.
+// Fsync is fsync, reported as OpFsync of fd.
 func (f *FS) Fsync(fd int) error {
-	err := Fsync(fd)
+	err := fsync(fd)
 	if err == nil {
 		f.note(Event{Op: OpFsync, Dir: -1, Dir2: -1, Fd: fd})
 	}
 	return err
 }
 
-// FsyncDirAt is the package's FsyncDirAt, reported as OpFsync of Dir/Name.
+// FsyncDirAt is fsyncDirAt, reported as OpFsync of Dir/Name.
 func (f *FS) FsyncDirAt(dirfd int, name string) error {
-	err := FsyncDirAt(dirfd, name)
+	err := fsyncDirAt(dirfd, name)
 	if err == nil {
 		f.note(Event{Op: OpFsync, Dir: dirfd, Name: name, Dir2: -1, Fd: -1})
 	}
 	return err
 }
 
-// Fsetxattr is the package's Fsetxattr, reported as OpSetxattr.
+// Fsetxattr is fsetxattr, reported as OpSetxattr.
 func (f *FS) Fsetxattr(fd int, name string, value []byte, flags int) error {
-	err := Fsetxattr(fd, name, value, flags)
+	err := fsetxattr(fd, name, value, flags)
 	if err == nil {
 		f.note(Event{Op: OpSetxattr, Dir: -1, Dir2: -1, Fd: fd, Name: name, Data: value})
 	}
 	return err
 }
 
-// Fremovexattr is the package's Fremovexattr, reported as OpRemovexattr.
+// Fremovexattr is fremovexattr, reported as OpRemovexattr.
 func (f *FS) Fremovexattr(fd int, name string) error {
-	err := Fremovexattr(fd, name)
+	err := fremovexattr(fd, name)
 	if err == nil {
 		f.note(Event{Op: OpRemovexattr, Dir: -1, Dir2: -1, Fd: fd, Name: name})
 	}

@@ -50,10 +50,3 @@ func (f *FS) ReplaceFile(dirfd int, tmp string, todirfd int, name string, data [
 	}
 	return nil
 }
-
-// ReplaceFileAt is ReplaceFile unobserved, for the files of CIPHERDIR
-// outside the plaintext tree (freshness's manifests and epochs, its
-// local state), which no Observer follows.
-func ReplaceFileAt(dirfd int, tmp string, todirfd int, name string, data []byte, mode uint32, o ReplaceOpts) error {
-	return (*FS)(nil).ReplaceFile(dirfd, tmp, todirfd, name, data, mode, o)
-}

@@ -45,7 +45,7 @@ func TestReplaceFile(t *testing.T) {
 	}
 
 	must(t, os.WriteFile(filepath.Join(dir, "tmp"), []byte("leftover"), 0o600))
-	err = ReplaceFileAt(root, "tmp", root, "name", []byte("newer"), 0o400, ReplaceKeepLeftover)
+	err = (*FS)(nil).ReplaceFile(root, "tmp", root, "name", []byte("newer"), 0o400, ReplaceKeepLeftover)
 	if !errors.Is(err, unix.EEXIST) {
 		t.Fatalf("with a leftover: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 // SeekHole finds it (the test's temp dir supports holes: ext4 or tmpfs).
 func TestSpace(t *testing.T) {
 	_, root := setup(t)
-	fd, err := Openat(root, "s", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+	fd, err := openat(root, "s", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
 	must(t, err)
 	f := NewFile(fd, nil)
 	defer f.Close()

@@ -31,9 +31,9 @@ func Fgetxattr(fd int, name string) ([]byte, error) {
 	}
 }
 
-// Fsetxattr sets backing xattr name of fd; flags is 0, unix.XATTR_CREATE or
+// fsetxattr sets backing xattr name of fd; flags is 0, unix.XATTR_CREATE or
 // unix.XATTR_REPLACE.
-func Fsetxattr(fd int, name string, value []byte, flags int) error {
+func fsetxattr(fd int, name string, value []byte, flags int) error {
 	err := retry(func() error { return unix.Fsetxattr(fd, name, value, flags) })
 	if err == unix.EBADF {
 		err = retry(func() error { return unix.Setxattr(procPath(fd), name, value, flags) })
@@ -41,8 +41,8 @@ func Fsetxattr(fd int, name string, value []byte, flags int) error {
 	return err
 }
 
-// Fremovexattr removes backing xattr name of fd.
-func Fremovexattr(fd int, name string) error {
+// fremovexattr removes backing xattr name of fd.
+func fremovexattr(fd int, name string) error {
 	err := retry(func() error { return unix.Fremovexattr(fd, name) })
 	if err == unix.EBADF {
 		err = retry(func() error { return unix.Removexattr(procPath(fd), name) })

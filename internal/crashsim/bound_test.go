@@ -97,7 +97,7 @@ func (h *harness) link(oldP, newP string) {
 	defer backing.Close(ofd)
 	nfd, nid, nn := h.parentOf(tr, newP)
 	defer backing.Close(nfd)
-	h.must(tr.LinkIn(ofd, oid, on, nfd, nid, nn))
+	h.must(tr.Link(tree.NewDir(ofd, oid, nil), on, tree.NewDir(nfd, nid, nil), nn))
 }
 
 // linkedTo notes that names (some made later) are hard links of file p:
@@ -133,7 +133,7 @@ func bindVault(t *testing.T, v *vault.Vault, dir string, pw, vaultID []byte, roo
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Tree().InitRoot(rootfd)
+	_, err = s.Tree().DirIDs().InitRoot(rootfd)
 	backing.Close(rootfd)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func (h *harness) exchange(a, b string) {
 	defer backing.Close(afd)
 	bfd, bid, bn := h.parentOf(tr, b)
 	defer backing.Close(bfd)
-	h.must(tr.Rename(afd, aid, an, bfd, bid, bn, unix.RENAME_EXCHANGE))
+	h.must(tr.Rename(tree.NewDir(afd, aid, nil), an, tree.NewDir(bfd, bid, nil), bn, unix.RENAME_EXCHANGE))
 	h.renames = append(h.renames, renameClaim{from: a, to: b, start: start, end: h.rec.Len()})
 }
 
@@ -168,7 +168,7 @@ func (h *harness) exchange(a, b string) {
 func (h *harness) parentOf(tr *tree.Tree, p string) (int, []byte, tree.Name) {
 	fd, err := backing.OpenRoot(h.dir)
 	h.must(err)
-	id, err := tr.ReadRootDirID(fd)
+	id, err := tr.DirIDs().ReadRoot(fd)
 	h.must(err)
 	comps := strings.Split(p, "/")
 	for _, c := range comps[:len(comps)-1] {
@@ -178,7 +178,7 @@ func (h *harness) parentOf(tr *tree.Tree, p string) (int, []byte, tree.Name) {
 		backing.Close(fd)
 		h.must(err)
 		fd = sub
-		id, err = tr.ReadDirIDAt(fd, tr.Place(id, n))
+		id, err = tr.DirIDs().Read(fd, tr.Place(id, n))
 		h.must(err)
 	}
 	n, err := tr.Name(id, comps[len(comps)-1])

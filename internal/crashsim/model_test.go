@@ -90,7 +90,7 @@ func TestModelBarriers(t *testing.T) {
 	must(rec.Err())
 	// An unobserved change is a gap the recorder reports.
 	must(os.WriteFile(filepath.Join(dir, "d", "c"), nil, 0o600))
-	cfd, err := backing.Openat(d, "c", unix.O_RDWR, 0)
+	cfd, err := backing.Openat(d, "c", unix.O_RDWR)
 	must(err)
 	defer backing.Close(cfd)
 	_, err = fsys.NewFile(cfd, nil).WriteAt([]byte("x"), 0)

@@ -14,6 +14,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/vault"
 	"golang.org/x/sys/unix"
 )
@@ -120,7 +121,7 @@ func createRootsNoCompact(t *testing.T, dir string, pw []byte) {
 
 // linkInVault gives file from of the vault in dir the new name to (its
 // directory exists), bound as the mount's link binds it
-// (tree.LinkIn: the header's second binding, or a links file).
+// (tree.Link: the header's second binding, or a links file).
 func linkInVault(t *testing.T, dir string, pw []byte, from, to string) {
 	t.Helper()
 	v, err := vault.Open(dir, pw)
@@ -137,7 +138,7 @@ func linkInVault(t *testing.T, dir string, pw []byte, from, to string) {
 	open := func(rel string) (int, []byte) {
 		fd, err := unix.Open(filepath.Join(dir, rel), unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		mustV(err)
-		id, _, err := tr.ReadDirIDUnchecked(fd)
+		id, _, err := tr.DirIDs().ReadUnchecked(fd)
 		mustV(err)
 		return fd, id
 	}
@@ -145,11 +146,11 @@ func linkInVault(t *testing.T, dir string, pw []byte, from, to string) {
 	defer unix.Close(ofd)
 	nfd, nid := open(toDir)
 	defer unix.Close(nfd)
-	on, _, err := tr.Resolve(ofd, oid, path.Base(from), false)
+	on, _, err := tr.Resolve(tree.NewDir(ofd, oid, nil), path.Base(from), false)
 	mustV(err)
 	nn, err := tr.Name(nid, path.Base(to))
 	mustV(err)
-	mustV(tr.LinkIn(ofd, oid, on, nfd, nid, nn))
+	mustV(tr.Link(tree.NewDir(ofd, oid, nil), on, tree.NewDir(nfd, nid, nil), nn))
 }
 
 // backingSize is the size of the backing file of name.

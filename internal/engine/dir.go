@@ -35,7 +35,7 @@ func (v *Vault) Root() (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := v.tree.ReadRootDirID(fd)
+	id, err := v.tree.DirIDs().ReadRoot(fd)
 	if err != nil {
 		return nil, err
 	}
@@ -69,16 +69,16 @@ func (d *Dir) ID() []byte { return d.id }
 // ID file must name it, with location binding).
 func (d *Dir) Place(n Name) Place { return d.v.tree.Place(d.id, n) }
 
-// dirPlace is d's place for the tree; nil if it has none (then the tree
-// takes no conflict copy of its ID file as valid).
-func (d *Dir) dirPlace() tree.DirPlace { return d.place }
+// treeDir is d as the tree takes it; its place is nil if d has none (then
+// the tree takes no conflict copy of its ID file as valid).
+func (d *Dir) treeDir() tree.Dir { return tree.NewDir(d.fd, d.id, d.place) }
 
 // Lookup finds the entry shown as plain, as every door does
 // (tree.Resolve): its own encrypted name, else a sync tool's conflict copy,
 // else (showBad) an undecryptable entry. It returns the entry's backing
 // stat too.
 func (d *Dir) Lookup(plain string, showBad bool) (Name, unix.Stat_t, error) {
-	return d.v.tree.ResolveAt(d.fd, d.id, d.dirPlace(), plain, showBad)
+	return d.v.tree.Resolve(d.treeDir(), plain, showBad)
 }
 
 // NewName is the name a new entry plain gets in d (its encryption, no
@@ -97,7 +97,9 @@ func (d *Dir) Resolve(plain string) (Name, error) {
 
 // DecryptName decrypts backing name b of d (reading its sidecar if it is
 // a long name).
-func (d *Dir) DecryptName(b string) (Name, error) { return d.v.tree.DecryptName(d.fd, d.id, b) }
+func (d *Dir) DecryptName(b string) (Name, error) {
+	return d.v.tree.DecryptName(d.treeDir(), b)
+}
 
 // Sub opens subdirectory n of d, reading (and checking the binding of) its
 // ID. Symlinks are never followed (the backing open refuses them).
@@ -107,7 +109,7 @@ func (d *Dir) Sub(n Name) (*Dir, error) {
 		return nil, err
 	}
 	p := d.Place(n)
-	id, err := d.v.tree.ReadDirIDAt(sub, p)
+	id, err := d.v.tree.DirIDs().Read(sub, p)
 	if err != nil {
 		backing.Close(sub)
 		return nil, err
@@ -118,7 +120,7 @@ func (d *Dir) Sub(n Name) (*Dir, error) {
 // List lists d: the entries whose names decrypt, and those whose names do
 // not.
 func (d *Dir) List() ([]Entry, []BadEntry, error) {
-	return d.v.tree.ListAt(d.fd, d.id, d.dirPlace())
+	return d.v.tree.List(d.treeDir())
 }
 
 // Stat is d's own backing stat.
@@ -178,14 +180,14 @@ func (d *Dir) Sync() error { return d.v.fs.Fsync(d.fd) }
 // EEXIST. If the new file cannot be put into the open-file table, it is
 // removed again: the caller is told it was not created.
 func (d *Dir) Create(n Name, flags int, mode uint32, o OpenOptions) (*File, error) {
-	fd, err := d.v.tree.Create(d.fd, n, flags, mode)
+	fd, err := d.v.tree.Create(d.treeDir(), n, flags, mode)
 	if err != nil {
 		return nil, err
 	}
 	o.Want = FileKey{}
 	f, _, err := d.v.adopt(fd, d.Place(n), true, o)
 	if err != nil {
-		d.v.tree.Unlink(d.fd, n)
+		d.v.tree.Unlink(d.treeDir(), n, 0)
 		return nil, err
 	}
 	return f, nil
@@ -194,7 +196,7 @@ func (d *Dir) Create(n Name, flags int, mode uint32, o OpenOptions) (*File, erro
 // Mkdir creates directory n in d with mode (permission bits, setgid,
 // sticky) and a new directory ID bound to its place, and returns the ID.
 func (d *Dir) Mkdir(n Name, mode uint32) ([]byte, error) {
-	return d.v.tree.MkdirIn(d.fd, d.id, n, mode)
+	return d.v.tree.Mkdir(d.treeDir(), n, mode)
 }
 
 // Remove removes entry n: an empty directory (Rmdir) or any other entry
@@ -205,7 +207,7 @@ func (d *Dir) Remove(n Name) error {
 		return err
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return d.v.tree.Rmdir(d.fd, n)
+		return d.v.tree.Rmdir(d.treeDir(), n)
 	}
 	return d.Unlink(n, 0)
 }
@@ -213,27 +215,33 @@ func (d *Dir) Remove(n Name) error {
 // Unlink removes non-directory n of type mode (an S_IFMT value; 0: any);
 // with location binding, a file's binding to this name is dropped once
 // the unlink is durable.
-func (d *Dir) Unlink(n Name, mode uint32) error { return d.v.tree.UnlinkIn(d.fd, d.id, n, mode) }
+func (d *Dir) Unlink(n Name, mode uint32) error {
+	return d.v.tree.Unlink(d.treeDir(), n, mode)
+}
 
 // Rename moves n of d to tn of to, with rename(2) semantics and flags
 // (RENAME_NOREPLACE, RENAME_EXCHANGE); with location binding the one
 // object moved is rebound.
 func (d *Dir) Rename(n Name, to *Dir, tn Name, flags uint) error {
-	return d.v.tree.Rename(d.fd, d.id, n, to.fd, to.id, tn, flags)
+	return d.v.tree.Rename(d.treeDir(), n, to.treeDir(), tn, flags)
 }
 
 // Link makes tn in to a hard link to n of d (with location binding, bound
 // to its new name first).
 func (d *Dir) Link(n Name, to *Dir, tn Name) error {
-	return d.v.tree.LinkIn(d.fd, d.id, n, to.fd, to.id, tn)
+	return d.v.tree.Link(d.treeDir(), n, to.treeDir(), tn)
 }
 
 // Symlink creates n in d as a symlink to target, stored encrypted and
 // bound to (d, n).
-func (d *Dir) Symlink(n Name, target string) error { return d.v.tree.Symlink(d.fd, d.id, n, target) }
+func (d *Dir) Symlink(n Name, target string) error {
+	return d.v.tree.Symlink(d.treeDir(), n, target)
+}
 
 // Readlink decrypts the target of symlink n.
-func (d *Dir) Readlink(n Name) (string, error) { return d.v.tree.Readlink(d.fd, d.id, n) }
+func (d *Dir) Readlink(n Name) (string, error) {
+	return d.v.tree.Symlinks().Readlink(d.treeDir(), n)
+}
 
 // Chmod sets entry n's mode bits (not following a symlink).
 func (d *Dir) Chmod(n Name, mode uint32) error { return backing.Fchmodat(d.fd, n.Backing, mode) }

@@ -36,7 +36,7 @@ func newVault(t *testing.T, bound bool) (*engine.Vault, string) {
 		t.Fatal(err)
 	}
 	defer backing.Close(fd)
-	if _, err := s.Tree().InitRoot(fd); err != nil {
+	if _, err := s.Tree().DirIDs().InitRoot(fd); err != nil {
 		t.Fatal(err)
 	}
 	return s.Vault(), dir

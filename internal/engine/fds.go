@@ -33,5 +33,6 @@ func CloseFD(fd int) error { return backing.Close(fd) }
 // StatFD is the backing stat of an open directory (or file) fd.
 func StatFD(fd int) (unix.Stat_t, error) { return backing.Fstat(fd) }
 
-// SyncFD flushes a directory fd (fsyncdir).
-func SyncFD(fd int) error { return backing.Fsync(fd) }
+// SyncFD flushes a directory fd (fsyncdir), through the vault's FS, so
+// that crash replay and freshness see the barrier like every other.
+func (v *Vault) SyncFD(fd int) error { return v.fs.Fsync(fd) }

@@ -30,7 +30,7 @@ func (v *Vault) RootPlace() Place { return v.tree.RootPlace() }
 // ReadDirID reads the ID of directory fd found at place p (with location
 // binding it must be bound there: bind.ErrMisplaced otherwise; without
 // binding p is not looked at).
-func (v *Vault) ReadDirID(fd int, p Place) ([]byte, error) { return v.tree.ReadDirIDAt(fd, p) }
+func (v *Vault) ReadDirID(fd int, p Place) ([]byte, error) { return v.tree.DirIDs().Read(fd, p) }
 
 // MayBeAlias reports whether plain may be shown for an alias (a conflict
 // copy's name, or with showBad an undecryptable entry's), so that a name
@@ -56,20 +56,24 @@ func IsNoXattrs(err error) bool { return errors.Is(err, tree.ErrNoXattrs) }
 // ResolveAlias finds the alias shown as plain (a conflict copy, or with
 // showBad an undecryptable entry) whose own encrypted name is absent.
 func (d *Dir) ResolveAlias(plain string, showBad bool) (Name, unix.Stat_t, error) {
-	return d.v.tree.ResolveAliasAt(d.fd, d.id, d.dirPlace(), plain, showBad)
+	return d.v.tree.ResolveAlias(d.treeDir(), plain, showBad)
 }
 
 // Rmdir removes the empty directory n: its ID file, the directory, its
 // long-name sidecar (tree's ErrNotEmpty if anything else is in it).
-func (d *Dir) Rmdir(n Name) error { return d.v.tree.Rmdir(d.fd, n) }
+func (d *Dir) Rmdir(n Name) error { return d.v.tree.Rmdir(d.treeDir(), n) }
 
 // Mknod creates a FIFO, socket, device node or empty regular file n.
-func (d *Dir) Mknod(n Name, mode uint32, dev uint64) error { return d.v.tree.Mknod(d.fd, n, mode, dev) }
+func (d *Dir) Mknod(n Name, mode uint32, dev uint64) error {
+	return d.v.tree.Mknod(d.treeDir(), n, mode, dev)
+}
 
 // LinkSize is symlink n's plaintext target length, computed from the
 // backing sizes in st without reading the link (a read would move its
 // atime).
-func (d *Dir) LinkSize(n Name, st *unix.Stat_t) (int64, error) { return d.v.tree.LinkSize(d.fd, n, st) }
+func (d *Dir) LinkSize(n Name, st *unix.Stat_t) (int64, error) {
+	return d.v.tree.Symlinks().Size(d.treeDir(), n, st)
+}
 
 // ObjectAt is the attributes of the object open as fd with ID id (nil:
 // it has none), for a door that holds the fd itself.

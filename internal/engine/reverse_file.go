@@ -27,9 +27,9 @@ func (v *ReverseView) OpenFile(rel string) (*ReverseFile, error) {
 	var fd int
 	err := v.withParent(rel, func(pfd int, base string) error {
 		var err error
-		fd, err = backing.Openat(pfd, base, unix.O_RDONLY|unix.O_NOATIME, 0)
+		fd, err = backing.Openat(pfd, base, unix.O_RDONLY|unix.O_NOATIME)
 		if errors.Is(err, unix.EPERM) { // O_NOATIME needs ownership
-			fd, err = backing.Openat(pfd, base, unix.O_RDONLY, 0)
+			fd, err = backing.Openat(pfd, base, unix.O_RDONLY)
 		}
 		return err
 	})

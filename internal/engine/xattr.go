@@ -33,17 +33,19 @@ func (f *File) Object(create bool) (Object, error) {
 func (o Object) HasID() bool { return o.id != nil }
 
 // GetXattr returns the value of attribute name.
-func (o Object) GetXattr(name string) ([]byte, error) { return o.v.tree.GetXattr(o.fd, o.id, name) }
+func (o Object) GetXattr(name string) ([]byte, error) { return o.v.tree.Xattrs().Get(o.fd, o.id, name) }
 
 // SetXattr sets attribute name to value (flags: XATTR_CREATE,
 // XATTR_REPLACE).
 func (o Object) SetXattr(name string, value []byte, flags int) error {
-	return o.v.tree.SetXattr(o.fd, o.id, name, value, flags)
+	return o.v.tree.Xattrs().Set(o.fd, o.id, name, value, flags)
 }
 
 // RemoveXattr removes attribute name.
-func (o Object) RemoveXattr(name string) error { return o.v.tree.RemoveXattr(o.fd, o.id, name) }
+func (o Object) RemoveXattr(name string) error { return o.v.tree.Xattrs().Remove(o.fd, o.id, name) }
 
 // ListXattr lists the attribute names, and apart the backing names of
 // those that fail to decrypt.
-func (o Object) ListXattr() (list, bad []string, err error) { return o.v.tree.ListXattr(o.fd, o.id) }
+func (o Object) ListXattr() (list, bad []string, err error) {
+	return o.v.tree.Xattrs().List(o.fd, o.id)
+}

@@ -29,7 +29,7 @@ func TestAllocateOverflow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Tree().InitRoot(fd); err != nil {
+	if _, err := s.Tree().DirIDs().InitRoot(fd); err != nil {
 		t.Fatal(err)
 	}
 	backing.Close(fd)

@@ -64,7 +64,7 @@ func TestBoundTamper(t *testing.T) {
 	rootfd, err := backing.OpenRoot(v.Cipher)
 	must(t, err)
 	defer backing.Close(rootfd)
-	rootID, err := v.Tree.ReadRootDirID(rootfd)
+	rootID, err := v.Tree.DirIDs().ReadRoot(rootfd)
 	must(t, err)
 	backingOf := func(dirID []byte, name string) tree.Name {
 		n, err := v.Tree.Name(dirID, name)
@@ -76,7 +76,7 @@ func TestBoundTamper(t *testing.T) {
 		fd, err := backing.OpenSubdir(rootfd, n.Backing)
 		must(t, err)
 		defer backing.Close(fd)
-		id, err := v.Tree.ReadDirIDAt(fd, v.Tree.Place(rootID, n))
+		id, err := v.Tree.DirIDs().Read(fd, v.Tree.Place(rootID, n))
 		must(t, err)
 		return id
 	}
@@ -120,7 +120,7 @@ func TestBoundTamper(t *testing.T) {
 // TestBoundDirIDConflict is TestDirIDConflict with binding: the losing
 // side's ID file, kept by the sync tool as a conflict copy, is bound to
 // the same place as the winner's, so its entries show as aliases
-// (tree.AltDirIDsAt).
+// (tree.DirIDs.Alts).
 func TestBoundDirIDConflict(t *testing.T) {
 	for _, winner := range []string{"a", "b"} {
 		t.Run(winner+" wins", func(t *testing.T) { testDirIDConflict(t, winner, mounttest.NewBoundVault) })

@@ -179,7 +179,7 @@ func writeAs(t *testing.T, v *mounttest.Vault, name, path, data string) {
 	rootfd, err := backing.OpenRoot(v.Cipher)
 	must(t, err)
 	defer backing.Close(rootfd)
-	rootID, err := s.Tree().ReadRootDirID(rootfd)
+	rootID, err := s.Tree().DirIDs().ReadRoot(rootfd)
 	must(t, err)
 	n, err := s.Tree().Name(rootID, name)
 	must(t, err)

@@ -197,7 +197,7 @@ func (bd backingDir) readDirID(fd int) ([]byte, error) {
 
 // dirPlace is directory node n's place, computed when the tree needs it
 // (a conflict copy of the directory's ID file, with location binding:
-// tree.AltDirIDsAt); nil without binding.
+// tree.DirIDs.Alts); nil without binding.
 func (bd backingDir) dirPlace() engine.DirPlace {
 	n := bd.n
 	ev := n.r.ev

@@ -12,6 +12,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/fstest/mounttest"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
@@ -377,11 +378,11 @@ func TestCreateOverStaleNegative(t *testing.T) {
 	root, err := backing.OpenRoot(v.Cipher)
 	must(t, err)
 	defer backing.Close(root)
-	id, err := v.Tree.ReadRootDirID(root)
+	id, err := v.Tree.DirIDs().ReadRoot(root)
 	must(t, err)
 	n, err := v.Tree.Name(id, "late")
 	must(t, err)
-	fd, err := v.Tree.Create(root, n, 0, 0o644)
+	fd, err := v.Tree.Create(tree.NewDir(root, nil, nil), n, 0, 0o644)
 	must(t, err)
 	backing.Close(fd)
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)

@@ -211,7 +211,7 @@ func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	if _, errno := d.ensure(); errno != 0 {
 		return errno
 	}
-	return d.n.errno(engine.SyncFD(d.fd), "fsyncdir")
+	return d.n.errno(d.n.r.ev.SyncFD(d.fd), "fsyncdir")
 }
 
 // Releasedir closes the backing fd.

@@ -109,12 +109,19 @@ func (v *Vault) dirRecords(devs [][fc.IDSize]byte, dirID [fc.IDSize]byte) dirRec
 	return out
 }
 
+// unobserved makes freshness's own changes (its manifests and epochs in
+// CIPHERDIR, its state directory outside it): a nil *backing.FS, which
+// reports nothing. Freshness is itself an observer of the vault's changes
+// (observe.go) and must not be fed its own records, and crash replay
+// models the vault's changes, not freshness's records.
+func unobserved() *backing.FS { return nil }
+
 // openOwnManifests opens this device's manifests directory, creating it
 // if missing. Anything but a directory in its place (a symlink planted to
 // send the writes elsewhere, a file) is refused, never followed.
 func (v *Vault) openOwnManifests() (int, error) {
 	name := manifestsDir(v.self)
-	if err := backing.Mkdirat(v.root, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+	if err := unobserved().Mkdirat(v.root, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
 		return -1, err
 	}
 	return backing.OpenSubdir(v.root, name)
@@ -133,7 +140,7 @@ func (v *Vault) writeManifest(m *fc.Manifest) ([fc.HashSize]byte, error) {
 	}
 	defer backing.Close(dir)
 	name := fc.EncodeID(m.DirID[:])
-	if err := backing.ReplaceFileAt(dir, name+fc.TempSuffix, dir, name, b, 0o600, 0); err != nil {
+	if err := unobserved().ReplaceFile(dir, name+fc.TempSuffix, dir, name, b, 0o600, 0); err != nil {
 		return [fc.HashSize]byte{}, err
 	}
 	return fc.Hash(b), nil
@@ -155,10 +162,10 @@ func (v *Vault) writeEpoch(e *fc.Epoch) error {
 	// root, so that the root never holds a temporary file a sync tool
 	// would upload; the manifests renamed before it are made durable
 	// first (the epoch commits to them).
-	if err := backing.Fsync(dir); err != nil {
+	if err := unobserved().Fsync(dir); err != nil {
 		return err
 	}
-	return backing.ReplaceFileAt(dir, "epoch"+fc.TempSuffix, v.root, epochName(v.self), b, 0o600, backing.ReplaceSyncDir)
+	return unobserved().ReplaceFile(dir, "epoch"+fc.TempSuffix, v.root, epochName(v.self), b, 0o600, backing.ReplaceSyncDir)
 }
 
 // readSmall reads a freshness file of dirfd through internal/backing (no

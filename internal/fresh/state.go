@@ -169,7 +169,7 @@ func writeDurable(dir, name string, data []byte, mode uint32) error {
 		return err
 	}
 	defer backing.Close(fd)
-	return backing.ReplaceFileAt(fd, name+fc.TempSuffix, fd, name, data, mode, backing.ReplaceSyncDir)
+	return unobserved().ReplaceFile(fd, name+fc.TempSuffix, fd, name, data, mode, backing.ReplaceSyncDir)
 }
 
 // openLock opens (creating it) the lock file of state directory dir:
@@ -180,7 +180,7 @@ func openLock(dir string, flags int) (*os.File, error) {
 		return nil, err
 	}
 	defer backing.Close(dfd)
-	fd, err := backing.Openat(dfd, lockFile, flags|unix.O_NONBLOCK, 0o600)
+	fd, err := unobserved().Openat(dfd, lockFile, flags|unix.O_NONBLOCK, 0o600)
 	if err != nil {
 		return nil, err
 	}

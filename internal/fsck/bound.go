@@ -62,15 +62,15 @@ const (
 // second binding is reported (and, with plan, fixed).
 func (w *walker) readDirID(wd *tree.WalkDir, p *bind.Place, plainRel string) ([]byte, error) {
 	if !w.t.Bound() {
-		return w.t.DirIDOf(wd.ID, bind.Place{})
+		return w.t.DirIDs().Of(wd.ID, bind.Place{})
 	}
-	id, bindings, err := w.t.DirIDOfUnchecked(wd.ID)
+	id, bindings, err := w.t.DirIDs().OfUnchecked(wd.ID)
 	if err != nil || p == nil {
 		return id, err
 	}
 	dirfd, cipherRel := wd.Fd, wd.Rel
 	at := joinCipher(cipherRel, names.DirIDFile)
-	if _, err := w.t.DirIDOf(wd.ID, *p); errors.Is(err, bind.ErrMisplaced) {
+	if _, err := w.t.DirIDs().Of(wd.ID, *p); errors.Is(err, bind.ErrMisplaced) {
 		w.add(Problem{Kind: KindMisplacedDir, CipherPath: at, PlainPath: plainRel,
 			Detail: "the directory is not bound to where it is (moved or grafted here, or its directory ID file copied from another directory): the mount answers EIO"})
 		return id, nil
@@ -208,7 +208,7 @@ func rebindDir(t *tree.Tree, dirfd int, name string, p bind.Place) error {
 	if err != nil {
 		return err
 	}
-	if err := t.RebindDir(sub, p); err != nil {
+	if err := t.DirIDs().Rebind(sub, p); err != nil {
 		return err
 	}
 	// A repair is no change of the directory: keep its times.
@@ -217,12 +217,12 @@ func rebindDir(t *tree.Tree, dirfd int, name string, p bind.Place) error {
 
 // rebindFile is fixRebindFile: the file name of dirfd, found at p, whose
 // other names are at also.
-func rebindFile(eng *core.Engine, dirfd int, name string, p bind.Place, also []bind.Place) error {
+func rebindFile(fsys *backing.FS, eng *core.Engine, dirfd int, name string, p bind.Place, also []bind.Place) error {
 	fd, st, err := backing.OpenRegular(dirfd, name, unix.O_RDWR)
 	if err != nil {
 		return err
 	}
-	bf := backing.NewFile(fd, nil)
+	bf := fsys.NewFile(fd, nil)
 	defer bf.Close()
 	cf, err := eng.OpenAt(bf, p)
 	if err != nil {

@@ -59,7 +59,7 @@ func newBoundFixtureWith(t *testing.T, obs backing.Observer, roots bool) (*bound
 	s := fx.session(t, obs)
 	rootfd, err := backing.OpenRoot(dir)
 	must(err)
-	_, err = s.Tree().InitRoot(rootfd)
+	_, err = s.Tree().DirIDs().InitRoot(rootfd)
 	backing.Close(rootfd)
 	must(err)
 	bv, err := vault.FromSession(s)
@@ -242,7 +242,7 @@ func boundBackingPath(t *testing.T, s *session.Session, plain string) string {
 	var rel []string
 	comps := splitPath(plain)
 	for i, c := range comps {
-		id, err := tr.ReadDirIDAt(fd, p)
+		id, err := tr.DirIDs().Read(fd, p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/vault"
@@ -130,7 +131,7 @@ func (fx *fixture) backingPath(t *testing.T, plain string) string {
 	var rel []string
 	comps := strings.Split(strings.TrimPrefix(plain, "/"), "/")
 	for i, c := range comps {
-		id, err := fx.tree.ReadDirID(fd)
+		id, err := fx.tree.DirIDs().Read(fd, bind.Place{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/vault"
 )
 
@@ -23,7 +24,7 @@ func linkRoot(t *testing.T, s *session.Session, old string, news ...string) {
 		t.Fatal(err)
 	}
 	defer backing.Close(fd)
-	id, err := tr.ReadRootDirID(fd)
+	id, err := tr.DirIDs().ReadRoot(fd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func linkRoot(t *testing.T, s *session.Session, old string, news ...string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := tr.LinkIn(fd, id, on, fd, id, n); err != nil {
+		if err := tr.Link(tree.NewDir(fd, id, nil), on, tree.NewDir(fd, id, nil), n); err != nil {
 			t.Fatalf("link %s %s: %v", old, nn, err)
 		}
 	}

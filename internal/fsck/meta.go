@@ -6,6 +6,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
+	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
 // plainXattr is one decrypted extended attribute, for the salvage copy.
@@ -31,7 +32,7 @@ func (w *walker) symlink(dirfd int, dirID []byte, ent entry, pl place, dest *des
 		// can be neither checked nor decrypted (the name is reported).
 		return sidecar
 	}
-	target, err := w.t.Readlink(dirfd, dirID, ent.name)
+	target, err := w.t.Symlinks().Readlink(tree.NewDir(dirfd, dirID, nil), ent.name)
 	if err != nil {
 		detail := fmt.Sprintf("target does not decrypt: %v", err)
 		if sidecar != "" {
@@ -52,7 +53,7 @@ func (w *walker) xattrs(fd int, objID []byte, pl place) []plainXattr {
 	if w.noXattrs {
 		return nil
 	}
-	list, bad, err := w.t.ListXattr(fd, objID)
+	list, bad, err := w.t.Xattrs().List(fd, objID)
 	if err != nil {
 		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("list xattrs: %v", err)})
 		return nil
@@ -65,7 +66,7 @@ func (w *walker) xattrs(fd int, objID []byte, pl place) []plainXattr {
 	var out []plainXattr
 	for _, name := range list {
 		w.rep.Summary.Xattrs++
-		v, err := w.t.GetXattr(fd, objID, name)
+		v, err := w.t.Xattrs().Get(fd, objID, name)
 		if err != nil {
 			w.add(Problem{Kind: KindXattrValue, CipherPath: pl.cipher, PlainPath: pl.plain,
 				Detail: fmt.Sprintf("value of xattr %q does not decrypt: %v", name, err)})

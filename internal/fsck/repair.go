@@ -54,7 +54,7 @@ func Repair(ctx context.Context, s *session.Session, before func(Fix) error) (*R
 				return out, err
 			}
 		}
-		if err := f.apply(rootfd, tr, s.Engine()); err != nil {
+		if err := f.apply(s.Backing(), rootfd, tr, s.Engine()); err != nil {
 			out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", ProblemLine(f.problem()), err))
 			continue
 		}
@@ -113,10 +113,11 @@ func (f Fix) problem() Problem {
 // (something else is writing to the vault).
 var errChanged = errors.New("fsck: entry changed since it was checked")
 
-// apply makes the change. Every step goes through directory fds below
+// apply makes the change through fsys (the session's, so that crash replay
+// and freshness see it). Every step goes through directory fds below
 // rootfd and checks that the entry is still the inode that was checked.
-func (f Fix) apply(rootfd int, t *tree.Tree, eng *core.Engine) error {
-	newID := func() ([]byte, error) { return t.NewDirID() }
+func (f Fix) apply(fsys *backing.FS, rootfd int, t *tree.Tree, eng *core.Engine) error {
+	newID := func() ([]byte, error) { return t.DirIDs().New() }
 	dirfd, err := backing.OpenDir(rootfd, f.dir)
 	if err != nil {
 		return err
@@ -131,30 +132,30 @@ func (f Fix) apply(rootfd int, t *tree.Tree, eng *core.Engine) error {
 	}
 	switch f.action {
 	case fixRemove:
-		err = backing.Unlinkat(dirfd, f.name, 0)
+		err = fsys.Unlinkat(dirfd, f.name, 0)
 	case fixRemoveDir:
-		err = removeTempDir(dirfd, f.name)
+		err = removeTempDir(fsys, dirfd, f.name)
 	case fixDirID:
-		err = writeNewDirID(dirfd, f.name, newID)
+		err = writeNewDirID(fsys, dirfd, f.name, newID)
 	case fixHeader:
-		err = rewriteHeader(dirfd, f.name, f.header)
+		err = rewriteHeader(fsys, dirfd, f.name, f.header)
 	case fixRebindDir:
 		err = rebindDir(t, dirfd, f.name, f.place)
 	case fixRebindFile:
-		err = rebindFile(eng, dirfd, f.name, f.place, f.also)
+		err = rebindFile(fsys, eng, dirfd, f.name, f.place, f.also)
 	case fixRecomputeRoot:
-		err = recomputeRoot(eng, dirfd, f.name, f.place)
+		err = recomputeRoot(fsys, eng, dirfd, f.name, f.place)
 	}
 	if err != nil {
 		return err
 	}
 	// The change is durable before the next one is made.
-	return backing.Fsync(dirfd)
+	return fsys.Fsync(dirfd)
 }
 
 // removeTempDir removes temporary directory name of dirfd, which must hold
 // nothing but (possibly) a dirid.
-func removeTempDir(dirfd int, name string) error {
+func removeTempDir(fsys *backing.FS, dirfd int, name string) error {
 	sub, err := backing.OpenSubdir(dirfd, name)
 	if err != nil {
 		return err
@@ -168,17 +169,17 @@ func removeTempDir(dirfd int, name string) error {
 		if e.Name != names.DirIDFile {
 			return fmt.Errorf("%w: %s is not empty", errChanged, name)
 		}
-		if err := backing.Unlinkat(sub, e.Name, 0); err != nil {
+		if err := fsys.Unlinkat(sub, e.Name, 0); err != nil {
 			return err
 		}
 	}
-	return backing.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+	return fsys.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
 }
 
 // writeNewDirID gives directory name of dirfd (name "" for dirfd itself,
 // the root) a new ID, after checking again that it holds no entry the old ID could
 // have named.
-func writeNewDirID(dirfd int, name string, newID func() ([]byte, error)) error {
+func writeNewDirID(fsys *backing.FS, dirfd int, name string, newID func() ([]byte, error)) error {
 	sub, err := backing.OpenDir(dirfd, name)
 	if err != nil {
 		return err
@@ -193,27 +194,27 @@ func writeNewDirID(dirfd int, name string, newID func() ([]byte, error)) error {
 			return fmt.Errorf("%w: %s holds %s", errChanged, name, e.Name)
 		}
 	}
-	if err := backing.Unlinkat(sub, names.DirIDFile, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+	if err := fsys.Unlinkat(sub, names.DirIDFile, 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return err
 	}
 	id, err := newID()
 	if err != nil {
 		return err
 	}
-	if err := backing.WriteFileAt(sub, names.DirIDFile, id, 0o400); err != nil {
+	if err := fsys.WriteFileAt(sub, names.DirIDFile, id, 0o400); err != nil {
 		return err
 	}
-	return backing.Fsync(sub)
+	return fsys.Fsync(sub)
 }
 
 // rewriteHeader writes the 36 header bytes hdr over the start of file name
 // and fsyncs it.
-func rewriteHeader(dirfd int, name string, hdr []byte) error {
+func rewriteHeader(fsys *backing.FS, dirfd int, name string, hdr []byte) error {
 	fd, _, err := backing.OpenRegular(dirfd, name, unix.O_WRONLY)
 	if err != nil {
 		return err
 	}
-	f := backing.NewFile(fd, nil)
+	f := fsys.NewFile(fd, nil)
 	defer f.Close()
 	if _, err := f.WriteAt(hdr, 0); err != nil {
 		return err

@@ -83,12 +83,12 @@ func (w *walker) verifyRoot(cf *core.File, ro core.Backing, ent entry, rootErr e
 // recomputeRoot is fixRecomputeRoot: file name of dirfd, found at p,
 // opened with v1's rules (a clean header whose root fails is re-rooted
 // too); a chunk that does not authenticate stops it.
-func recomputeRoot(eng *core.Engine, dirfd int, name string, p bind.Place) error {
+func recomputeRoot(fsys *backing.FS, eng *core.Engine, dirfd int, name string, p bind.Place) error {
 	fd, st, err := backing.OpenRegular(dirfd, name, unix.O_RDWR)
 	if err != nil {
 		return err
 	}
-	bf := backing.NewFile(fd, nil)
+	bf := fsys.NewFile(fd, nil)
 	defer bf.Close()
 	if err := eng.Reroot(bf, p); err != nil {
 		return err

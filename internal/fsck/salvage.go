@@ -29,6 +29,11 @@ func undecryptableName(bn string) string {
 	return n[:200] + "-" + hex.EncodeToString(sum[:8])
 }
 
+// salvageFS makes the salvager's changes: a nil *backing.FS, which reports
+// nothing, because the salvage tree is the user's output directory, not
+// CIPHERDIR (crash replay and freshness follow the vault only).
+func salvageFS() *backing.FS { return nil }
+
 // salvager writes the plaintext copy. All I/O in it goes through directory
 // fds of the salvage tree, as on the vault side.
 type salvager struct {
@@ -105,7 +110,7 @@ func unique(name string, create func(string) error) (string, error) {
 
 // mkdir creates a subdirectory (0700 until finishDir).
 func (s *salvager) mkdir(rep *Report, parent *destDir, name string, pl place) *destDir {
-	name, err := unique(name, func(n string) error { return backing.Mkdirat(parent.fd, n, 0o700) })
+	name, err := unique(name, func(n string) error { return salvageFS().Mkdirat(parent.fd, n, 0o700) })
 	rel := joinCipher(parent.rel, name)
 	if err != nil {
 		s.fail(rep, rel, "mkdir", err)
@@ -125,7 +130,7 @@ func (s *salvager) createFile(rep *Report, parent *destDir, name string, pl plac
 	fd := -1
 	name, err := unique(name, func(n string) error {
 		var err error
-		fd, err = backing.Openat(parent.fd, n, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		fd, err = salvageFS().Openat(parent.fd, n, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 		return err
 	})
 	rel := joinCipher(parent.rel, name)
@@ -176,7 +181,7 @@ func (s *salvager) finishFile(rep *Report, d *destFile, size int64, st unix.Stat
 // setAttrs copies xattrs, owner, mode and times to the open fd.
 func (s *salvager) setAttrs(rep *Report, fd int, rel string, st unix.Stat_t, xs []plainXattr) {
 	for _, x := range xs {
-		if err := backing.Fsetxattr(fd, x.name, x.value, 0); err != nil {
+		if err := salvageFS().Fsetxattr(fd, x.name, x.value, 0); err != nil {
 			s.fail(rep, rel, "setxattr "+x.name, err)
 		}
 	}
@@ -202,7 +207,7 @@ func (s *salvager) setAttrs(rep *Report, fd int, rel string, st unix.Stat_t, xs 
 func (s *salvager) finishDir(rep *Report, d *destDir, st unix.Stat_t, xs []plainXattr) {
 	if d.rel == "." {
 		for _, x := range xs {
-			if err := backing.Fsetxattr(d.fd, x.name, x.value, 0); err != nil {
+			if err := salvageFS().Fsetxattr(d.fd, x.name, x.value, 0); err != nil {
 				s.fail(rep, d.rel, "setxattr "+x.name, err)
 			}
 		}
@@ -227,7 +232,7 @@ func (s *salvager) link(rep *Report, first string, parent *destDir, name string,
 
 // symlink writes a decrypted symlink.
 func (s *salvager) symlink(rep *Report, parent *destDir, name, target string, st unix.Stat_t, pl place) {
-	name, err := unique(name, func(n string) error { return backing.Symlinkat(target, parent.fd, n) })
+	name, err := unique(name, func(n string) error { return salvageFS().Symlinkat(target, parent.fd, n) })
 	rel := joinCipher(parent.rel, name)
 	if err != nil {
 		s.fail(rep, rel, "symlink", err)
@@ -239,7 +244,7 @@ func (s *salvager) symlink(rep *Report, parent *destDir, name, target string, st
 
 // node recreates a fifo, socket or device node.
 func (s *salvager) node(rep *Report, parent *destDir, name string, st unix.Stat_t, pl place) {
-	name, err := unique(name, func(n string) error { return backing.Mknodat(parent.fd, n, st.Mode, st.Rdev) })
+	name, err := unique(name, func(n string) error { return salvageFS().Mknodat(parent.fd, n, st.Mode, st.Rdev) })
 	rel := joinCipher(parent.rel, name)
 	if err != nil {
 		s.fail(rep, rel, "mknod", err)
@@ -278,7 +283,7 @@ func (s *salvager) writeReport(rep *Report) error {
 	fd := -1
 	name, err := unique(SalvageReportName, func(n string) error {
 		var err error
-		fd, err = backing.Openat(s.root.fd, n, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		fd, err = salvageFS().Openat(s.root.fd, n, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 		return err
 	})
 	if err != nil {

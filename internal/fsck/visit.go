@@ -88,7 +88,7 @@ func (w *walker) enterDir(wd *tree.WalkDir) (bool, error) {
 	for _, e := range wd.Ents {
 		d.present[e.Name] = true
 	}
-	d.alts, d.badAlts = w.t.AltDirIDsAt(wd.Fd, wd.Ents, w.dirPlace(d.bp))
+	d.alts, d.badAlts = w.t.DirIDs().Alts(tree.NewDir(wd.Fd, nil, w.dirPlace(d.bp)), wd.Ents)
 	d.usedLinkSidecars = make(map[string]bool)
 	return true, nil
 }

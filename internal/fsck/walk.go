@@ -125,10 +125,10 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, bp *bind.Place, alts []tree.
 			return
 		}
 	}
-	n, err := w.t.DecryptName(dirfd, dirID, bn)
+	n, err := w.t.DecryptName(tree.NewDir(dirfd, dirID, nil), bn)
 	if err != nil && len(alts) > 0 {
 		// Made under a conflicting directory ID: shown as a conflict copy.
-		if an, ok := w.t.DecryptAlt(dirfd, alts, bn); ok {
+		if an, ok := w.t.DecryptAlt(tree.NewDir(dirfd, nil, nil), alts, bn); ok {
 			n, err = an, nil
 		}
 	}
@@ -145,7 +145,7 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, bp *bind.Place, alts []tree.
 			// hidden behind another entry of its name is a problem.
 			p := Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
 				Detail: fmt.Sprintf("copy of %q with a suffix added by a sync tool (sync conflict); read-only until renamed", n.Orig)}
-			if r, _, err := w.t.ResolveAt(dirfd, dirID, w.dirPlace(bp), n.Plain, false); err != nil || r.Backing != bn {
+			if r, _, err := w.t.Resolve(tree.NewDir(dirfd, dirID, w.dirPlace(bp)), n.Plain, false); err != nil || r.Backing != bn {
 				ent.shadowed = true
 				p.Detail = fmt.Sprintf("copy of %q with a suffix added by a sync tool, hidden: another entry is shown under the same name", n.Orig)
 				w.add(p)

@@ -2,6 +2,7 @@ package session
 
 import (
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
 // CheckMasterKey tells whether the session's master key is the vault's: a
@@ -16,11 +17,11 @@ func (s *Session) CheckMasterKey() (checked bool, err error) {
 		return false, err
 	}
 	defer backing.Close(rootfd)
-	dirID, err := s.tree.ReadRootDirID(rootfd)
+	dirID, err := s.tree.DirIDs().ReadRoot(rootfd)
 	if err != nil {
 		return false, err
 	}
-	ents, bad, err := s.tree.List(rootfd, dirID)
+	ents, bad, err := s.tree.List(tree.NewDir(rootfd, dirID, nil))
 	if err != nil {
 		return false, err
 	}

@@ -116,7 +116,7 @@ func (s *Session) initRoot() error {
 		return err
 	}
 	defer backing.Close(rootfd)
-	if _, err := s.tree.InitRoot(rootfd); err != nil {
+	if _, err := s.tree.DirIDs().InitRoot(rootfd); err != nil {
 		return err
 	}
 	return nil

@@ -141,7 +141,7 @@ func (s *Session) addEpochs(chain [][]byte) error {
 		}
 	}()
 	e := uint32(len(chain))
-	if err := s.tree.SetEpochs(eps, e); err != nil {
+	if err := s.tree.Epochs().Set(eps, e); err != nil {
 		return err
 	}
 	return suite.SetEpoch(e)

@@ -4,6 +4,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/config"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 	"github.com/encryptfs/encryptfs/internal/fresh"
+	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
 // newFresh is New with freshness (Options.Freshness, which withParams
@@ -61,15 +62,15 @@ func freshReader(s *Session) fresh.Reader {
 			return id, h.Gen, nil
 		},
 		Name: func(dirfd int, dirID []byte, b string) (string, error) {
-			n, err := s.tree.DecryptName(dirfd, dirID, b)
-			if err != nil && s.tree.DirEpoch(dirID) == 0 {
+			n, err := s.tree.DecryptName(tree.NewDir(dirfd, dirID, nil), b)
+			if err != nil && s.tree.Epochs().Of(dirID) == 0 {
 				// A directory of an epoch ≥ 1 (§3b) the session has
 				// not opened yet: its names are under its epoch's
 				// key, which the tree picks once it has read the ID
-				// file (ReadDirIDUnchecked notes the epoch). Only on
+				// file (DirIDs.ReadUnchecked notes the epoch). Only on
 				// failure: epoch-0 directories cost nothing more.
-				if _, _, rerr := s.tree.ReadDirIDUnchecked(dirfd); rerr == nil && s.tree.DirEpoch(dirID) != 0 {
-					n, err = s.tree.DecryptName(dirfd, dirID, b)
+				if _, _, rerr := s.tree.DirIDs().ReadUnchecked(dirfd); rerr == nil && s.tree.Epochs().Of(dirID) != 0 {
+					n, err = s.tree.DecryptName(tree.NewDir(dirfd, dirID, nil), b)
 				}
 			}
 			return n.Plain, err

@@ -12,6 +12,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/fault"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
 // ErrForgedConfig: an age slot opened, but the master key it gave does not
@@ -113,7 +114,7 @@ func (s *Session) checkAgeKey() (KeyCheck, error) {
 		return 0, err
 	}
 	defer backing.Close(rootfd)
-	dirID, err := s.tree.ReadRootDirID(rootfd)
+	dirID, err := s.tree.DirIDs().ReadRoot(rootfd)
 	if errors.Is(err, bind.ErrMisplaced) {
 		// With location binding the root's ID file is bound under the
 		// real key: a key that does not verify it is not the vault's.
@@ -124,7 +125,7 @@ func (s *Session) checkAgeKey() (KeyCheck, error) {
 	if err != nil {
 		return 0, err
 	}
-	ents, bad, err := s.tree.List(rootfd, dirID)
+	ents, bad, err := s.tree.List(tree.NewDir(rootfd, dirID, nil))
 	if err != nil {
 		return 0, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crashsim"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
+	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
 var keyfileBytes = []byte("session test keyfile, random enough")
@@ -486,7 +487,7 @@ func addBoundRootFile(t *testing.T, s *Session, name string) {
 		t.Fatal(err)
 	}
 	defer backing.Close(rootfd)
-	id, err := s.Tree().ReadRootDirID(rootfd)
+	id, err := s.Tree().DirIDs().ReadRoot(rootfd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +495,7 @@ func addBoundRootFile(t *testing.T, s *Session, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fd, err := s.Tree().Create(rootfd, n, 0, 0o600)
+	fd, err := s.Tree().Create(tree.NewDir(rootfd, nil, nil), n, 0, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestParamsTurnBindingOn(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer backing.Close(rootfd)
-			if _, err := s.Tree().ReadRootDirID(rootfd); err != nil {
+			if _, err := s.Tree().DirIDs().ReadRoot(rootfd); err != nil {
 				t.Fatalf("root ID: %v", err)
 			}
 		})

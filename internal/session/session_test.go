@@ -15,6 +15,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,7 +53,7 @@ func addRootFile(t *testing.T, s *Session, name string) {
 		t.Fatal(err)
 	}
 	defer backing.Close(rootfd)
-	id, err := s.Tree().ReadDirID(rootfd)
+	id, err := s.Tree().DirIDs().Read(rootfd, bind.Place{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func addRootFile(t *testing.T, s *Session, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fd, err := s.Tree().Create(rootfd, n, 0, 0o600)
+	fd, err := s.Tree().Create(tree.NewDir(rootfd, nil, nil), n, 0, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,16 +289,16 @@ func TestCloseWipesBinder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer backing.Close(rootfd)
-	if _, err := s.Tree().InitRoot(rootfd); err != nil {
+	if _, err := s.Tree().DirIDs().InitRoot(rootfd); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Tree().ReadRootDirID(rootfd); err != nil {
+	if _, err := s.Tree().DirIDs().ReadRoot(rootfd); err != nil {
 		t.Fatalf("before Close: %v", err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Tree().ReadRootDirID(rootfd); !errors.Is(err, bind.ErrWiped) {
+	if _, err := s.Tree().DirIDs().ReadRoot(rootfd); !errors.Is(err, bind.ErrWiped) {
 		t.Fatalf("after Close: %v, want bind.ErrWiped", err)
 	}
 }

@@ -65,40 +65,27 @@ func IsAltDirIDName(b string) bool {
 	return ok
 }
 
-// AltDirIDs reads the conflict copies of the ID file among the backing
-// entries ents of directory dirfd (List and fsck both list the directory
+// Alts reads the conflict copies of the ID file among the backing
+// entries ents of directory d (List and fsck both list the directory
 // first). It returns the valid ones, and the backing names of the copies
 // that are unreadable or not an ID, which are left out (fsck reports
-// them). With location binding it is AltDirIDsAt without a place: no copy
-// is valid.
-func (t *Tree) AltDirIDs(dirfd int, ents []backing.Dirent) (alts []AltDirID, invalid []string) {
-	return t.AltDirIDsAt(dirfd, ents, nil)
-}
-
-// DirPlace returns the place of a directory (its parent's ID and its full
-// encrypted name; RootPlace for the root), with location binding. It is
-// called only when a conflict copy of the directory's ID file is found,
-// which is rare: callers compute the place lazily. nil: not known.
-type DirPlace func() (bind.Place, error)
-
-// AltDirIDsAt is AltDirIDs for the directory at place. With location
-// binding a conflict copy is a v2 ID file like the winner's, made on the
-// other side for the same directory name in the same parent, so it is
-// bound to the same place: a copy not bound to the directory's place is
-// invalid (a copy planted from another directory would otherwise make its
-// entries readable here). Without a place every copy is invalid. A
-// directory renamed since the sync tool made the copy keeps the copy's
+// them). With location binding a conflict copy is a v2 ID file like the
+// winner's, made on the other side for the same directory name in the
+// same parent, so it is bound to the same place: a copy not bound to d's
+// place is invalid (a copy planted from another directory would otherwise
+// make its entries readable here). Without a place every copy is invalid.
+// A directory renamed since the sync tool made the copy keeps the copy's
 // old binding (a rename rebinds the winner only, to stay O(1)): its
 // losing entries are then undecryptable, until renamed back.
-func (t *Tree) AltDirIDsAt(dirfd int, ents []backing.Dirent, place DirPlace) (alts []AltDirID, invalid []string) {
+func (ids *DirIDs) Alts(d Dir, ents []backing.Dirent) (alts []AltDirID, invalid []string) {
 	var p *bind.Place
 	for _, e := range ents {
 		sfx, ok := altDirIDSuffix(e.Name)
 		if !ok {
 			continue
 		}
-		if t.bind == nil {
-			id, err := backing.ReadFileAt(dirfd, e.Name, names.DirIDSize)
+		if ids.bind == nil {
+			id, err := backing.ReadFileAt(d.fd, e.Name, names.DirIDSize)
 			if err != nil || len(id) != names.DirIDSize {
 				invalid = append(invalid, e.Name)
 				continue
@@ -106,12 +93,12 @@ func (t *Tree) AltDirIDsAt(dirfd int, ents []backing.Dirent, place DirPlace) (al
 			alts = append(alts, AltDirID{Backing: e.Name, Suffix: sfx, ID: id})
 			continue
 		}
-		if p == nil && place != nil {
-			if pl, err := place(); err == nil {
+		if p == nil && d.place != nil {
+			if pl, err := d.place(); err == nil {
 				p = &pl
 			}
 		}
-		id, err := t.readAltDirIDV2(dirfd, e.Name, p)
+		id, err := ids.readAlt(d.fd, e.Name, p)
 		if err != nil {
 			invalid = append(invalid, e.Name)
 			continue
@@ -121,9 +108,9 @@ func (t *Tree) AltDirIDsAt(dirfd int, ents []backing.Dirent, place DirPlace) (al
 	return alts, invalid
 }
 
-// readAltDirIDV2 reads conflict copy b of dirfd's v2 ID file and checks
-// that it binds its ID to p, the directory's place.
-func (t *Tree) readAltDirIDV2(dirfd int, b string, p *bind.Place) ([]byte, error) {
+// readAlt reads conflict copy b of dirfd's v2 ID file and checks that it
+// binds its ID to p, the directory's place.
+func (ids *DirIDs) readAlt(dirfd int, b string, p *bind.Place) ([]byte, error) {
 	if p == nil {
 		return nil, errNoPlace
 	}
@@ -135,17 +122,17 @@ func (t *Tree) readAltDirIDV2(dirfd int, b string, p *bind.Place) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	if err := t.checkDir(id, epoch, *p, slots); err != nil {
+	if err := ids.ep.check(id, epoch, *p, slots); err != nil {
 		return nil, err
 	}
 	return id, nil
 }
 
-// DecryptAlt decrypts backing name b of dirfd under the conflicting IDs
-// alts, as the alias "<plain><suffix>" (Orig is the plain name).
-func (t *Tree) DecryptAlt(dirfd int, alts []AltDirID, b string) (Name, bool) {
+// DecryptAlt decrypts backing name b of directory d under the conflicting
+// IDs alts, as the alias "<plain><suffix>" (Orig is the plain name).
+func (t *Tree) DecryptAlt(d Dir, alts []AltDirID, b string) (Name, bool) {
 	for _, a := range alts {
-		n, err := t.DecryptName(dirfd, a.ID, b)
+		n, err := t.DecryptName(NewDir(d.fd, a.ID, nil), b)
 		if err != nil || n.Orig != "" {
 			continue
 		}
@@ -162,29 +149,29 @@ func (t *Tree) DecryptAlt(dirfd int, alts []AltDirID, b string) (Name, bool) {
 // findAltConflicts finds the entries shown as orig+suffix that were made
 // under the conflicting IDs in the dirid copies with that suffix (either
 // form; see altDirIDSuffix).
-// With location binding a copy counts only if it is bound to the
-// directory's place (AltDirIDsAt).
-func (t *Tree) findAltConflicts(dirfd int, place DirPlace, orig, suffix string) []Name {
+// With location binding a copy counts only if it is bound to d's place
+// (DirIDs.Alts).
+func (t *Tree) findAltConflicts(d Dir, orig, suffix string) []Name {
 	var found []Name
 	var p *bind.Place
 	for _, b := range altDirIDNames(suffix) {
 		var id []byte
 		var err error
 		if t.bind == nil {
-			id, err = backing.ReadFileAt(dirfd, b, names.DirIDSize)
+			id, err = backing.ReadFileAt(d.fd, b, names.DirIDSize)
 			if err == nil && len(id) != names.DirIDSize {
 				err = ErrCorruptDir
 			}
 		} else {
-			if p == nil && place != nil {
-				if _, serr := backing.Fstatat(dirfd, b); serr != nil {
+			if p == nil && d.place != nil {
+				if _, serr := backing.Fstatat(d.fd, b); serr != nil {
 					continue // no such copy: the place is not needed
 				}
-				if pl, perr := place(); perr == nil {
+				if pl, perr := d.place(); perr == nil {
 					p = &pl
 				}
 			}
-			id, err = t.readAltDirIDV2(dirfd, b, p)
+			id, err = t.ids.readAlt(d.fd, b, p)
 		}
 		if err != nil {
 			continue
@@ -193,7 +180,7 @@ func (t *Tree) findAltConflicts(dirfd int, place DirPlace, orig, suffix string) 
 		if err != nil {
 			continue
 		}
-		if n, ok := t.DecryptAlt(dirfd, []AltDirID{{Backing: b, Suffix: suffix, ID: id}}, on.Backing); ok && n.Orig == orig {
+		if n, ok := t.DecryptAlt(d, []AltDirID{{Backing: b, Suffix: suffix, ID: id}}, on.Backing); ok && n.Orig == orig {
 			found = append(found, n)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"golang.org/x/sys/unix"
 )
@@ -26,6 +27,19 @@ import (
 // fifos and device nodes have nothing to rebind (a symlink's target is
 // re-encrypted for its new place, as in v1).
 
+// rebinder is the part of a Tree that owns the rule above: an object
+// renamed or linked is bound to its new place, durably, before its entry
+// moves, and loses its old binding only once the move is durable. It
+// rewrites directory ID files (DirIDs) and file headers (through files,
+// the door's open-file table, or opened here). Without binding it does
+// nothing.
+type rebinder struct {
+	fs    *backing.FS
+	bind  *Binding // nil: no binding, nothing to do
+	files FileSource
+	ids   *DirIDs
+}
+
 // rebind is step 1 for one object; finish is step 3, or with ok false
 // only releases what step 1 holds (the rename failed: the object stays
 // bound to both places, valid where it is).
@@ -36,17 +50,17 @@ type rebind struct {
 // noRebind is the rebind of an object with nothing to bind.
 var noRebind = rebind{finish: func(bool) error { return nil }}
 
-// beginRebind binds the object at from (backing stat st) to place to as
+// begin binds the object at from (backing stat st) to place to as
 // well. The object must be bound to from (bind.ErrMisplaced otherwise): a
 // rename never launders misplaced contents into a valid place.
-func (t *Tree) beginRebind(dirfd int, n Name, st *unix.Stat_t, from, to bind.Place, keepFree int) (rebind, error) {
+func (r *rebinder) begin(dirfd int, n Name, st *unix.Stat_t, from, to bind.Place, keepFree int) (rebind, error) {
 	switch {
-	case t.bind == nil:
+	case r.bind == nil:
 		return noRebind, nil
 	case isDir(*st):
-		return t.beginRebindDir(dirfd, n, st, from, to)
+		return r.beginDir(dirfd, n, st, from, to)
 	case st.Mode&unix.S_IFMT == unix.S_IFREG:
-		f, release, err := t.openFile(dirfd, n.Backing, from)
+		f, release, err := r.openFile(dirfd, n.Backing, from)
 		if err != nil {
 			return rebind{}, err
 		}
@@ -93,9 +107,9 @@ func keepTimes(dirfd int, name string, st *unix.Stat_t) (func(), error) {
 	}, nil
 }
 
-// beginRebindDir is beginRebind for a directory (backing stat st): its ID
+// beginDir is begin for a directory (backing stat st): its ID
 // file gets the new place's binding beside the old one.
-func (t *Tree) beginRebindDir(dirfd int, n Name, st *unix.Stat_t, from, to bind.Place) (rebind, error) {
+func (r *rebinder) beginDir(dirfd int, n Name, st *unix.Stat_t, from, to bind.Place) (rebind, error) {
 	sub, err := backing.OpenSubdir(dirfd, n.Backing)
 	if err != nil {
 		return rebind{}, err
@@ -104,23 +118,23 @@ func (t *Tree) beginRebindDir(dirfd int, n Name, st *unix.Stat_t, from, to bind.
 		backing.Close(sub)
 		return rebind{}, err
 	}
-	id, epoch, slots, err := t.readDirIDV2(sub)
+	id, epoch, slots, err := r.ids.readV2(sub)
 	if err != nil {
 		return fail(err)
 	}
-	if err := t.checkDir(id, epoch, from, slots); err != nil {
+	if err := r.ids.ep.check(id, epoch, from, slots); err != nil {
 		return fail(fmt.Errorf("tree: directory ID: %w", err))
 	}
 	keep, err := keepTimes(sub, ".", st)
 	if err != nil {
 		return fail(err)
 	}
-	if err := t.replaceDirIDFile(sub, t.dirIDFile(id, epoch, to, &from)); err != nil {
+	if err := r.ids.replaceFile(sub, r.ids.file(id, epoch, to, &from)); err != nil {
 		keep()
 		return fail(err)
 	}
 	// The new binding must be durable before the rename can be.
-	if err := t.fs.Fsync(sub); err != nil {
+	if err := r.fs.Fsync(sub); err != nil {
 		keep()
 		return fail(err)
 	}
@@ -130,69 +144,86 @@ func (t *Tree) beginRebindDir(dirfd int, n Name, st *unix.Stat_t, from, to bind.
 		if !ok {
 			return nil
 		}
-		return t.replaceDirIDFile(sub, t.dirIDFile(id, epoch, to, nil))
+		return r.ids.replaceFile(sub, r.ids.file(id, epoch, to, nil))
 	}}, nil
 }
 
-// LinkIn makes newN in newfd (directory ID newID) a hard link to oldN in
-// oldfd (directory ID oldID), as Link. With location binding the file
-// first gets the new name's binding, durably: in a header slot while one
-// stays free for renames (two names), else in the file's links file in the
-// root (core/links.go; a write and an fsync of the root per link).
-// core.ErrTooManyLinks (EMLINK) beyond bind.MaxLinks names.
-func (t *Tree) LinkIn(oldfd int, oldID []byte, oldN Name, newfd int, newID []byte, newN Name) error {
-	if t.bind == nil {
-		return t.Link(oldfd, oldN, newfd, newN)
+// beginDropReplaced prepares step 3 for a regular file that a rename
+// replaces at place p (newN in newfd, backing stat st) but that lives on
+// under other names (link count ≥ 2): once the rename is durable, p's
+// binding is dropped from its header or links file, as an unlink of p
+// does (Tree.Unlink). Without it the replaced contents would stay bound to p,
+// and the storage could put their backing file back under p's name and
+// have it read (issue 18, L4). The file is opened (and its binding to p
+// checked) before the rename, while p still names it. A file that does not
+// open at p (not bound to p, a damaged header) has no valid binding to p
+// to drop, and does not stop the rename; a drop that fails after the
+// rename leaves a stale binding, as a crash between steps 2 and 3 does
+// (fsck's stale-binding).
+func (r *rebinder) beginDropReplaced(newfd int, newN Name, st *unix.Stat_t, p bind.Place) rebind {
+	if r.bind == nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+		return noRebind
 	}
-	st, err := backing.Fstatat(oldfd, oldN.Backing)
+	f, release, err := r.openFile(newfd, newN.Backing, p)
 	if err != nil {
-		return err
+		return noRebind
 	}
-	if isLink(st) {
-		return ErrNotPermitted
-	}
-	rb, err := t.beginRebind(oldfd, oldN, &st, t.Place(oldID, oldN), t.Place(newID, newN), 1)
+	keep, err := keepTimes(newfd, newN.Backing, st)
 	if err != nil {
-		return err
+		release()
+		return noRebind
 	}
-	// The old name keeps its binding: finish only releases the file.
-	defer rb.finish(false)
-	return t.link(oldfd, oldN, newfd, newN)
+	return rebind{finish: func(ok bool) error {
+		var err error
+		if ok {
+			err = f.DropBinding(p)
+		}
+		keep()
+		return errors.Join(err, release())
+	}}
 }
 
-// UnlinkIn is UnlinkType for a caller that knows the directory's ID: with
-// location binding, removing one of a file's several names also drops that
-// name's binding once the unlink is durable (else the binding would stay,
-// and the name's place would stay valid for the contents). The last name
-// of a file is removed without opening it: its header and links file (if
-// it has one: only after a crash left a stale binding) are not touched,
-// and a links file left so is fsck's orphan-links.
-func (t *Tree) UnlinkIn(dirfd int, dirID []byte, n Name, mode uint32) error {
-	if t.bind == nil || mode != 0 && mode != unix.S_IFREG {
-		return t.UnlinkType(dirfd, n, mode)
+// finishAll is step 3 of bound_rename.go for the objects of a rename
+// between dirfds: the rename is made durable first, then the old bindings
+// go. The rename has happened by then, and a rename that returns an error
+// must not have taken effect, so nothing here fails it (TestFaultyBacking
+// found a failed fsync reported as a failed rename, the file then gone
+// from both names in the kernel's cache). A failed fsync leaves the old
+// bindings (the rename may not be durable: the object stays valid at
+// both places), a failed drop leaves its binding: what a crash between
+// steps 2 and 3 leaves, fsck's stale-binding, which --repair drops. A
+// failing disk is reported by the next fsync of the file or directory.
+func (r *rebinder) finishAll(dirfds []int, rbs ...rebind) {
+	if r.bind == nil {
+		return
 	}
-	st, err := backing.Fstatat(dirfd, n.Backing)
-	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
-		return t.UnlinkType(dirfd, n, mode)
+	durable := true
+	for _, fd := range dirfds {
+		if r.fs.Fsync(fd) != nil {
+			durable = false
+			break
+		}
 	}
-	p := t.Place(dirID, n)
-	f, release, err := t.openFile(dirfd, n.Backing, p)
+	for _, rb := range rbs {
+		rb.finish(durable)
+	}
+}
+
+// openFile returns the File of regular file backingName in dirfd found at
+// p, through the FileSource or, without one, opened here.
+func (r *rebinder) openFile(dirfd int, backingName string, p bind.Place) (*core.File, func() error, error) {
+	if r.files != nil {
+		return r.files(dirfd, backingName, p)
+	}
+	fd, _, err := backing.OpenRegular(dirfd, backingName, unix.O_RDWR)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer release()
-	keep, err := keepTimes(dirfd, n.Backing, &st)
+	bf := r.fs.NewFile(fd, nil)
+	f, err := r.bind.Engine.OpenAt(bf, p)
 	if err != nil {
-		return err
+		bf.Close()
+		return nil, nil, err
 	}
-	defer keep()
-	if err := t.UnlinkType(dirfd, n, unix.S_IFREG); err != nil {
-		return err
-	}
-	// The unlink has happened: as in finishRebind, what fails after it
-	// leaves a stale binding, not a failed unlink.
-	if t.fs.Fsync(dirfd) == nil {
-		f.DropBinding(p)
-	}
-	return nil
+	return f, func() error { return errors.Join(f.Close(), bf.Close()) }, nil
 }

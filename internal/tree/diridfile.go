@@ -19,7 +19,7 @@ const (
 
 // DirIDFile is an encryptfs.dirid as stored, split but not checked: the
 // bindings of a v2 file are MACs the tree checks at the directory's
-// place (ReadDirIDAt).
+// place (DirIDs.Read).
 type DirIDFile struct {
 	ID       []byte // the directory ID (16 bytes)
 	V2       bool   // the bound form
@@ -51,8 +51,8 @@ func ParseDirIDFile(b []byte) (DirIDFile, error) {
 const maxDirIDFileRead = 4096
 
 // DirIDRead is a directory's ID file as read raw, once (ReadDirIDFile):
-// its bytes, or why it could not be read. The tree's checks (DirIDOf,
-// DirIDOfUnchecked) and ParseDirIDFile work on it, so that a walk reads
+// its bytes, or why it could not be read. The tree's checks (DirIDs.Of,
+// DirIDs.OfUnchecked) and ParseDirIDFile work on it, so that a walk reads
 // each ID file once however many of them look at it.
 type DirIDRead struct {
 	Raw []byte
@@ -81,56 +81,6 @@ func checkedFile(r DirIDRead, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("tree: read %s: %w", names.DirIDFile, err)
 	}
 	return r.Raw, nil
-}
-
-// DirIDOf is ReadDirIDAt of an ID file read already (r): the directory's
-// ID, checked to be bound to p with binding.
-func (t *Tree) DirIDOf(r DirIDRead, p bind.Place) ([]byte, error) {
-	raw, err := checkedFile(r, t.dirIDFileSize())
-	if err != nil {
-		return nil, err
-	}
-	if t.bind == nil {
-		return dirIDV1(raw)
-	}
-	id, epoch, slots, err := parseDirIDV2(raw)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.checkDir(id, epoch, p, slots); err != nil {
-		return nil, fmt.Errorf("tree: directory ID: %w", err)
-	}
-	return id, nil
-}
-
-// DirIDOfUnchecked is ReadDirIDUnchecked of an ID file read already (r).
-func (t *Tree) DirIDOfUnchecked(r DirIDRead) (id []byte, bindings int, err error) {
-	raw, err := checkedFile(r, t.dirIDFileSize())
-	if err != nil {
-		return nil, 0, err
-	}
-	if t.bind == nil {
-		id, err := dirIDV1(raw)
-		return id, 0, err
-	}
-	id, epoch, slots, err := parseDirIDV2(raw)
-	if err != nil {
-		return nil, 0, err
-	}
-	// Unchecked: fsck reads names under the directory's epoch even where
-	// it is misplaced. An epoch without keys is a corrupt ID file. Only a
-	// hint (epoch.go): it decrypts names of an ID no verified ID file has
-	// spoken for, and never picks the key a new name is encrypted with.
-	if !t.known(epoch) {
-		return nil, 0, fmt.Errorf("%w: master-key epoch %d has no key here", ErrCorruptDir, epoch)
-	}
-	t.hintEpoch(id, epoch)
-	for _, s := range slots {
-		if !s.IsZero() {
-			bindings++
-		}
-	}
-	return id, bindings, nil
 }
 
 // dirIDV1 checks a v1 ID file: the bare 16-byte ID.

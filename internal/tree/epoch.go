@@ -32,7 +32,11 @@ type Epoch struct {
 	Binder *bind.Binder
 }
 
-// dirEpochs is the tree's epoch state: the names ciphers of epochs 1..,
+// Epochs is the part of a Tree that owns one rule: which key a
+// directory's names and its ID file's bindings are under is the epoch its
+// verified ID file records (or the current one, for a directory made
+// here), never one that an unverified file suggests. It holds the names
+// ciphers and binders of epochs 1.. (epoch 0's are base and baseBinder),
 // the epoch of new directories, and the epochs of the directories seen
 // (by ID; none in a vault without epochs).
 // Why a map: the tree passes directory IDs, not ID files, to the name
@@ -41,29 +45,31 @@ type Epoch struct {
 // 50 bytes) per directory used while mounted, in a vault with epochs.
 //
 // Why two maps (issue 18, I5): only an ID file whose bindings verified
-// (checkDir) or that the tree wrote itself may say which key encrypts a
-// directory's names (dir). An unbound ID file (ReadDirIDUnchecked: fsck
+// (check) or that the tree wrote itself may say which key encrypts a
+// directory's names (dir). An unbound ID file (DirIDs.ReadUnchecked: fsck
 // walking a misplaced directory, freshness naming a path for a report)
 // gives a hint, used only to decrypt names, only for an ID that no
 // verified file has spoken for, and never to encrypt one: else the
 // storage could plant a copy of a directory's ID file with an older epoch
 // anywhere the walk reads it, and names added to the real directory
 // afterwards would be under that epoch's key, which a revoked holder has.
-type dirEpochs struct {
-	names   []*names.Cipher // [i]: epoch i+1
-	binders []*bind.Binder
-	current uint32
+type Epochs struct {
+	base       *names.Cipher   // epoch 0's names cipher
+	baseBinder *bind.Binder    // epoch 0's binder; nil without location binding
+	names      []*names.Cipher // [i]: epoch i+1
+	binders    []*bind.Binder
+	current    uint32
 
 	mu   sync.RWMutex
 	dir  map[[names.DirIDSize]byte]uint32 // verified (or made here)
 	hint map[[names.DirIDSize]byte]uint32 // unverified, ≥ 1, not in dir
 }
 
-// SetEpochs gives a bound tree the keys of epochs 1..len(epochs) and
+// Set gives a bound tree the keys of epochs 1..len(epochs) and
 // makes current (≤ len(epochs)) the epoch of new directories. Call it
 // before the tree is used.
-func (t *Tree) SetEpochs(epochs []Epoch, current uint32) error {
-	if t.bind == nil {
+func (ep *Epochs) Set(epochs []Epoch, current uint32) error {
+	if ep.baseBinder == nil {
 		return fmt.Errorf("tree: epochs need location binding")
 	}
 	if uint64(current) > uint64(len(epochs)) {
@@ -74,113 +80,113 @@ func (t *Tree) SetEpochs(epochs []Epoch, current uint32) error {
 		if err != nil {
 			return fmt.Errorf("tree: names: %w", err)
 		}
-		t.ep.names = append(t.ep.names, c)
-		t.ep.binders = append(t.ep.binders, e.Binder)
+		ep.names = append(ep.names, c)
+		ep.binders = append(ep.binders, e.Binder)
 	}
-	t.ep.current = current
+	ep.current = current
 	return nil
 }
 
 // known reports whether the tree has the keys of epoch e.
-func (t *Tree) known(e uint32) bool { return uint64(e) <= uint64(len(t.ep.names)) }
+func (ep *Epochs) known(e uint32) bool { return uint64(e) <= uint64(len(ep.names)) }
 
-// dirBinder is the binder of directories of epoch e (known(e)).
-func (t *Tree) dirBinder(e uint32) *bind.Binder {
+// binder is the binder of directories of epoch e (known(e)).
+func (ep *Epochs) binder(e uint32) *bind.Binder {
 	if e == 0 {
-		return t.bind.Binder
+		return ep.baseBinder
 	}
-	return t.ep.binders[e-1]
+	return ep.binders[e-1]
 }
 
-// checkDir checks a v2 ID file's bindings (id at p, in epoch e) and notes
+// check checks a v2 ID file's bindings (id at p, in epoch e) and notes
 // the directory's epoch. An epoch without keys fails like a wrong binding.
-func (t *Tree) checkDir(id []byte, e uint32, p bind.Place, slots []bind.Binding) error {
-	if !t.known(e) {
+func (ep *Epochs) check(id []byte, e uint32, p bind.Place, slots []bind.Binding) error {
+	if !ep.known(e) {
 		return fmt.Errorf("%w: its master-key epoch %d has no key here", bind.ErrMisplaced, e)
 	}
-	if err := t.dirBinder(e).Check(bind.KindDir, id, p, slots); err != nil {
+	if err := ep.binder(e).Check(bind.KindDir, id, p, slots); err != nil {
 		return err
 	}
-	t.noteEpoch(id, e)
+	ep.note(id, e)
 	return nil
 }
 
-// noteEpoch records that directory id is of epoch e, from an ID file
+// note records that directory id is of epoch e, from an ID file
 // whose bindings verified or that the tree made: it replaces any hint.
 // Epoch 0 is noted too once the tree has epochs (so that no later hint
 // speaks for the directory); a vault without epochs keeps no entry.
-func (t *Tree) noteEpoch(id []byte, e uint32) {
-	if len(id) != names.DirIDSize || e == 0 && len(t.ep.names) == 0 {
+func (ep *Epochs) note(id []byte, e uint32) {
+	if len(id) != names.DirIDSize || e == 0 && len(ep.names) == 0 {
 		return
 	}
 	k := [names.DirIDSize]byte(id)
-	t.ep.mu.Lock()
-	defer t.ep.mu.Unlock()
-	if t.ep.dir == nil {
-		t.ep.dir = map[[names.DirIDSize]byte]uint32{}
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.dir == nil {
+		ep.dir = map[[names.DirIDSize]byte]uint32{}
 	}
-	t.ep.dir[k] = e
-	delete(t.ep.hint, k)
+	ep.dir[k] = e
+	delete(ep.hint, k)
 }
 
-// hintEpoch records that an unverified ID file says directory id is of
+// addHint records that an unverified ID file says directory id is of
 // epoch e: used to decrypt its names while no verified file has spoken
-// for id (see dirEpochs), never to encrypt.
-func (t *Tree) hintEpoch(id []byte, e uint32) {
+// for id (see Epochs), never to encrypt.
+func (ep *Epochs) addHint(id []byte, e uint32) {
 	if len(id) != names.DirIDSize {
 		return
 	}
 	k := [names.DirIDSize]byte(id)
-	t.ep.mu.Lock()
-	defer t.ep.mu.Unlock()
-	if _, noted := t.ep.dir[k]; noted {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if _, noted := ep.dir[k]; noted {
 		return
 	}
 	if e == 0 {
-		delete(t.ep.hint, k)
+		delete(ep.hint, k)
 		return
 	}
-	if t.ep.hint == nil {
-		t.ep.hint = map[[names.DirIDSize]byte]uint32{}
+	if ep.hint == nil {
+		ep.hint = map[[names.DirIDSize]byte]uint32{}
 	}
-	t.ep.hint[k] = e
+	ep.hint[k] = e
 }
 
-// dirEpoch is the epoch of directory id (0 if not noted): the verified
+// of is the epoch of directory id (0 if not noted): the verified
 // one, and with hinted, else the hint.
-func (t *Tree) dirEpoch(id []byte, hinted bool) uint32 {
+func (ep *Epochs) of(id []byte, hinted bool) uint32 {
 	if len(id) != names.DirIDSize {
 		return 0
 	}
 	k := [names.DirIDSize]byte(id)
-	t.ep.mu.RLock()
-	defer t.ep.mu.RUnlock()
-	if e, ok := t.ep.dir[k]; ok || !hinted {
+	ep.mu.RLock()
+	defer ep.mu.RUnlock()
+	if e, ok := ep.dir[k]; ok || !hinted {
 		return e
 	}
-	return t.ep.hint[k]
+	return ep.hint[k]
 }
 
 // namesOf is the names cipher that decrypts the names of directory dirID:
 // its epoch's (a hint where no verified ID file has spoken).
-func (t *Tree) namesOf(dirID []byte) *names.Cipher {
-	return t.namesOfEpoch(t.dirEpoch(dirID, true))
+func (ep *Epochs) namesOf(dirID []byte) *names.Cipher {
+	return ep.namesOfEpoch(ep.of(dirID, true))
 }
 
 // namesToEncrypt is the names cipher that encrypts a new name in
 // directory dirID: its verified epoch's only.
-func (t *Tree) namesToEncrypt(dirID []byte) *names.Cipher {
-	return t.namesOfEpoch(t.dirEpoch(dirID, false))
+func (ep *Epochs) namesToEncrypt(dirID []byte) *names.Cipher {
+	return ep.namesOfEpoch(ep.of(dirID, false))
 }
 
-func (t *Tree) namesOfEpoch(e uint32) *names.Cipher {
+func (ep *Epochs) namesOfEpoch(e uint32) *names.Cipher {
 	if e != 0 {
-		return t.ep.names[e-1]
+		return ep.names[e-1]
 	}
-	return t.names
+	return ep.base
 }
 
-// DirEpoch is the master-key epoch whose names key decrypts directory
+// Of is the master-key epoch whose names key decrypts directory
 // dirID's names, as noted when its ID file was read or written (0 without
 // epochs): the verified one, else an unverified hint.
-func (t *Tree) DirEpoch(dirID []byte) uint32 { return t.dirEpoch(dirID, true) }
+func (ep *Epochs) Of(dirID []byte) uint32 { return ep.of(dirID, true) }

@@ -27,12 +27,12 @@ func (b *boundTree) withEpochs(t *testing.T) {
 		must(t, err)
 		eps = append(eps, Epoch{Names: k.Names, Binder: binder})
 	}
-	must(t, b.SetEpochs(eps, 2))
+	must(t, b.Epochs().Set(eps, 2))
 }
 
 // TestUncheckedDirIDEpoch (issue 18, I5): an unbound directory ID file
 // (the storage's copy of a real directory's, with an older epoch, planted
-// in a directory of its own) read by ReadDirIDUnchecked (fsck, the names
+// in a directory of its own) read by DirIDs.ReadUnchecked (fsck, the names
 // freshness reports) does not change which key encrypts the names of the
 // real directory, nor which decrypts them: only its verified ID file
 // says, whether it was read before or after the planted one.
@@ -40,15 +40,15 @@ func TestUncheckedDirIDEpoch(t *testing.T) {
 	b := newBoundTree(t)
 	b.withEpochs(t)
 	xn := mustName(t, b.Tree, b.id, "x")
-	xid, err := b.MkdirIn(b.root, b.id, xn, 0o700)
+	xid, err := b.Mkdir(NewDir(b.root, b.id, nil), xn, 0o700)
 	must(t, err)
 	xfd, err := backing.OpenSubdir(b.root, xn.Backing)
 	must(t, err)
 	defer backing.Close(xfd)
-	if _, err := b.ReadDirIDAt(xfd, b.Place(b.id, xn)); err != nil {
+	if _, err := b.DirIDs().Read(xfd, b.Place(b.id, xn)); err != nil {
 		t.Fatal(err)
 	}
-	if e := b.DirEpoch(xid); e != 2 {
+	if e := b.Epochs().Of(xid); e != 2 {
 		t.Fatalf("x is of epoch %d, want 2", e)
 	}
 	want := mustName(t, b.Tree, xid, "new name")
@@ -71,14 +71,14 @@ func TestUncheckedDirIDEpoch(t *testing.T) {
 		if got := mustName(t, b.Tree, xid, "new name"); got.Backing != want.Backing {
 			t.Fatalf("%s: a name in x is encrypted under another key (%s, want %s)", when, got.Backing, want.Backing)
 		}
-		if n, err := b.DecryptName(xfd, xid, want.Backing); err != nil || n.Plain != "new name" {
+		if n, err := b.DecryptName(NewDir(xfd, xid, nil), want.Backing); err != nil || n.Plain != "new name" {
 			t.Fatalf("%s: x's name decrypts to %q, %v", when, n.Plain, err)
 		}
-		if e := b.DirEpoch(xid); e != 2 {
+		if e := b.Epochs().Of(xid); e != 2 {
 			t.Fatalf("%s: x is of epoch %d, want 2", when, e)
 		}
 	}
-	id, _, err := b.ReadDirIDUnchecked(pfd)
+	id, _, err := b.DirIDs().ReadUnchecked(pfd)
 	if err != nil || !bytes.Equal(id, xid) {
 		t.Fatalf("the planted ID file: %x, %v", id, err)
 	}
@@ -88,13 +88,13 @@ func TestUncheckedDirIDEpoch(t *testing.T) {
 	b.ep.mu.Lock()
 	b.ep.dir, b.ep.hint = nil, nil
 	b.ep.mu.Unlock()
-	if _, _, err := b.ReadDirIDUnchecked(pfd); err != nil {
+	if _, _, err := b.DirIDs().ReadUnchecked(pfd); err != nil {
 		t.Fatal(err)
 	}
 	if got := mustName(t, b.Tree, xid, "new name"); got.Backing == mustNameEpoch(t, b, xid, 1) {
 		t.Fatal("the planted ID file picked the key a new name in x is encrypted with")
 	}
-	if _, err := b.ReadDirIDAt(xfd, b.Place(b.id, xn)); err != nil {
+	if _, err := b.DirIDs().Read(xfd, b.Place(b.id, xn)); err != nil {
 		t.Fatal(err)
 	}
 	check("planted ID file read before x's")
@@ -107,7 +107,7 @@ func TestUncheckedDirIDEpoch(t *testing.T) {
 // e's names key.
 func mustNameEpoch(t *testing.T, b *boundTree, id []byte, e uint32) string {
 	t.Helper()
-	enc, err := b.namesOfEpoch(e).Encrypt(id, "new name")
+	enc, err := b.ep.namesOfEpoch(e).Encrypt(id, "new name")
 	must(t, err)
 	bn, _ := names.Backing(enc)
 	return bn

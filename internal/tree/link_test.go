@@ -32,20 +32,20 @@ func TestLinkFails(t *testing.T) {
 			tr, _, root, id := newTestTree(t)
 			src := mustName(t, tr, id, "src")
 			if tc.dir {
-				_, err := tr.Mkdir(root, src, 0o700)
+				_, err := tr.Mkdir(NewDir(root, nil, nil), src, 0o700)
 				must(t, err)
 			} else {
-				fd, err := tr.Create(root, src, 0, 0o600)
+				fd, err := tr.Create(NewDir(root, nil, nil), src, 0, 0o600)
 				must(t, err)
 				backing.Close(fd)
 			}
 			if tc.taken != "" {
-				fd, err := tr.Create(root, mustName(t, tr, id, tc.taken), 0, 0o600)
+				fd, err := tr.Create(NewDir(root, nil, nil), mustName(t, tr, id, tc.taken), 0, 0o600)
 				must(t, err)
 				backing.Close(fd)
 			}
 			nn := mustName(t, tr, id, tc.newName)
-			if err := tr.Link(root, src, root, nn); !errors.Is(err, tc.want) {
+			if err := tr.Link(NewDir(root, nil, nil), src, NewDir(root, nil, nil), nn); !errors.Is(err, tc.want) {
 				t.Fatalf("Link = %v, want %v", err, tc.want)
 			}
 			_, err := backing.Fstatat(root, names.SidecarName(nn.Backing))
@@ -71,10 +71,10 @@ func TestLinkFails(t *testing.T) {
 func TestRenameExchangeMissing(t *testing.T) {
 	tr, _, root, id := newTestTree(t)
 	a := mustName(t, tr, id, "a")
-	fd, err := tr.Create(root, a, 0, 0o600)
+	fd, err := tr.Create(NewDir(root, nil, nil), a, 0, 0o600)
 	must(t, err)
 	backing.Close(fd)
-	err = tr.Rename(root, id, a, root, id, mustName(t, tr, id, "missing"), unix.RENAME_EXCHANGE)
+	err = tr.Rename(NewDir(root, id, nil), a, NewDir(root, id, nil), mustName(t, tr, id, "missing"), unix.RENAME_EXCHANGE)
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("exchange with a missing name: %v", err)
 	}

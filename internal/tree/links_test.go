@@ -48,7 +48,7 @@ func newBoundTree(t *testing.T) *boundTree {
 	fd, err := backing.OpenRoot(dir)
 	must(t, err)
 	t.Cleanup(func() { backing.Close(fd) })
-	id, err := tr.InitRoot(fd)
+	id, err := tr.DirIDs().InitRoot(fd)
 	must(t, err)
 	return &boundTree{Tree: tr, dir: dir, root: fd, id: id, eng: eng}
 }
@@ -89,7 +89,7 @@ func (b *boundTree) read(dirfd int, id []byte, n Name) ([]byte, error) {
 // create makes file n in dirfd with data, synced.
 func (b *boundTree) create(t *testing.T, dirfd int, id []byte, n Name, data []byte) {
 	t.Helper()
-	fd, err := b.Create(dirfd, n, 0, 0o600)
+	fd, err := b.Create(NewDir(dirfd, nil, nil), n, 0, 0o600)
 	must(t, err)
 	bf := backing.NewFile(fd, nil)
 	defer bf.Close()
@@ -128,7 +128,7 @@ func (b *boundTree) linksFiles(t *testing.T) []string {
 func fiveLinks(t *testing.T, b *boundTree, data []byte) (names []Name, fds []int, ids [][]byte) {
 	t.Helper()
 	subN := mustName(t, b.Tree, b.id, "sub")
-	subID, err := b.MkdirIn(b.root, b.id, subN, 0o700)
+	subID, err := b.Mkdir(NewDir(b.root, b.id, nil), subN, 0o700)
 	must(t, err)
 	sub, err := backing.OpenSubdir(b.root, subN.Backing)
 	must(t, err)
@@ -142,7 +142,7 @@ func fiveLinks(t *testing.T, b *boundTree, data []byte) (names []Name, fds []int
 		if i == 0 {
 			b.create(t, fd, id, n, data)
 		} else {
-			must(t, b.LinkIn(fds[0], ids[0], names[0], fd, id, n))
+			must(t, b.Link(NewDir(fds[0], ids[0], nil), names[0], NewDir(fd, id, nil), n))
 		}
 		names, fds, ids = append(names, n), append(fds, fd), append(ids, id)
 	}
@@ -178,7 +178,7 @@ func TestLinksFile(t *testing.T) {
 
 	// Rename f1 to g1: g1 reads, f1's place no longer binds.
 	g1 := mustName(t, b.Tree, b.id, "g1")
-	must(t, b.Rename(b.root, b.id, ns[1], b.root, b.id, g1, 0))
+	must(t, b.Rename(NewDir(b.root, b.id, nil), ns[1], NewDir(b.root, b.id, nil), g1, 0))
 	if got, err := b.read(b.root, b.id, g1); err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read renamed g1: %q, %v", got, err)
 	}
@@ -192,13 +192,13 @@ func TestLinksFile(t *testing.T) {
 	}
 	done()
 	// Unlink f3 and f4: three names left, still in the links file.
-	must(t, b.UnlinkIn(fds[3], ids[3], ns[3], 0))
-	must(t, b.UnlinkIn(fds[4], ids[4], ns[4], 0))
+	must(t, b.Unlink(NewDir(fds[3], ids[3], nil), ns[3], 0))
+	must(t, b.Unlink(NewDir(fds[4], ids[4], nil), ns[4], 0))
 	if h := b.header(t, fds[0], ns[0]); h.Flags&content.FlagLinks == 0 {
 		t.Fatal("three names: the header left the links file")
 	}
 	// Unlink f2: two names fit the header again; the links file goes.
-	must(t, b.UnlinkIn(fds[2], ids[2], ns[2], 0))
+	must(t, b.Unlink(NewDir(fds[2], ids[2], nil), ns[2], 0))
 	h = b.header(t, fds[0], ns[0])
 	if h.Flags&content.FlagLinks != 0 {
 		t.Fatal("two names: still LINKS")
@@ -259,7 +259,7 @@ func TestLinksFileTamper(t *testing.T) {
 		// first file's contents.
 		b, ns, fds, ids, lf := setup(t)
 		sub2 := mustName(t, b.Tree, b.id, "sub2")
-		id2, err := b.MkdirIn(b.root, b.id, sub2, 0o700)
+		id2, err := b.Mkdir(NewDir(b.root, b.id, nil), sub2, 0o700)
 		must(t, err)
 		fd2, err := backing.OpenSubdir(b.root, sub2.Backing)
 		must(t, err)
@@ -270,7 +270,7 @@ func TestLinksFileTamper(t *testing.T) {
 			if i == 0 {
 				b.create(t, fd2, id2, n, []byte("other"))
 			} else {
-				must(t, b.LinkIn(fd2, id2, n2[0], fd2, id2, n))
+				must(t, b.Link(NewDir(fd2, id2, nil), n2[0], NewDir(fd2, id2, nil), n))
 			}
 			n2 = append(n2, n)
 		}
@@ -283,7 +283,7 @@ func TestLinksFileTamper(t *testing.T) {
 		b, ns, fds, ids, lf := setup(t)
 		old, err := os.ReadFile(lf)
 		must(t, err)
-		must(t, b.UnlinkIn(fds[4], ids[4], ns[4], 0))
+		must(t, b.Unlink(NewDir(fds[4], ids[4], nil), ns[4], 0))
 		must(t, os.Chmod(lf, 0o600))
 		must(t, os.WriteFile(lf, old, 0o600))
 		// Every name reads: the older list binds a superset. The
@@ -329,12 +329,12 @@ func TestLinksLimit(t *testing.T) {
 	l.Gen++
 	must(t, b.Links().Store(l, true))
 	n := mustName(t, b.Tree, b.id, "last")
-	must(t, b.LinkIn(fds[0], ids[0], ns[0], b.root, b.id, n))
+	must(t, b.Link(NewDir(fds[0], ids[0], nil), ns[0], NewDir(b.root, b.id, nil), n))
 	if _, err := b.read(b.root, b.id, n); err != nil {
 		t.Fatalf("read the %dth name: %v", bind.MaxLinks, err)
 	}
 	n2 := mustName(t, b.Tree, b.id, "one-too-many")
-	if err := b.LinkIn(fds[0], ids[0], ns[0], b.root, b.id, n2); !errors.Is(err, core.ErrTooManyLinks) {
+	if err := b.Link(NewDir(fds[0], ids[0], nil), ns[0], NewDir(b.root, b.id, nil), n2); !errors.Is(err, core.ErrTooManyLinks) {
 		t.Fatalf("link %d: %v, want ErrTooManyLinks", bind.MaxLinks+1, err)
 	}
 }

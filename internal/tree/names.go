@@ -54,7 +54,7 @@ func (t *Tree) Name(dirID []byte, plain string) (Name, error) {
 	if err := names.Validate(plain); err != nil {
 		return Name{}, err
 	}
-	enc, err := t.namesToEncrypt(dirID).Encrypt(dirID, plain)
+	enc, err := t.ep.namesToEncrypt(dirID).Encrypt(dirID, plain)
 	if err != nil {
 		return Name{}, err
 	}
@@ -62,7 +62,7 @@ func (t *Tree) Name(dirID []byte, plain string) (Name, error) {
 	return Name{Plain: plain, Enc: enc, Backing: b, Long: long}, nil
 }
 
-// WriteSidecar creates the long-name sidecar of n in dirfd (nothing for a
+// writeSidecar creates the long-name sidecar of n in dirfd (nothing for a
 // short name). created reports whether this call made it, so that a failed
 // create can remove it again; an existing sidecar with the right content is
 // accepted (it belongs to an existing entry of the same name).
@@ -74,7 +74,7 @@ func (t *Tree) Name(dirID []byte, plain string) (Name, error) {
 // for good). Found by internal/crashsim's replay ("untar": create and
 // mkdir of a long name, "renames": rename to a long name); it costs one
 // directory fsync per new long name.
-func (t *Tree) WriteSidecar(dirfd int, n Name) (created bool, err error) {
+func (t *Tree) writeSidecar(dirfd int, n Name) (created bool, err error) {
 	if !n.Long {
 		return false, nil
 	}
@@ -101,11 +101,11 @@ func (t *Tree) WriteSidecar(dirfd int, n Name) (created bool, err error) {
 	return true, t.syncSidecar(dirfd, n)
 }
 
-// syncSidecar makes the sidecar WriteSidecar just wrote durable (its data
+// syncSidecar makes the sidecar writeSidecar just wrote durable (its data
 // is already: WriteFileAt fsyncs the file); on failure it removes it.
 func (t *Tree) syncSidecar(dirfd int, n Name) error {
 	if err := t.fs.Fsync(dirfd); err != nil {
-		t.RemoveSidecar(dirfd, n)
+		t.removeSidecar(dirfd, n)
 		return fmt.Errorf("tree: write long-name sidecar: %w", err)
 	}
 	return nil
@@ -125,12 +125,12 @@ func (t *Tree) removeEntrySidecar(dirfd int, n Name, entryDir int) error {
 	if err := t.fs.Fsync(entryDir); err != nil {
 		return err
 	}
-	return t.RemoveSidecar(dirfd, n)
+	return t.removeSidecar(dirfd, n)
 }
 
-// RemoveSidecar removes the long-name sidecar of n (nothing for a short
+// removeSidecar removes the long-name sidecar of n (nothing for a short
 // name; a missing sidecar is not an error).
-func (t *Tree) RemoveSidecar(dirfd int, n Name) error {
+func (t *Tree) removeSidecar(dirfd int, n Name) error {
 	if !n.Long {
 		return nil
 	}
@@ -174,13 +174,13 @@ func BadName(b string) (n Name, ok bool) {
 	return Name{Plain: plain, Backing: b, Bad: true}, true
 }
 
-// DecryptName decrypts one backing name of directory dirfd, reading and
+// DecryptName decrypts one backing name of directory d, reading and
 // checking its sidecar if it is a long name.
-func (t *Tree) DecryptName(dirfd int, dirID []byte, backingName string) (Name, error) {
+func (t *Tree) DecryptName(d Dir, backingName string) (Name, error) {
 	enc := backingName
 	long := names.IsLongName(backingName)
 	if long {
-		side, err := backing.ReadFileAt(dirfd, names.SidecarName(backingName), sidecarSize)
+		side, err := backing.ReadFileAt(d.fd, names.SidecarName(backingName), sidecarSize)
 		if err != nil {
 			return Name{}, fmt.Errorf("%w: long-name sidecar: %v", names.ErrBadName, err)
 		}
@@ -188,9 +188,9 @@ func (t *Tree) DecryptName(dirfd int, dirID []byte, backingName string) (Name, e
 			return Name{}, err
 		}
 	}
-	plain, err := t.namesOf(dirID).Decrypt(dirID, enc)
+	plain, err := t.ep.namesOf(d.id).Decrypt(d.id, enc)
 	if err != nil && !long {
-		if n, ferr := t.decryptForeign(dirfd, dirID, backingName); ferr == nil {
+		if n, ferr := t.decryptForeign(d, backingName); ferr == nil {
 			return n, nil
 		}
 	}
@@ -206,10 +206,10 @@ func (t *Tree) DecryptName(dirfd int, dirID []byte, backingName string) (Name, e
 // suffix must be one of the sync tools' patterns (names.IsConflictSuffix).
 // It is shown as "<plain><suffix>" only if the encrypted name
 // authenticates in this directory.
-func (t *Tree) decryptForeign(dirfd int, dirID []byte, backingName string) (Name, error) {
+func (t *Tree) decryptForeign(d Dir, backingName string) (Name, error) {
 	var enc, suffix string
 	if long, sfx, ok := names.SplitLongForeign(backingName); ok {
-		side, err := backing.ReadFileAt(dirfd, names.SidecarName(long), sidecarSize)
+		side, err := backing.ReadFileAt(d.fd, names.SidecarName(long), sidecarSize)
 		if err != nil {
 			return Name{}, fmt.Errorf("%w: long-name sidecar: %v", names.ErrBadName, err)
 		}
@@ -220,7 +220,7 @@ func (t *Tree) decryptForeign(dirfd int, dirID []byte, backingName string) (Name
 	} else if enc, suffix, ok = names.SplitForeign(backingName); !ok {
 		return Name{}, names.ErrBadName
 	}
-	plain, err := t.namesOf(dirID).Decrypt(dirID, enc)
+	plain, err := t.ep.namesOf(d.id).Decrypt(d.id, enc)
 	if err != nil {
 		return Name{}, err
 	}

@@ -3,38 +3,34 @@ package tree
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"golang.org/x/sys/unix"
 )
 
-// Mkdir creates directory n in dirfd with mode (permission bits plus
+// Mkdir creates directory n in d with mode (permission bits plus
 // setgid/sticky) and a fresh ID, and returns the ID. The directory is
 // created 0700 so that the ID can be written into it whatever the final mode
-// is, then chmod'ed: a mode such as 0151 comes out exactly.
-func (t *Tree) Mkdir(dirfd int, n Name, mode uint32) ([]byte, error) {
-	if t.bind != nil {
+// is, then chmod'ed: a mode such as 0151 comes out exactly. With location
+// binding the new directory's ID file binds it to its place, which needs
+// d's ID (errNoPlace without it).
+func (t *Tree) Mkdir(d Dir, n Name, mode uint32) ([]byte, error) {
+	if t.bind != nil && d.id == nil {
 		return nil, errNoPlace
 	}
-	return t.MkdirIn(dirfd, nil, n, mode)
-}
-
-// MkdirIn is Mkdir for a caller that knows the parent's ID, parentID: with
-// location binding the new directory's ID file binds it to its place.
-func (t *Tree) MkdirIn(dirfd int, parentID []byte, n Name, mode uint32) ([]byte, error) {
-	id, err := t.NewDirID()
+	dirfd := d.fd
+	id, err := t.ids.New()
 	if err != nil {
 		return nil, err
 	}
-	created, err := t.WriteSidecar(dirfd, n)
+	created, err := t.writeSidecar(dirfd, n)
 	if err != nil {
 		return nil, err
 	}
 	undo := func() {
 		if created {
-			t.RemoveSidecar(dirfd, n)
+			t.removeSidecar(dirfd, n)
 		}
 	}
 	if err := t.fs.Mkdirat(dirfd, n.Backing, 0o700); err != nil {
@@ -47,7 +43,7 @@ func (t *Tree) MkdirIn(dirfd int, parentID []byte, n Name, mode uint32) ([]byte,
 			return err
 		}
 		defer backing.Close(sub)
-		if err := t.writeDirID(sub, id, t.Place(parentID, n)); err != nil {
+		if err := t.ids.write(sub, id, t.Place(d.id, n)); err != nil {
 			return err
 		}
 		// In a set-group-ID directory the new directory inherits S_ISGID
@@ -79,10 +75,11 @@ func (t *Tree) MkdirIn(dirfd int, parentID []byte, n Name, mode uint32) ([]byte,
 	return id, nil
 }
 
-// Rmdir removes the empty directory n from dirfd: its encryptfs.dirid, then
+// Rmdir removes the empty directory n from d: its encryptfs.dirid, then
 // the directory, then its long-name sidecar. ErrNotEmpty if anything but
 // the dirid remains (even a foreign file: never delete what we cannot show).
-func (t *Tree) Rmdir(dirfd int, n Name) error {
+func (t *Tree) Rmdir(d Dir, n Name) error {
+	dirfd := d.fd
 	restore, err := t.emptyDir(dirfd, n.Backing)
 	if err != nil {
 		return err
@@ -112,7 +109,7 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 			return nil, ErrNotEmpty
 		}
 	}
-	id, err := backing.ReadFileAt(sub, names.DirIDFile, t.dirIDFileSize())
+	id, err := backing.ReadFileAt(sub, names.DirIDFile, t.ids.fileSize())
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		return nil, err
 	}
@@ -143,14 +140,49 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 	return restore, nil
 }
 
-// Unlink removes the non-directory entry n from dirfd with its long-name
+// Unlink removes the non-directory entry n from d with its long-name
 // sidecar and, for a symlink with a long target, the target's sidecar.
-func (t *Tree) Unlink(dirfd int, n Name) error { return t.UnlinkType(dirfd, n, 0) }
+// mode is the entry's file type if the caller knows it (mode's unix.S_IFMT
+// bits; 0 if unknown): a known non-symlink saves the readlink that finds
+// a symlink's long-target sidecar. With location binding and d's ID,
+// removing one of a file's several names also drops that name's binding
+// once the unlink is durable (else the binding would stay, and the name's
+// place would stay valid for the contents). The last name of a file is
+// removed without opening it: its header and links file (if it has one:
+// only after a crash left a stale binding) are not touched, and a links
+// file left so is fsck's orphan-links.
+func (t *Tree) Unlink(d Dir, n Name, mode uint32) error {
+	if t.bind == nil || d.id == nil || mode != 0 && mode != unix.S_IFREG {
+		return t.unlink(d.fd, n, mode)
+	}
+	st, err := backing.Fstatat(d.fd, n.Backing)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+		return t.unlink(d.fd, n, mode)
+	}
+	p := t.Place(d.id, n)
+	f, release, err := t.rb.openFile(d.fd, n.Backing, p)
+	if err != nil {
+		return err
+	}
+	defer release()
+	keep, err := keepTimes(d.fd, n.Backing, &st)
+	if err != nil {
+		return err
+	}
+	defer keep()
+	if err := t.unlink(d.fd, n, unix.S_IFREG); err != nil {
+		return err
+	}
+	// The unlink has happened: as in rebinder.finishAll, what fails after it
+	// leaves a stale binding, not a failed unlink.
+	if t.fs.Fsync(d.fd) == nil {
+		f.DropBinding(p)
+	}
+	return nil
+}
 
-// UnlinkType is Unlink for a caller that knows the entry's file type
-// (mode's unix.S_IFMT bits; 0 if unknown): a known non-symlink saves the
-// readlink that finds a symlink's long-target sidecar.
-func (t *Tree) UnlinkType(dirfd int, n Name, mode uint32) error {
+// unlink is Unlink without the binding: the entry, then its sidecars.
+func (t *Tree) unlink(dirfd int, n Name, mode uint32) error {
 	longTarget := false
 	if mode == 0 || mode == unix.S_IFLNK {
 		target, err := backing.Readlinkat(dirfd, n.Backing)
@@ -165,17 +197,18 @@ func (t *Tree) UnlinkType(dirfd int, n Name, mode uint32) error {
 		if err := t.fs.Fsync(dirfd); err != nil {
 			return err
 		}
-		t.removeLinkSidecar(dirfd, n.Backing)
+		t.links.removeSidecar(dirfd, n.Backing)
 	}
 	return t.removeEntrySidecar(dirfd, n, dirfd)
 }
 
-// Create creates and opens regular file n in dirfd exclusively, read-write
+// Create creates and opens regular file n in d exclusively, read-write
 // (the engine reads back partial chunks even for write-only opens).
 // flags may add O_TRUNC-free extras such as O_DIRECT; O_APPEND and
 // O_WRONLY are dropped because the engine computes every offset itself.
-func (t *Tree) Create(dirfd int, n Name, flags int, mode uint32) (int, error) {
-	created, err := t.WriteSidecar(dirfd, n)
+func (t *Tree) Create(d Dir, n Name, flags int, mode uint32) (int, error) {
+	dirfd := d.fd
+	created, err := t.writeSidecar(dirfd, n)
 	if err != nil {
 		return -1, err
 	}
@@ -183,66 +216,74 @@ func (t *Tree) Create(dirfd int, n Name, flags int, mode uint32) (int, error) {
 	fd, err := t.fs.Openat(dirfd, n.Backing, flags|unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, mode&0o7777)
 	if err != nil {
 		if created {
-			t.RemoveSidecar(dirfd, n)
+			t.removeSidecar(dirfd, n)
 		}
 		return -1, err
 	}
 	return fd, nil
 }
 
-// Mknod creates a fifo, socket or device node n in dirfd.
-func (t *Tree) Mknod(dirfd int, n Name, mode uint32, dev uint64) error {
-	created, err := t.WriteSidecar(dirfd, n)
+// Mknod creates a fifo, socket or device node n in d.
+func (t *Tree) Mknod(d Dir, n Name, mode uint32, dev uint64) error {
+	dirfd := d.fd
+	created, err := t.writeSidecar(dirfd, n)
 	if err != nil {
 		return err
 	}
 	if err := t.fs.Mknodat(dirfd, n.Backing, mode, dev); err != nil {
 		if created {
-			t.RemoveSidecar(dirfd, n)
+			t.removeSidecar(dirfd, n)
 		}
 		return err
 	}
 	return nil
 }
 
-// Link makes newN in newfd a hard link to oldN in oldfd. Symlinks cannot be
-// hard-linked (ErrNotPermitted): their encrypted target is bound to one
-// name.
-func (t *Tree) Link(oldfd int, oldN Name, newfd int, newN Name) error {
-	st, err := backing.Fstatat(oldfd, oldN.Backing)
+// Link makes newN in directory nd a hard link to oldN in directory od.
+// Symlinks cannot be hard-linked (ErrNotPermitted): their encrypted target
+// is bound to one name. With location binding the file first gets the new
+// name's binding, durably: in a header slot while one stays free for
+// renames (two names), else in the file's links file in the root
+// (core/links.go; a write and an fsync of the root per link).
+// core.ErrTooManyLinks (EMLINK) beyond bind.MaxLinks names. That needs
+// od's ID: without it a regular file is not linked (errNoPlace).
+func (t *Tree) Link(od Dir, oldN Name, nd Dir, newN Name) error {
+	st, err := backing.Fstatat(od.fd, oldN.Backing)
 	if err != nil {
 		return err
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+	if isLink(st) {
 		return ErrNotPermitted
 	}
-	if t.bind != nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
-		return errNoPlace // LinkIn
+	if t.bind == nil {
+		return t.link(od.fd, oldN, nd.fd, newN)
 	}
-	return t.link(oldfd, oldN, newfd, newN)
+	if od.id == nil {
+		if st.Mode&unix.S_IFMT == unix.S_IFREG {
+			return errNoPlace
+		}
+		return t.link(od.fd, oldN, nd.fd, newN)
+	}
+	rb, err := t.rb.begin(od.fd, oldN, &st, t.Place(od.id, oldN), t.Place(nd.id, newN), 1)
+	if err != nil {
+		return err
+	}
+	// The old name keeps its binding: finish only releases the file.
+	defer rb.finish(false)
+	return t.link(od.fd, oldN, nd.fd, newN)
 }
 
 // link makes the sidecar and the backing hard link of Link.
 func (t *Tree) link(oldfd int, oldN Name, newfd int, newN Name) error {
-	created, err := t.WriteSidecar(newfd, newN)
+	created, err := t.writeSidecar(newfd, newN)
 	if err != nil {
 		return err
 	}
 	if err := t.fs.Linkat(oldfd, oldN.Backing, newfd, newN.Backing); err != nil {
 		if created {
-			t.RemoveSidecar(newfd, newN)
+			t.removeSidecar(newfd, newN)
 		}
 		return err
 	}
 	return nil
-}
-
-// tempName returns a fresh name in the reserved namespace for an entry that
-// is about to be renamed over its final name.
-func (t *Tree) tempName() (string, error) {
-	var b [12]byte
-	if _, err := io.ReadFull(t.rand, b[:]); err != nil {
-		return "", err
-	}
-	return names.TempName(b[:]), nil
 }

@@ -26,14 +26,14 @@ func TestRenameOverHardLink(t *testing.T) {
 			var others []Name
 			for i := 1; i < names; i++ {
 				n := mustName(t, b.Tree, b.id, fmt.Sprintf("link%d", i))
-				must(t, b.LinkIn(b.root, b.id, a, b.root, b.id, n))
+				must(t, b.Link(NewDir(b.root, b.id, nil), a, NewDir(b.root, b.id, nil), n))
 				others = append(others, n)
 			}
 			target := others[0]
 			c := mustName(t, b.Tree, b.id, "c")
 			b.create(t, b.root, b.id, c, []byte("contents of c"))
 
-			must(t, b.Rename(b.root, b.id, c, b.root, b.id, target, 0))
+			must(t, b.Rename(NewDir(b.root, b.id, nil), c, NewDir(b.root, b.id, nil), target, 0))
 			if got, err := b.read(b.root, b.id, target); err != nil || string(got) != "contents of c" {
 				t.Fatalf("the renamed file: %q, %v", got, err)
 			}

@@ -36,32 +36,27 @@ func (n Name) ReadOnly() error {
 	return nil
 }
 
-// Resolve finds the entry shown as plain in directory dirfd (whose ID is
-// dirID) and returns its name and its backing lstat: its ordinary encrypted
-// name; else a sync-conflict copy "<orig><suffix>" (names.SplitConflict);
-// else, if showBad, an undecryptable entry shown as
-// "<backing name>.encryptfs-bad-name" (BadName). ErrNotFound if none.
-// An invalid plaintext name fails as Name does.
-func (t *Tree) Resolve(dirfd int, dirID []byte, plain string, showBad bool) (Name, unix.Stat_t, error) {
-	return t.ResolveAt(dirfd, dirID, nil, plain, showBad)
-}
-
-// ResolveAt is Resolve for the directory at place (location binding: the
-// place of a directory with a conflict copy of its ID file, AltDirIDsAt;
-// nil: such copies are not used).
-func (t *Tree) ResolveAt(dirfd int, dirID []byte, place DirPlace, plain string, showBad bool) (Name, unix.Stat_t, error) {
-	n, err := t.Name(dirID, plain)
+// Resolve finds the entry shown as plain in directory d and returns its
+// name and its backing lstat: its ordinary encrypted name; else a
+// sync-conflict copy "<orig><suffix>" (names.SplitConflict), counting the
+// entries made under a conflict copy of d's ID file only when d has a
+// place (location binding: DirIDs.Alts); else, if showBad, an
+// undecryptable entry shown as "<backing name>.encryptfs-bad-name"
+// (BadName). ErrNotFound if none. An invalid plaintext name fails as Name
+// does.
+func (t *Tree) Resolve(d Dir, plain string, showBad bool) (Name, unix.Stat_t, error) {
+	n, err := t.Name(d.id, plain)
 	if err != nil {
 		return Name{}, unix.Stat_t{}, err
 	}
-	st, err := backing.Fstatat(dirfd, n.Backing)
+	st, err := backing.Fstatat(d.fd, n.Backing)
 	if err == nil {
 		return n, st, nil
 	}
 	if !errors.Is(err, unix.ENOENT) {
 		return Name{}, unix.Stat_t{}, err
 	}
-	return t.ResolveAliasAt(dirfd, dirID, place, plain, showBad)
+	return t.ResolveAlias(d, plain, showBad)
 }
 
 // MayBeAlias reports, without any system call, whether plain could be the
@@ -76,17 +71,12 @@ func MayBeAlias(plain string, showBad bool) bool {
 
 // ResolveAlias is Resolve without the ordinary name, for callers that
 // already found it absent.
-func (t *Tree) ResolveAlias(dirfd int, dirID []byte, plain string, showBad bool) (Name, unix.Stat_t, error) {
-	return t.ResolveAliasAt(dirfd, dirID, nil, plain, showBad)
-}
-
-// ResolveAliasAt is ResolveAlias for the directory at place (ResolveAt).
-func (t *Tree) ResolveAliasAt(dirfd int, dirID []byte, place DirPlace, plain string, showBad bool) (Name, unix.Stat_t, error) {
-	if n, st, ok := t.findConflict(dirfd, dirID, place, plain); ok {
+func (t *Tree) ResolveAlias(d Dir, plain string, showBad bool) (Name, unix.Stat_t, error) {
+	if n, st, ok := t.findConflict(d, plain); ok {
 		return n, st, nil
 	}
 	if showBad {
-		if n, st, ok := t.findBad(dirfd, dirID, plain); ok {
+		if n, st, ok := t.findBad(d, plain); ok {
 			return n, st, nil
 		}
 	}
@@ -100,12 +90,12 @@ func (t *Tree) ResolveAliasAt(dirfd int, dirID []byte, place DirPlace, plain str
 // List), and the entries made under a conflicting directory ID kept with
 // that suffix (altdir.go). Of those that exist, the lowest backing name
 // wins, as in List, whatever kind it is.
-func (t *Tree) findConflict(dirfd int, dirID []byte, place DirPlace, plain string) (Name, unix.Stat_t, bool) {
+func (t *Tree) findConflict(d Dir, plain string) (Name, unix.Stat_t, bool) {
 	orig, suffix, ok := names.SplitConflict(plain)
 	if !ok {
 		return Name{}, unix.Stat_t{}, false
 	}
-	on, err := t.Name(dirID, orig)
+	on, err := t.Name(d.id, orig)
 	if err != nil {
 		return Name{}, unix.Stat_t{}, false
 	}
@@ -119,14 +109,14 @@ func (t *Tree) findConflict(dirfd int, dirID []byte, place DirPlace, plain strin
 		if len(b) > names.MaxBackingLen {
 			continue
 		}
-		if n, err := t.DecryptName(dirfd, dirID, b); err == nil && n.Plain == plain && n.Orig != "" {
+		if n, err := t.DecryptName(d, b); err == nil && n.Plain == plain && n.Orig != "" {
 			found = append(found, n)
 		}
 	}
-	found = append(found, t.findAltConflicts(dirfd, place, orig, suffix)...)
+	found = append(found, t.findAltConflicts(d, orig, suffix)...)
 	slices.SortFunc(found, func(a, b Name) int { return strings.Compare(a.Backing, b.Backing) })
 	for _, n := range found {
-		if st, err := backing.Fstatat(dirfd, n.Backing); err == nil {
+		if st, err := backing.Fstatat(d.fd, n.Backing); err == nil {
 			return n, st, true
 		}
 	}
@@ -136,57 +126,52 @@ func (t *Tree) findConflict(dirfd int, dirID []byte, place DirPlace, plain strin
 // findBad finds the undecryptable entry shown as plain (see BadName). A
 // name that decrypts, as an entry or as a conflict copy, is never reached
 // this way.
-func (t *Tree) findBad(dirfd int, dirID []byte, plain string) (Name, unix.Stat_t, bool) {
+func (t *Tree) findBad(d Dir, plain string) (Name, unix.Stat_t, bool) {
 	b, ok := strings.CutSuffix(plain, BadNameSuffix)
 	if !ok || b == "" || !IsEntryName(b) {
 		return Name{}, unix.Stat_t{}, false
 	}
-	st, err := backing.Fstatat(dirfd, b)
+	st, err := backing.Fstatat(d.fd, b)
 	if err != nil {
 		return Name{}, unix.Stat_t{}, false
 	}
-	if _, err := t.DecryptName(dirfd, dirID, b); err == nil {
+	if _, err := t.DecryptName(d, b); err == nil {
 		return Name{}, unix.Stat_t{}, false
 	}
 	return Name{Plain: plain, Backing: b, Bad: true}, st, true
 }
 
-// List reads the backing directory dirfd (whose ID is dirID) and decrypts
-// every name, conflict copies included. Reserved names (config, dirid,
-// sidecars) are skipped. Backing names that do not decrypt are returned in
-// bad, and so are aliases hidden by another entry of the same displayed
-// name (Err wraps ErrShadowed; see the rule at the top of this file), so
-// that Resolve finds exactly the entries listed.
-func (t *Tree) List(dirfd int, dirID []byte) ([]Entry, []BadEntry, error) {
-	return t.ListAt(dirfd, dirID, nil)
-}
-
-// ListAt is List for the directory at place (location binding: the place
-// of a directory with a conflict copy of its ID file, AltDirIDsAt; nil:
-// such copies are not used, and the entries made under them are bad).
-func (t *Tree) ListAt(dirfd int, dirID []byte, place DirPlace) ([]Entry, []BadEntry, error) {
-	ents, err := backing.ReadDir(dirfd)
+// List reads the backing directory d and decrypts every name, conflict
+// copies included (those made under a conflict copy of d's ID file only
+// when d has a place, with location binding: DirIDs.Alts; else they are
+// bad). Reserved names (config, dirid, sidecars) are skipped. Backing
+// names that do not decrypt are returned in bad, and so are aliases hidden
+// by another entry of the same displayed name (Err wraps ErrShadowed; see
+// the rule at the top of this file), so that Resolve finds exactly the
+// entries listed.
+func (t *Tree) List(d Dir) ([]Entry, []BadEntry, error) {
+	ents, err := backing.ReadDir(d.fd)
 	if err != nil {
 		return nil, nil, err
 	}
-	out, bad := t.listOf(dirfd, ents, dirID, place)
+	out, bad := t.listOf(d, ents)
 	return out, bad, nil
 }
 
-// listOf is ListAt of directory dirfd listed already (ents).
-func (t *Tree) listOf(dirfd int, ents []backing.Dirent, dirID []byte, place DirPlace) ([]Entry, []BadEntry) {
+// listOf is List of directory d listed already (ents).
+func (t *Tree) listOf(d Dir, ents []backing.Dirent) ([]Entry, []BadEntry) {
 	out := make([]Entry, 0, len(ents))
 	var bad []BadEntry
 	var aliases []Entry
-	alts, _ := t.AltDirIDsAt(dirfd, ents, place)
+	alts, _ := t.ids.Alts(d, ents)
 	for _, e := range ents {
 		if !IsEntryName(e.Name) {
 			continue
 		}
-		n, err := t.DecryptName(dirfd, dirID, e.Name)
+		n, err := t.DecryptName(d, e.Name)
 		if err != nil && len(alts) > 0 {
 			// Made under a conflicting directory ID (altdir.go).
-			if an, ok := t.DecryptAlt(dirfd, alts, e.Name); ok {
+			if an, ok := t.DecryptAlt(d, alts, e.Name); ok {
 				n, err = an, nil
 			}
 		}

@@ -20,11 +20,11 @@ import (
 func TestSyncConflicts(t *testing.T) {
 	tr, dir, root, id := newTestTree(t)
 	f := mustName(t, tr, id, "report.txt")
-	fd, err := tr.Create(root, f, 0, 0o600)
+	fd, err := tr.Create(NewDir(root, nil, nil), f, 0, 0o600)
 	must(t, err)
 	backing.Close(fd)
 	l := mustName(t, tr, id, "link")
-	must(t, tr.Symlink(root, id, l, "target"))
+	must(t, tr.Symlink(NewDir(root, id, nil), l, "target"))
 	good := []string{" (conflicted copy 2026-11-22)", ".sync-conflict-20261122-101010-ABCDEFG", " (Ann's conflicted copy 2026-11-22)"}
 	for _, sfx := range good {
 		must(t, os.Link(filepath.Join(dir, f.Backing), filepath.Join(dir, f.Backing+sfx)))
@@ -35,7 +35,7 @@ func TestSyncConflicts(t *testing.T) {
 	}
 	must(t, os.Symlink(mustReadlink(t, filepath.Join(dir, l.Backing)), filepath.Join(dir, l.Backing+" (1)")))
 	must(t, os.WriteFile(filepath.Join(dir, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA (1)"), nil, 0o600)) // does not authenticate
-	ents, bad, err := tr.List(root, id)
+	ents, bad, err := tr.List(NewDir(root, id, nil))
 	must(t, err)
 	if len(bad) != len(forged)+1 {
 		t.Fatalf("bad entries %+v, want %d", bad, len(forged)+1)
@@ -55,25 +55,25 @@ func TestSyncConflicts(t *testing.T) {
 		if !m[want] {
 			t.Errorf("%q not listed: %v", want, m)
 		}
-		n, _, err := tr.Resolve(root, id, want, false)
+		n, _, err := tr.Resolve(NewDir(root, id, nil), want, false)
 		if err != nil || n.Plain != want || !errors.Is(n.ReadOnly(), ErrReadOnly) {
 			t.Errorf("Resolve(%q) = %+v, %v", want, n, err)
 		}
 	}
 	for _, sfx := range forged {
-		if _, _, err := tr.Resolve(root, id, "report.txt"+sfx, true); !errors.Is(err, ErrNotFound) {
+		if _, _, err := tr.Resolve(NewDir(root, id, nil), "report.txt"+sfx, true); !errors.Is(err, ErrNotFound) {
 			t.Errorf("forged suffix %q resolves: %v", sfx, err)
 		}
 	}
-	n, _, err := tr.Resolve(root, id, "link (1)", false)
+	n, _, err := tr.Resolve(NewDir(root, id, nil), "link (1)", false)
 	must(t, err)
-	if got, err := tr.Readlink(root, id, n); err != nil || got != "target" {
+	if got, err := tr.Symlinks().Readlink(NewDir(root, id, nil), n); err != nil || got != "target" {
 		t.Fatalf("conflict symlink: %q %v", got, err)
 	}
-	if n, _, err := tr.Resolve(root, id, "report.txt", false); err != nil || n.Alias() || n.ReadOnly() != nil {
+	if n, _, err := tr.Resolve(NewDir(root, id, nil), "report.txt", false); err != nil || n.Alias() || n.ReadOnly() != nil {
 		t.Fatalf("Resolve(report.txt) = %+v, %v", n, err)
 	}
-	if _, _, err := tr.Resolve(root, id, "report.txt (2)", false); !errors.Is(err, ErrNotFound) || !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := tr.Resolve(NewDir(root, id, nil), "report.txt (2)", false); !errors.Is(err, ErrNotFound) || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing conflict: %v", err)
 	}
 	if MayBeAlias("abc", true) || MayBeAlias("a b", false) || !MayBeAlias("a (1)", false) || !MayBeAlias("x"+BadNameSuffix, true) {
@@ -89,7 +89,7 @@ func TestConflictDedup(t *testing.T) {
 	tr, dir, root, id := newTestTree(t)
 	create := func(plain string) Name {
 		n := mustName(t, tr, id, plain)
-		fd, err := tr.Create(root, n, 0, 0o600)
+		fd, err := tr.Create(NewDir(root, nil, nil), n, 0, 0o600)
 		must(t, err)
 		backing.Close(fd)
 		return n
@@ -109,7 +109,7 @@ func TestConflictDedup(t *testing.T) {
 	must(t, os.Link(filepath.Join(dir, ln.Backing), filepath.Join(dir, appended)))
 	must(t, os.Link(filepath.Join(dir, ln.Backing), filepath.Join(dir, inserted)))
 
-	ents, bad, err := tr.List(root, id)
+	ents, bad, err := tr.List(NewDir(root, id, nil))
 	must(t, err)
 	count := map[string]int{}
 	byName := map[string]Name{}
@@ -136,13 +136,13 @@ func TestConflictDedup(t *testing.T) {
 		t.Fatalf("shadowed %v", shadowed)
 	}
 	for p, want := range map[string]string{"a (1)": real.Backing, long + " (2)": inserted} {
-		n, _, err := tr.Resolve(root, id, p, true)
+		n, _, err := tr.Resolve(NewDir(root, id, nil), p, true)
 		if err != nil || n.Backing != want {
 			t.Errorf("Resolve(%q) = %q, %v; want %q", p, n.Backing, err, want)
 		}
 	}
 	// A hidden copy is not reachable as an undecryptable entry either.
-	if _, _, err := tr.Resolve(root, id, appended+BadNameSuffix, true); !errors.Is(err, ErrNotFound) {
+	if _, _, err := tr.Resolve(NewDir(root, id, nil), appended+BadNameSuffix, true); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("shadowed copy as bad name: %v", err)
 	}
 }
@@ -152,18 +152,18 @@ func TestConflictDedup(t *testing.T) {
 func TestResolveBadName(t *testing.T) {
 	tr, dir, root, id := newTestTree(t)
 	f := mustName(t, tr, id, "doc")
-	fd, err := tr.Create(root, f, 0, 0o600)
+	fd, err := tr.Create(NewDir(root, nil, nil), f, 0, 0o600)
 	must(t, err)
 	backing.Close(fd)
 	must(t, os.WriteFile(filepath.Join(dir, "desktop.ini"), nil, 0o600))
-	n, _, err := tr.Resolve(root, id, "desktop.ini"+BadNameSuffix, true)
+	n, _, err := tr.Resolve(NewDir(root, id, nil), "desktop.ini"+BadNameSuffix, true)
 	if err != nil || n.Backing != "desktop.ini" || !errors.Is(n.ReadOnly(), ErrReadOnly) {
 		t.Fatalf("bad name: %+v %v", n, err)
 	}
-	if _, _, err := tr.Resolve(root, id, "desktop.ini"+BadNameSuffix, false); !errors.Is(err, ErrNotFound) {
+	if _, _, err := tr.Resolve(NewDir(root, id, nil), "desktop.ini"+BadNameSuffix, false); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("bad name without showBad: %v", err)
 	}
-	if _, _, err := tr.Resolve(root, id, f.Backing+BadNameSuffix, true); !errors.Is(err, ErrNotFound) {
+	if _, _, err := tr.Resolve(NewDir(root, id, nil), f.Backing+BadNameSuffix, true); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("good entry as bad name: %v", err)
 	}
 }
@@ -178,7 +178,7 @@ func TestConflictDedupAltDirID(t *testing.T) {
 		t.Run(map[bool]string{true: "alt lower", false: "direct lower"}[altWins], func(t *testing.T) {
 			tr, dir, root, id := newTestTree(t)
 			a := mustName(t, tr, id, "a")
-			fd, err := tr.Create(root, a, 0, 0o600)
+			fd, err := tr.Create(NewDir(root, nil, nil), a, 0, 0o600)
 			must(t, err)
 			backing.Close(fd)
 			direct := a.Backing + " (1)"
@@ -186,7 +186,7 @@ func TestConflictDedupAltDirID(t *testing.T) {
 			// A conflicting ID under which "a" sorts on the wanted side.
 			var alt Name
 			for {
-				other, err := tr.NewDirID()
+				other, err := tr.DirIDs().New()
 				must(t, err)
 				alt = mustName(t, tr, other, "a")
 				if (alt.Backing < direct) == altWins {
@@ -200,7 +200,7 @@ func TestConflictDedupAltDirID(t *testing.T) {
 				want = alt.Backing
 			}
 
-			ents, bad, err := tr.List(root, id)
+			ents, bad, err := tr.List(NewDir(root, id, nil))
 			must(t, err)
 			var listed []string
 			for _, e := range ents {
@@ -214,7 +214,7 @@ func TestConflictDedupAltDirID(t *testing.T) {
 			if len(bad) != 1 || !errors.Is(bad[0].Err, ErrShadowed) {
 				t.Fatalf("bad: %+v", bad)
 			}
-			n, _, err := tr.Resolve(root, id, "a (1)", false)
+			n, _, err := tr.Resolve(NewDir(root, id, nil), "a (1)", false)
 			if err != nil || n.Backing != want {
 				t.Fatalf("Resolve = %q, %v; want %q", n.Backing, err, want)
 			}

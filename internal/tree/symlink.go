@@ -3,6 +3,7 @@ package tree
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
@@ -17,9 +18,20 @@ const longTargetMarker = meta.LongSymlinkMarker
 // with a 24-byte nonce and a 16-byte tag.
 const linkSidecarSize = 8 << 10
 
-// sealTarget encrypts target bound to (dirID, plain name).
-func (t *Tree) sealTarget(dirID []byte, n Name, target string) (backingTarget string, blob []byte, sidecar bool, err error) {
-	blob, err = t.links.Seal(dirID, n.boundName(), target, t.rand)
+// Symlinks is the part of a Tree that owns one rule: a symlink's target
+// is encrypted and bound to the link's directory ID and name, so it is
+// re-encrypted whenever the link moves, and a target too long for the
+// backing symlink lives in a sidecar that exists before the link and
+// goes only after the link's removal is durable.
+type Symlinks struct {
+	c    *meta.Symlinks
+	rand io.Reader
+	fs   *backing.FS // makes every change (nil: unobserved)
+}
+
+// seal encrypts target bound to (dirID, plain name).
+func (s *Symlinks) seal(dirID []byte, n Name, target string) (backingTarget string, blob []byte, sidecar bool, err error) {
+	blob, err = s.c.Seal(dirID, n.boundName(), target, s.rand)
 	if err != nil {
 		return "", nil, false, err
 	}
@@ -27,19 +39,20 @@ func (t *Tree) sealTarget(dirID []byte, n Name, target string) (backingTarget st
 	return backingTarget, blob, sidecar, nil
 }
 
-// Symlink creates symlink n in dirfd (directory ID dirID) pointing to target.
-func (t *Tree) Symlink(dirfd int, dirID []byte, n Name, target string) error {
-	bt, blob, side, err := t.sealTarget(dirID, n, target)
+// Symlink creates symlink n in directory d pointing to target.
+func (t *Tree) Symlink(d Dir, n Name, target string) error {
+	dirfd := d.fd
+	bt, blob, side, err := t.links.seal(d.id, n, target)
 	if err != nil {
 		return err
 	}
-	created, err := t.WriteSidecar(dirfd, n)
+	created, err := t.writeSidecar(dirfd, n)
 	if err != nil {
 		return err
 	}
 	undo := func() {
 		if created {
-			t.RemoveSidecar(dirfd, n)
+			t.removeSidecar(dirfd, n)
 		}
 	}
 	if side {
@@ -47,14 +60,14 @@ func (t *Tree) Symlink(dirfd int, dirID []byte, n Name, target string) error {
 			undo()
 			return ErrExists
 		}
-		if err := t.writeLinkSidecar(dirfd, n.Backing, blob); err != nil {
+		if err := t.links.writeSidecar(dirfd, n.Backing, blob); err != nil {
 			undo()
 			return err
 		}
 	}
 	if err := t.fs.Symlinkat(bt, dirfd, n.Backing); err != nil {
 		if side && !errors.Is(err, unix.EEXIST) {
-			t.removeLinkSidecar(dirfd, n.Backing)
+			t.links.removeSidecar(dirfd, n.Backing)
 		}
 		undo()
 		return err
@@ -62,49 +75,50 @@ func (t *Tree) Symlink(dirfd int, dirID []byte, n Name, target string) error {
 	return nil
 }
 
-// writeLinkSidecar stores a long target's blob for backing entry name,
+// writeSidecar stores a long target's blob for backing entry name,
 // replacing any previous sidecar atomically (temp file, then rename).
-func (t *Tree) writeLinkSidecar(dirfd int, name string, blob []byte) error {
-	tmp, err := t.tempName()
+func (s *Symlinks) writeSidecar(dirfd int, name string, blob []byte) error {
+	tmp, err := tempName(s.rand)
 	if err != nil {
 		return err
 	}
 	// Durable before the symlink that needs it is made: a long-target
 	// symlink whose sidecar a crash lost has lost its target (found by
 	// internal/crashsim's replay, "untar": symlink with a long target).
-	if err := t.fs.ReplaceFile(dirfd, tmp, dirfd, meta.SymlinkSidecarName(name), blob, 0o400, backing.ReplaceSyncDir); err != nil {
+	if err := s.fs.ReplaceFile(dirfd, tmp, dirfd, meta.SymlinkSidecarName(name), blob, 0o400, backing.ReplaceSyncDir); err != nil {
 		return fmt.Errorf("tree: write symlink sidecar: %w", err)
 	}
 	return nil
 }
 
-// dropLinkSidecar removes the long-target sidecar of backing entry name
+// dropSidecar removes the long-target sidecar of backing entry name
 // of dirfd, if there is one, after the change that made it unused (an
 // unlink or rename of the link in dirfd, a rename onto it) was made
 // durable by an fsync of syncfd: if the removal survived a crash that the
 // change did not, the old symlink would be back without its target (found
 // by internal/crashsim's replay, "renames"). A short-target link pays one
 // fstatat; a long one a directory fsync.
-func (t *Tree) dropLinkSidecar(dirfd int, name string, syncfd int) error {
+func (s *Symlinks) dropSidecar(dirfd int, name string, syncfd int) error {
 	if _, err := backing.Fstatat(dirfd, meta.SymlinkSidecarName(name)); err != nil {
 		return nil
 	}
-	if err := t.fs.Fsync(syncfd); err != nil {
+	if err := s.fs.Fsync(syncfd); err != nil {
 		return err
 	}
-	t.removeLinkSidecar(dirfd, name)
+	s.removeSidecar(dirfd, name)
 	return nil
 }
 
-// removeLinkSidecar removes the long-target sidecar of backing entry name,
+// removeSidecar removes the long-target sidecar of backing entry name,
 // if there is one.
-func (t *Tree) removeLinkSidecar(dirfd int, name string) {
-	t.fs.Unlinkat(dirfd, meta.SymlinkSidecarName(name), 0)
+func (s *Symlinks) removeSidecar(dirfd int, name string) {
+	s.fs.Unlinkat(dirfd, meta.SymlinkSidecarName(name), 0)
 }
 
-// Readlink decrypts the target of symlink n in dirfd (directory ID dirID).
-// A target that fails authentication gives meta.ErrCorrupt.
-func (t *Tree) Readlink(dirfd int, dirID []byte, n Name) (string, error) {
+// Readlink decrypts the target of symlink n in directory d. A target that
+// fails authentication gives meta.ErrCorrupt.
+func (s *Symlinks) Readlink(d Dir, n Name) (string, error) {
+	dirfd := d.fd
 	bt, err := backing.Readlinkat(dirfd, n.Backing)
 	if err != nil {
 		return "", err
@@ -118,15 +132,16 @@ func (t *Tree) Readlink(dirfd int, dirID []byte, n Name) (string, error) {
 	} else if blob, err = meta.DecodeTarget(bt); err != nil {
 		return "", fmt.Errorf("%w: %v", meta.ErrCorrupt, err)
 	}
-	return t.links.Open(dirID, n.boundName(), blob)
+	return s.c.Open(d.id, n.boundName(), blob)
 }
 
-// LinkSize returns the plaintext target length of symlink n in dirfd from
+// Size returns the plaintext target length of symlink n in directory d from
 // its backing stat st alone: the backing target's length, or for a long
 // target (the marker, shorter than any inline target) the sidecar's size.
 // It never reads the link, because reading a link moves its atime
 // (relatime) and a stat must not change what it reports.
-func (t *Tree) LinkSize(dirfd int, n Name, st *unix.Stat_t) (int64, error) {
+func (s *Symlinks) Size(d Dir, n Name, st *unix.Stat_t) (int64, error) {
+	dirfd := d.fd
 	if st.Size != int64(len(longTargetMarker)) {
 		return meta.TargetLen(st.Size)
 	}
@@ -137,39 +152,40 @@ func (t *Tree) LinkSize(dirfd int, n Name, st *unix.Stat_t) (int64, error) {
 	return meta.BlobTargetLen(side.Size)
 }
 
-// placeSymlink writes a symlink to target bound to (dirID, n) under a
-// temporary name in dirfd and renames it to n.Backing with flags
+// place writes a symlink to target bound to (d's ID, n) under a
+// temporary name in d and renames it to n.Backing with flags
 // (0 replaces, unix.RENAME_NOREPLACE refuses to). The long-target sidecar, if
 // needed, is written first. The new link takes the owner and times of was,
 // the backing stat of the link it re-creates (see keepLinkAttrs).
-func (t *Tree) placeSymlink(dirfd int, dirID []byte, n Name, target string, was *unix.Stat_t, flags uint) error {
-	bt, blob, side, err := t.sealTarget(dirID, n, target)
+func (s *Symlinks) place(d Dir, n Name, target string, was *unix.Stat_t, flags uint) error {
+	dirfd := d.fd
+	bt, blob, side, err := s.seal(d.id, n, target)
 	if err != nil {
 		return err
 	}
 	if side {
-		if err := t.writeLinkSidecar(dirfd, n.Backing, blob); err != nil {
+		if err := s.writeSidecar(dirfd, n.Backing, blob); err != nil {
 			return err
 		}
 	}
-	tmp, err := t.tempName()
+	tmp, err := tempName(s.rand)
 	if err != nil {
 		return err
 	}
-	if err := t.fs.Symlinkat(bt, dirfd, tmp); err != nil {
+	if err := s.fs.Symlinkat(bt, dirfd, tmp); err != nil {
 		return err
 	}
 	if err := keepLinkAttrs(dirfd, tmp, was); err != nil {
-		t.fs.Unlinkat(dirfd, tmp, 0)
+		s.fs.Unlinkat(dirfd, tmp, 0)
 		return err
 	}
-	if err := t.fs.Renameat2(dirfd, tmp, dirfd, n.Backing, flags); err != nil {
-		t.fs.Unlinkat(dirfd, tmp, 0)
+	if err := s.fs.Renameat2(dirfd, tmp, dirfd, n.Backing, flags); err != nil {
+		s.fs.Unlinkat(dirfd, tmp, 0)
 		return err
 	}
 	if !side {
 		// A replaced long-target symlink leaves its sidecar behind.
-		return t.dropLinkSidecar(dirfd, n.Backing, dirfd)
+		return s.dropSidecar(dirfd, n.Backing, dirfd)
 	}
 	return nil
 }

@@ -25,14 +25,14 @@ func TestRenameKeepsSymlinkAttrs(t *testing.T) {
 	for _, target := range []string{"short", strings.Repeat("T", 4000)} {
 		tr, _, root, id := newTestTree(t)
 		sub := mustName(t, tr, id, "sub")
-		subID, err := tr.Mkdir(root, sub, 0o700)
+		subID, err := tr.Mkdir(NewDir(root, nil, nil), sub, 0o700)
 		must(t, err)
 		subfd, err := backing.OpenSubdir(root, sub.Backing)
 		must(t, err)
 		t.Cleanup(func() { backing.Close(subfd) })
 		mk := func(fd int, dirID []byte, plain string, k int64) Name {
 			n := mustName(t, tr, dirID, plain)
-			must(t, tr.Symlink(fd, dirID, n, target+plain))
+			must(t, tr.Symlink(NewDir(fd, dirID, nil), n, target+plain))
 			must(t, backing.Fchownat(fd, n.Backing, int(uid), int(gid)))
 			must(t, backing.UtimesNanoAt(fd, n.Backing, times(k)))
 			return n
@@ -48,7 +48,7 @@ func TestRenameKeepsSymlinkAttrs(t *testing.T) {
 			if st.Atim != want[0] || st.Mtim != want[1] {
 				t.Errorf("%s (target %d bytes): atime %v mtime %v, want %v %v", what, len(target), st.Atim, st.Mtim, want[0], want[1])
 			}
-			if got, err := tr.Readlink(fd, dirID, n); err != nil || got != wantTarget {
+			if got, err := tr.Symlinks().Readlink(NewDir(fd, dirID, nil), n); err != nil || got != wantTarget {
 				t.Errorf("%s: target %.20q, %v", what, got, err)
 			}
 			// The read moved the atime (relatime): put it back.
@@ -56,19 +56,19 @@ func TestRenameKeepsSymlinkAttrs(t *testing.T) {
 		}
 		a := mk(root, id, "a", 1)
 		a2 := mustName(t, tr, id, "a2")
-		must(t, tr.Rename(root, id, a, root, id, a2, 0))
+		must(t, tr.Rename(NewDir(root, id, nil), a, NewDir(root, id, nil), a2, 0))
 		check("rename in one directory", root, id, a2, target+"a", 1)
 
 		a3 := mustName(t, tr, subID, "a3")
-		must(t, tr.Rename(root, id, a2, subfd, subID, a3, unix.RENAME_NOREPLACE))
+		must(t, tr.Rename(NewDir(root, id, nil), a2, NewDir(subfd, subID, nil), a3, unix.RENAME_NOREPLACE))
 		check("rename into another directory", subfd, subID, a3, target+"a", 1)
 
 		b := mk(root, id, "b", 2)
-		must(t, tr.Rename(subfd, subID, a3, root, id, b, 0))
+		must(t, tr.Rename(NewDir(subfd, subID, nil), a3, NewDir(root, id, nil), b, 0))
 		check("rename over a symlink", root, id, b, target+"a", 1)
 
 		c := mk(subfd, subID, "c", 3)
-		must(t, tr.Rename(root, id, b, subfd, subID, c, unix.RENAME_EXCHANGE))
+		must(t, tr.Rename(NewDir(root, id, nil), b, NewDir(subfd, subID, nil), c, unix.RENAME_EXCHANGE))
 		check("exchange, first", subfd, subID, c, target+"a", 1)
 		check("exchange, second", root, id, b, target+"c", 3)
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/core"
-	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
@@ -38,22 +37,28 @@ var (
 	ErrReverse = errors.New("tree: vault is a reverse-mode vault")
 )
 
-// Tree holds the vault's name, symlink and xattr ciphers. It is safe for
-// concurrent use and keeps no file descriptors: every method takes the
-// directory fd to act in. The keys it is built from belong to the caller
-// (internal/session), which wipes them.
+// Tree holds the vault's name cipher and the parts that own the other
+// rules of the backing tree: directory ID files (DirIDs), master-key
+// epochs (Epochs), symlink targets (Symlinks), extended attributes
+// (Xattrs) and the rebinding of renamed and linked objects (rebinder).
+// Tree itself owns the entries of a directory: their names and sidecars,
+// lookup (resolve.go) and the operations that make, remove and move them.
+// It is safe for concurrent use and keeps no file descriptors: every
+// method takes the directory (a Dir) or the fd to act in. The keys it is
+// built from belong to the caller (internal/session), which wipes them.
 type Tree struct {
-	names  *names.Cipher
-	links  *meta.Symlinks
-	xattrs *meta.Xattrs
-	rand   io.Reader
+	names *names.Cipher
+	rand  io.Reader
 	// fs makes every change to the backing store (nil: unobserved).
 	fs *backing.FS
 	// bind is nil in v1; with location binding (bound.go) it holds the
-	// binder and the vault ID, and files opens files to rebind them.
-	bind  *Binding
-	files FileSource
-	ep    dirEpochs // master-key epochs (epoch.go)
+	// binder and the vault ID.
+	bind   *Binding
+	ep     *Epochs   // master-key epochs (epoch.go)
+	ids    *DirIDs   // directory ID files (dirid.go)
+	links  *Symlinks // symlink targets (symlink.go)
+	xattrs *Xattrs   // extended attributes (xattr.go)
+	rb     rebinder  // rebinding on rename and link (bound_rename.go)
 }
 
 // New builds the name, symlink and xattr ciphers from the vault's derived
@@ -61,66 +66,49 @@ type Tree struct {
 // of symlinks and xattr values. fsys makes every change the tree makes to
 // the backing store; nil makes them unobserved (see backing.FS).
 func New(k *keys.Keys, rand io.Reader, fsys *backing.FS) (*Tree, error) {
-	t := &Tree{rand: rand, fs: fsys}
-	if t.rand == nil {
-		t.rand = cryptorand.Reader
+	return newTree(k, rand, fsys, nil)
+}
+
+// newTree is New, with location binding b if not nil (NewBound).
+func newTree(k *keys.Keys, rand io.Reader, fsys *backing.FS, b *Binding) (*Tree, error) {
+	if rand == nil {
+		rand = cryptorand.Reader
 	}
+	t := &Tree{rand: rand, fs: fsys, bind: b}
 	var err error
 	if t.names, err = names.New(k.Names); err != nil {
 		return nil, fmt.Errorf("tree: names: %w", err)
 	}
-	if t.links, err = meta.NewSymlinks(k.Symlinks); err != nil {
+	links, err := meta.NewSymlinks(k.Symlinks)
+	if err != nil {
 		return nil, fmt.Errorf("tree: symlinks: %w", err)
 	}
-	if t.xattrs, err = meta.NewXattrs(k.XattrNames, k.XattrValues); err != nil {
+	xattrs, err := meta.NewXattrs(k.XattrNames, k.XattrValues)
+	if err != nil {
 		return nil, fmt.Errorf("tree: xattrs: %w", err)
 	}
+	t.ep = &Epochs{base: t.names}
+	if b != nil {
+		t.ep.baseBinder = b.Binder
+	}
+	t.ids = &DirIDs{rand: rand, fs: fsys, bind: b, ep: t.ep}
+	t.links = &Symlinks{c: links, rand: rand, fs: fsys}
+	t.xattrs = &Xattrs{c: xattrs, rand: rand, fs: fsys}
+	t.rb = rebinder{fs: fsys, bind: b, ids: t.ids}
 	return t, nil
 }
 
-// NewDirID returns a fresh random directory ID.
-func (t *Tree) NewDirID() ([]byte, error) {
-	id := make([]byte, names.DirIDSize)
-	if _, err := io.ReadFull(t.rand, id); err != nil {
-		return nil, fmt.Errorf("tree: random dirID: %w", err)
-	}
-	return id, nil
-}
+// DirIDs returns the tree's directory ID files.
+func (t *Tree) DirIDs() *DirIDs { return t.ids }
 
-// ReadDirID reads the ID of the open backing directory dirfd. A missing,
-// oversized or non-regular encryptfs.dirid (a FIFO planted there must not
-// hang the caller: backing.ReadFileAt opens it non-blocking and checks its
-// type; a symlink is refused by O_NOFOLLOW with ELOOP) is ErrCorruptDir.
-func (t *Tree) ReadDirID(dirfd int) ([]byte, error) {
-	if t.bind != nil {
-		return nil, errNoPlace
-	}
-	return t.DirIDOf(ReadDirIDFile(dirfd), bind.Place{})
-}
+// Epochs returns the tree's master-key epochs.
+func (t *Tree) Epochs() *Epochs { return t.ep }
 
-// writeDirID stores the ID file of directory dirfd, whose ID is id and
-// whose place is p (with binding: see bound.go): written as 0600,
-// fsynced, then made 0400.
-func (t *Tree) writeDirID(dirfd int, id []byte, p bind.Place) error {
-	t.noteEpoch(id, t.ep.current) // a new directory: the current epoch
-	return t.fs.WriteFileAt(dirfd, names.DirIDFile, t.dirIDFile(id, t.ep.current, p, nil), 0o400)
-}
+// Symlinks returns the tree's symlink targets.
+func (t *Tree) Symlinks() *Symlinks { return t.links }
 
-// InitRoot gives a new vault's root directory (rootfd) its ID. It fails with
-// EEXIST if the root already has one.
-func (t *Tree) InitRoot(rootfd int) ([]byte, error) {
-	id, err := t.NewDirID()
-	if err != nil {
-		return nil, err
-	}
-	if err := t.writeDirID(rootfd, id, t.RootPlace()); err != nil {
-		return nil, fmt.Errorf("tree: write root %s: %w", names.DirIDFile, err)
-	}
-	if err := t.fs.Fsync(rootfd); err != nil {
-		return nil, err
-	}
-	return id, nil
-}
+// Xattrs returns the tree's extended attributes.
+func (t *Tree) Xattrs() *Xattrs { return t.xattrs }
 
 // NewFile wraps the fd of a file's contents, opened by a door, for the
 // engine: when the vault's changes are observed (freshness, crash replay)
@@ -134,4 +122,14 @@ func (t *Tree) NewFile(fd int, st *unix.Stat_t) core.OwnedBacking {
 		return t.fs.NewFile(fd, st)
 	}
 	return backing.NewFile(fd, st)
+}
+
+// tempName returns a fresh name in the reserved namespace (from rand) for
+// an entry that is about to be renamed over its final name.
+func tempName(rand io.Reader) (string, error) {
+	var b [12]byte
+	if _, err := io.ReadFull(rand, b[:]); err != nil {
+		return "", err
+	}
+	return names.TempName(b[:]), nil
 }

@@ -32,21 +32,21 @@ func TestUnlinkType(t *testing.T) {
 			tr, _, root, id := newTestTree(t)
 			n := mustName(t, tr, id, tc.plain)
 			if tc.target == "" {
-				fd, err := tr.Create(root, n, 0, 0o644)
+				fd, err := tr.Create(NewDir(root, nil, nil), n, 0, 0o644)
 				must(t, err)
 				backing.Close(fd)
 			} else {
-				must(t, tr.Symlink(root, id, n, tc.target))
+				must(t, tr.Symlink(NewDir(root, id, nil), n, tc.target))
 			}
 			if ents, _ := backing.ReadDir(root); len(ents) < 2 {
 				t.Fatalf("nothing created: %+v", ents)
 			}
-			must(t, tr.UnlinkType(root, n, tc.mode))
+			must(t, tr.Unlink(NewDir(root, nil, nil), n, tc.mode))
 			// Only the root's dirid remains.
 			if ents, _ := backing.ReadDir(root); len(ents) != 1 {
 				t.Fatalf("leftovers: %+v", ents)
 			}
-			if err := tr.UnlinkType(root, n, tc.mode); !errors.Is(err, unix.ENOENT) {
+			if err := tr.Unlink(NewDir(root, nil, nil), n, tc.mode); !errors.Is(err, unix.ENOENT) {
 				t.Fatalf("second unlink: %v, want ENOENT", err)
 			}
 		})

@@ -13,8 +13,8 @@ import (
 // repair plan it makes), fsck's prescan, the content upgrade's scans and
 // freshness's full batch all walk through Walk, so that they agree on
 // what a directory's entries are (IsEntryName), read each directory's ID
-// file once (ReadDirIDFile, checked by whoever needs it: DirIDOf,
-// DirIDOfUnchecked, ParseDirIDFile), and reach every directory the same
+// file once (ReadDirIDFile, checked by whoever needs it: DirIDs.Of,
+// DirIDs.OfUnchecked, ParseDirIDFile), and reach every directory the same
 // way: opened beneath its parent through internal/backing, no symlink
 // followed (a symlink is an entry, never descended into).
 
@@ -132,8 +132,8 @@ func (w *Walker) sub(d *WalkDir, name string, data any) error {
 	return w.dir(&WalkDir{Fd: fd, Rel: path.Join(d.Rel, name), Data: data})
 }
 
-// ListOf is ListAt of a directory the walk visits (d, its ID dirID): its
-// listing is the walk's, not read again.
+// ListOf is List of a directory the walk visits (d, its ID dirID, its
+// place found by place): its listing is the walk's, not read again.
 func (t *Tree) ListOf(d *WalkDir, dirID []byte, place DirPlace) ([]Entry, []BadEntry) {
-	return t.listOf(d.Fd, d.Ents, dirID, place)
+	return t.listOf(NewDir(d.Fd, dirID, place), d.Ents)
 }

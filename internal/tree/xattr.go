@@ -3,6 +3,7 @@ package tree
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -10,26 +11,35 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The xattr methods act on an open backing fd (a regular file's backing fd,
-// or a directory fd) and the object's ID: a regular file's fileID (from
-// core.File.EnsureID, so that an empty file gets a header first), a
-// directory's dirID. Only "user." names are supported (meta.ErrNotUser
-// otherwise); the FUSE layer maps that to EOPNOTSUPP.
+// Xattrs is the part of a Tree that owns one rule: an extended attribute
+// is stored only in the user namespace, its name and value encrypted
+// under the object's ID, and never so that the object's backing name list
+// outgrows what listxattr(2) can return. Its methods act on an open
+// backing fd (a regular file's backing fd, or a directory fd) and the
+// object's ID: a regular file's fileID (from core.File.EnsureID, so that
+// an empty file gets a header first), a directory's dirID. Only "user."
+// names are supported (meta.ErrNotUser otherwise); the FUSE layer maps
+// that to EOPNOTSUPP.
+type Xattrs struct {
+	c    *meta.Xattrs
+	rand io.Reader
+	fs   *backing.FS // makes every change (nil: unobserved)
+}
 
 // userPrefix is the only xattr namespace EncryptFS stores.
 const userPrefix = "user."
 
-// backingXattr checks and encrypts an xattr name.
-func (t *Tree) backingXattr(objID []byte, name string) (string, error) {
+// backingName checks and encrypts an xattr name.
+func (x *Xattrs) backingName(objID []byte, name string) (string, error) {
 	if !strings.HasPrefix(name, userPrefix) {
 		return "", meta.ErrNotUser
 	}
-	return t.xattrs.EncryptName(objID, name)
+	return x.c.EncryptName(objID, name)
 }
 
-// GetXattr returns the plaintext value of xattr name (ENODATA if absent).
-func (t *Tree) GetXattr(fd int, objID []byte, name string) ([]byte, error) {
-	bn, err := t.backingXattr(objID, name)
+// Get returns the plaintext value of xattr name (ENODATA if absent).
+func (x *Xattrs) Get(fd int, objID []byte, name string) ([]byte, error) {
+	bn, err := x.backingName(objID, name)
 	if err != nil {
 		return nil, err
 	}
@@ -37,10 +47,10 @@ func (t *Tree) GetXattr(fd int, objID []byte, name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.xattrs.OpenValue(objID, bn, blob)
+	return x.c.OpenValue(objID, bn, blob)
 }
 
-// SetXattr encrypts and stores xattr name; flags is 0, unix.XATTR_CREATE or
+// Set encrypts and stores xattr name; flags is 0, unix.XATTR_CREATE or
 // unix.XATTR_REPLACE (the backing name is deterministic per object, so the
 // backing store enforces both).
 //
@@ -51,12 +61,12 @@ func (t *Tree) GetXattr(fd int, objID []byte, name string) ([]byte, error) {
 // and tar --xattrs would fail on the file. Encrypted names are longer than
 // plaintext ones, so the plaintext list always fits when the backing list
 // does.
-func (t *Tree) SetXattr(fd int, objID []byte, name string, value []byte, flags int) error {
-	bn, err := t.backingXattr(objID, name)
+func (x *Xattrs) Set(fd int, objID []byte, name string, value []byte, flags int) error {
+	bn, err := x.backingName(objID, name)
 	if err != nil {
 		return err
 	}
-	blob, err := t.xattrs.SealValue(objID, bn, value, t.rand)
+	blob, err := x.c.SealValue(objID, bn, value, x.rand)
 	if err != nil {
 		return err
 	}
@@ -67,7 +77,7 @@ func (t *Tree) SetXattr(fd int, objID []byte, name string, value []byte, flags i
 	if added && size > XattrListMax {
 		return fmt.Errorf("%w: %s", ErrXattrListFull, name)
 	}
-	if err := t.fs.Fsetxattr(fd, bn, blob, flags); err != nil {
+	if err := x.fs.Fsetxattr(fd, bn, blob, flags); err != nil {
 		return err
 	}
 	if added && size > XattrListMax-xattrListSlack {
@@ -75,7 +85,7 @@ func (t *Tree) SetXattr(fd int, objID []byte, name string, value []byte, flags i
 		// taken the room counted above: check again, and take back our
 		// attribute if the list no longer fits.
 		if _, err := backing.Flistxattr(fd); errors.Is(err, unix.E2BIG) {
-			if rerr := t.fs.Fremovexattr(fd, bn); rerr != nil {
+			if rerr := x.fs.Fremovexattr(fd, bn); rerr != nil {
 				return fmt.Errorf("tree: setxattr %s overflowed the xattr list and could not be undone: %w", name, rerr)
 			}
 			return fmt.Errorf("%w: %s", ErrXattrListFull, name)
@@ -88,7 +98,7 @@ func (t *Tree) SetXattr(fd int, objID []byte, name string, value []byte, flags i
 // (the kernel's XATTR_LIST_MAX); a longer one fails with E2BIG.
 const XattrListMax = 65536
 
-// xattrListSlack: within this many bytes of XattrListMax, SetXattr checks
+// xattrListSlack: within this many bytes of XattrListMax, Set checks
 // the list again after adding (room for a dozen concurrent adders).
 const xattrListSlack = 4096
 
@@ -117,25 +127,25 @@ func listGrowth(fd int, bn string) (added bool, size int, err error) {
 	return added, size, nil
 }
 
-// RemoveXattr removes xattr name (ENODATA if absent).
-func (t *Tree) RemoveXattr(fd int, objID []byte, name string) error {
-	bn, err := t.backingXattr(objID, name)
+// Remove removes xattr name (ENODATA if absent).
+func (x *Xattrs) Remove(fd int, objID []byte, name string) error {
+	bn, err := x.backingName(objID, name)
 	if err != nil {
 		return err
 	}
-	return t.fs.Fremovexattr(fd, bn)
+	return x.fs.Fremovexattr(fd, bn)
 }
 
-// ListXattr returns the plaintext names of the object's xattrs. Backing
+// List returns the plaintext names of the object's xattrs. Backing
 // xattrs that are not ours (no meta.XattrPrefix) are skipped; ours that fail
 // to decrypt are returned in bad, so the caller can log them.
-func (t *Tree) ListXattr(fd int, objID []byte) (list []string, bad []string, err error) {
+func (x *Xattrs) List(fd int, objID []byte) (list []string, bad []string, err error) {
 	all, err := backing.Flistxattr(fd)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, bn := range all {
-		name, ok, err := t.xattrs.DecryptName(objID, bn)
+		name, ok, err := x.c.DecryptName(objID, bn)
 		if !ok {
 			continue
 		}

@@ -158,7 +158,7 @@ func (c *compacter) scan() error {
 // temporaries among its names, and its entries.
 func (c *compacter) enterDir(wd *tree.WalkDir) (bool, error) {
 	d := wd.Data.(*upDir)
-	id, err := c.b.Tree().DirIDOf(wd.ID, d.place)
+	id, err := c.b.Tree().DirIDs().Of(wd.ID, d.place)
 	switch {
 	case err != nil && d.rel == ".":
 		return false, fmt.Errorf("session: upgrade: the root's directory ID: %w", err)
@@ -178,7 +178,7 @@ func (c *compacter) enterDir(wd *tree.WalkDir) (bool, error) {
 		}
 	}
 	// With d's place: names made under a conflict copy of its ID file
-	// (bound to the same place) are d's too (tree.AltDirIDsAt).
+	// (bound to the same place) are d's too (tree.DirIDs.Alts).
 	list, _ := c.b.Tree().ListOf(wd, d.id, func() (bind.Place, error) { return d.place, nil })
 	d.names = make(map[string]tree.Name, len(list))
 	for _, e := range list {

@@ -167,7 +167,7 @@ func (u *upgrader) convertDir(fd int, d *upDir, pr *Progress, report func()) err
 			err = fmt.Errorf("%d bytes", len(id))
 		}
 		if err == nil {
-			err = u.replaceSmall(fd, a, u.b.Tree().DirIDFileAt(id, d.place))
+			err = u.replaceSmall(fd, a, u.b.Tree().DirIDs().FileAt(id, d.place))
 		}
 		if err != nil {
 			return fmt.Errorf("session: upgrade: %s: conflict copy %s of the directory ID: %w", d.plain, a, err)
@@ -178,7 +178,7 @@ func (u *upgrader) convertDir(fd int, d *upDir, pr *Progress, report func()) err
 		report()
 	}
 	if !d.v2 {
-		if err := u.replaceSmall(fd, names.DirIDFile, u.b.Tree().DirIDFileAt(d.id, d.place)); err != nil {
+		if err := u.replaceSmall(fd, names.DirIDFile, u.b.Tree().DirIDs().FileAt(d.id, d.place)); err != nil {
 			return fmt.Errorf("session: upgrade: %s: directory ID: %w", d.plain, err)
 		}
 		changed = true

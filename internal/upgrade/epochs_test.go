@@ -8,6 +8,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/config"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
@@ -114,7 +115,7 @@ func vaultDir(t *testing.T, s *session.Session, path []string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := s.Tree().ReadRootDirID(fd)
+	id, err := s.Tree().DirIDs().ReadRoot(fd)
 	if err != nil {
 		backing.Close(fd)
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func vaultDir(t *testing.T, s *session.Session, path []string) (int, []byte) {
 		}
 		sub, err := backing.OpenSubdir(fd, n.Backing)
 		if err == nil {
-			id, err = s.Tree().ReadDirIDAt(sub, s.Tree().Place(id, n))
+			id, err = s.Tree().DirIDs().Read(sub, s.Tree().Place(id, n))
 		}
 		backing.Close(fd)
 		if err != nil {
@@ -146,7 +147,7 @@ func mkdirVault(t *testing.T, s *session.Session, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Tree().MkdirIn(fd, id, n, 0o700); err != nil {
+	if _, err := s.Tree().Mkdir(tree.NewDir(fd, id, nil), n, 0o700); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -161,7 +162,7 @@ func writeVaultFile(t *testing.T, s *session.Session, path []string, name, data 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ffd, err := s.Tree().Create(fd, n, unix.O_RDWR, 0o600)
+	ffd, err := s.Tree().Create(tree.NewDir(fd, nil, nil), n, unix.O_RDWR, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,11 @@ import (
 	"filippo.io/age"
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/kdf"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
 // The session's test helpers the upgrade's tests need (they moved here
@@ -74,7 +76,7 @@ func addRootFile(t *testing.T, s *session.Session, name string) {
 		t.Fatal(err)
 	}
 	defer backing.Close(rootfd)
-	id, err := s.Tree().ReadDirID(rootfd)
+	id, err := s.Tree().DirIDs().Read(rootfd, bind.Place{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func addRootFile(t *testing.T, s *session.Session, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fd, err := s.Tree().Create(rootfd, n, 0, 0o600)
+	fd, err := s.Tree().Create(tree.NewDir(rootfd, nil, nil), n, 0, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

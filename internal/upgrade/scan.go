@@ -141,12 +141,12 @@ func (u *upgrader) dirIDOf(r tree.DirIDRead, p bind.Place) (id []byte, v2 bool, 
 	case !f.V2:
 		return f.ID, false, nil
 	}
-	id, err = u.b.Tree().DirIDOf(r, p)
+	id, err = u.b.Tree().DirIDs().Of(r, p)
 	if err == nil && u.v1.Tree().Bound() {
 		// v1 lists the directory's names (enterDir): a bound v1
 		// session picks their key by the epoch it noted when it
 		// checked this ID file itself (§3b).
-		_, err = u.v1.Tree().DirIDOf(r, p)
+		_, err = u.v1.Tree().DirIDs().Of(r, p)
 	}
 	return id, true, err
 }

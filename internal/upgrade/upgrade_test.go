@@ -10,6 +10,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/session"
@@ -78,7 +79,7 @@ func TestUpgradeBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer backing.Close(rootfd)
-	id, err := s.Tree().ReadDirID(rootfd)
+	id, err := s.Tree().DirIDs().Read(rootfd, bind.Place{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestUpgradeBlocked(t *testing.T) {
 	// A second name outside the vault: its place is unknown, so it
 	// cannot be bound (a third name inside would go to the links file).
 	nb, _ := s.Tree().Name(id, "b")
-	if err := backing.Linkat(rootfd, a.Backing, rootfd, nb.Backing); err != nil {
+	if err := (*backing.FS)(nil).Linkat(rootfd, a.Backing, rootfd, nb.Backing); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Link(filepath.Join(dir, a.Backing), filepath.Join(t.TempDir(), "outside")); err != nil {

@@ -144,7 +144,7 @@ func newVault(t testing.TB, cipher string, vaultID []byte, roots bool, mod func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.Tree.InitRoot(fd); err != nil {
+	if _, err := v.Tree.DirIDs().InitRoot(fd); err != nil {
 		t.Fatal(err)
 	}
 	backing.Close(fd)
