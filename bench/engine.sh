@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench/engine.sh: run the internal/core engine benchmarks side by side in one
+# bench/engine.sh: run the internal/fileengine engine benchmarks side by side in one
 # run and print medians and the ratios the engine is judged by.
 #
 #   bench/engine.sh                 # full run, -count 5 (a few minutes on 2 cores)
@@ -20,7 +20,7 @@ else
 	out=$(mktemp /tmp/engine-bench.XXXXXX)
 	bin=$(mktemp /tmp/core-bench.XXXXXX)
 	trap 'rm -f "$bin"' EXIT
-	go test -c -o "$bin" ./internal/core/
+	go test -c -o "$bin" ./internal/fileengine/
 	# Interleave: COUNT passes over all benchmarks rather than COUNT runs of
 	# each in a row, so load changes on a shared machine hit all of them alike.
 	i=0

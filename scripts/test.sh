@@ -81,7 +81,7 @@ ENCRYPTFS_TEST_ROOTS=1 ENCRYPTFS_TRANSPORT=classic go test -race -count=1 -p 1 -
 uring_param=/sys/module/fuse/parameters/enable_uring
 # They are the packages whose test helpers mount with $ENCRYPTFS_TRANSPORT
 # (the forward mount's suites: posix, fsx, the mount and CLI tests).
-uring_pkgs="./internal/fuseuring ./internal/forwardfs ./internal/mount ./internal/cli"
+uring_pkgs="./internal/transport ./internal/forwardfs ./internal/mount ./internal/cli"
 if [ -w "$uring_param" ] && [ "$(cat "$uring_param")" != Y ]; then
 	echo Y >"$uring_param" || true
 fi

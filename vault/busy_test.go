@@ -12,7 +12,7 @@ import (
 
 // TestWriterRefusedOnReadOnlyShare: a reader that could open the backing
 // file only read-only holds the inode's engine file; a writer cannot share
-// it and gets ETXTBSY (core.ErrBusy underneath), while another reader can.
+// it and gets ETXTBSY (fileengine.ErrBusy underneath), while another reader can.
 func TestWriterRefusedOnReadOnlyShare(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: one thread opens the file under another file system uid")

@@ -17,7 +17,6 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/cli"
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	freshcrypto "github.com/encryptfs/encryptfs/internal/crypto/fresh"
@@ -29,14 +28,15 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/siv"
 	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/fsck"
-	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/mount"
 	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"github.com/encryptfs/encryptfs/internal/serve"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/transport"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/internal/upgrade"
 	"github.com/encryptfs/encryptfs/internal/uring"
@@ -89,18 +89,18 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/keyslot.ErrRecipient": {keyslot.ErrRecipient, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
 	"internal/keyslot.ErrLabel":     {keyslot.ErrLabel, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
 
-	"internal/core.ErrClosed":           {core.ErrClosed, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
-	"internal/crypto/content.ErrWiped":  {content.ErrWiped, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
-	"internal/core.ErrTooLarge":         {core.ErrTooLarge, fault.FileTooBig, syscall.EFBIG, cli.ExitError, syscall.EFBIG},
-	"internal/core.ErrBusy":             {core.ErrBusy, fault.Busy, syscall.ETXTBSY, cli.ExitError, syscall.ETXTBSY},
-	"internal/core.ErrTooManyLinks":     {core.ErrTooManyLinks, fault.TooManyLinks, syscall.EMLINK, cli.ExitError, syscall.EMLINK},
-	"internal/crypto/bind.ErrMisplaced": {bind.ErrMisplaced, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
-	"internal/crypto/bind.ErrBadLinks":  {bind.ErrBadLinks, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
-	"internal/crypto/bind.ErrKey":       {bind.ErrKey, fault.Other, syscall.EIO, cli.ExitError, nil},
-	"internal/crypto/bind.ErrWiped":     {bind.ErrWiped, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
-	"internal/core.ErrNotSIV":           {core.ErrNotSIV, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
-	"internal/core.ErrChanged":          {core.ErrChanged, fault.Other, syscall.EIO, cli.ExitError, nil},
-	"internal/core.ErrInvalid":          {core.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
+	"internal/fileengine.ErrClosed":       {fileengine.ErrClosed, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
+	"internal/crypto/content.ErrWiped":    {content.ErrWiped, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
+	"internal/fileengine.ErrTooLarge":     {fileengine.ErrTooLarge, fault.FileTooBig, syscall.EFBIG, cli.ExitError, syscall.EFBIG},
+	"internal/fileengine.ErrBusy":         {fileengine.ErrBusy, fault.Busy, syscall.ETXTBSY, cli.ExitError, syscall.ETXTBSY},
+	"internal/fileengine.ErrTooManyLinks": {fileengine.ErrTooManyLinks, fault.TooManyLinks, syscall.EMLINK, cli.ExitError, syscall.EMLINK},
+	"internal/crypto/bind.ErrMisplaced":   {bind.ErrMisplaced, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/bind.ErrBadLinks":    {bind.ErrBadLinks, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
+	"internal/crypto/bind.ErrKey":         {bind.ErrKey, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/crypto/bind.ErrWiped":       {bind.ErrWiped, fault.Closed, syscall.EIO, cli.ExitError, vault.ErrClosed},
+	"internal/fileengine.ErrNotSIV":       {fileengine.ErrNotSIV, fault.UnsupportedVault, syscall.EIO, cli.ExitUnsupported, nil},
+	"internal/fileengine.ErrChanged":      {fileengine.ErrChanged, fault.Other, syscall.EIO, cli.ExitError, nil},
+	"internal/fileengine.ErrInvalid":      {fileengine.ErrInvalid, fault.Invalid, syscall.EINVAL, cli.ExitError, syscall.EINVAL},
 
 	// Freshness (format v2, docs/format.md §15).
 	"internal/crypto/fresh.ErrTampered":  {freshcrypto.ErrTampered, fault.Corrupt, syscall.EIO, cli.ExitCorruptData, vault.ErrCorrupt},
@@ -208,7 +208,7 @@ var sentinelTable = map[string]sentinelRow{
 	"internal/engine.ErrReadOnly":       {engine.ErrReadOnly, fault.ReadOnly, syscall.EROFS, cli.ExitError, syscall.EROFS},
 	"internal/tree.ErrXattrListFull":    {tree.ErrXattrListFull, fault.NoSpace, syscall.ENOSPC, cli.ExitNoSpace, syscall.ENOSPC},
 	"internal/uring.ErrUnsupported":     {uring.ErrUnsupported, fault.NotSupported, syscall.EOPNOTSUPP, cli.ExitError, syscall.ENOTSUP},
-	"internal/fuseuring.ErrUnavailable": {fuseuring.ErrUnavailable, fault.NotSupported, syscall.EOPNOTSUPP, cli.ExitError, syscall.ENOTSUP},
+	"internal/transport.ErrUnavailable": {transport.ErrUnavailable, fault.NotSupported, syscall.EOPNOTSUPP, cli.ExitError, syscall.ENOTSUP},
 	"internal/tree.ErrNoXattrs":         {tree.ErrNoXattrs, fault.NotSupported, syscall.EOPNOTSUPP, cli.ExitError, syscall.ENOTSUP},
 
 	"vault.ErrWrongPassword": {vault.ErrWrongPassword, fault.WrongPassword, syscall.EIO, cli.ExitWrongPassword, vault.ErrWrongPassword},

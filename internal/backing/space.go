@@ -9,7 +9,7 @@ import (
 )
 
 // The space operations below are optional methods of the engine's backing
-// file (internal/core): the engine asks for them with a type assertion and
+// file (internal/fileengine): the engine asks for them with a type assertion and
 // does without where a backing lacks them. They are here, and not in the
 // engine, because they are system calls on a backing fd.
 

@@ -16,7 +16,7 @@
 // weaker than ext4's data=ordered:
 //   - each op is atomic: a write, a rename, an unlink either happened as a
 //     whole or not at all (a torn chunk write fails authentication, which
-//     internal/core's own crash test covers);
+//     internal/fileengine's own crash test covers);
 //   - fsync of a file makes its earlier data and xattr changes durable;
 //     fsync of a directory makes its earlier entry changes (create, link,
 //     unlink, rename into or out of it) durable; nothing else is a barrier;

@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -164,7 +164,7 @@ func (v *Vault) plainSize(st unix.Stat_t) (int64, error) {
 	if f, ok := v.Lookup(key); ok {
 		size, err := f.Size()
 		f.Release()
-		if !errors.Is(err, core.ErrClosed) {
+		if !errors.Is(err, fileengine.ErrClosed) {
 			return size, err
 		}
 	}

@@ -4,7 +4,7 @@
 // a Dir handle and its regular files through File handles; the engine
 // owns the rules that must exist once per vault:
 //
-//   - one open-file table (core.Table): at most one engine file per
+//   - one open-file table (fileengine.Table): at most one engine file per
 //     backing inode, shared by every door and by the tree's rebinding of
 //     headers (tree.SetFiles);
 //   - one place-checked open of a file at its place, with the race
@@ -24,11 +24,11 @@ import (
 	"sync"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -44,16 +44,16 @@ type Name = tree.Name
 
 // Place is where an entry is bound with location binding: its parent's
 // directory ID and its encrypted name.
-type Place = core.Place
+type Place = fileengine.Place
 
 // FileKey identifies a backing inode: device and inode number. It keys the
 // open-file table.
-type FileKey = core.FileKey
+type FileKey = fileengine.FileKey
 
 // errGone: the entry a door looked up is no longer at its name (a rename
 // or unlink won the race with an open). ENOENT at the doors, as open(2)
 // gives for a name removed during the call. The engine's other errors are
-// those of the layers below (core.ErrClosed after Close, core.ErrBusy,
+// those of the layers below (fileengine.ErrClosed after Close, fileengine.ErrBusy,
 // bind.ErrMisplaced...), which internal/fault classifies.
 var errGone = fault.New(fault.NotFound, "engine: the entry left its name while it was opened")
 
@@ -62,9 +62,9 @@ var errGone = fault.New(fault.NotFound, "engine: the entry left its name while i
 type Vault struct {
 	dir   string
 	tree  *tree.Tree
-	core  *core.Engine
+	core  *fileengine.Engine
 	fs    *backing.FS
-	files *core.Table[*File]
+	files *fileengine.Table[*File]
 
 	mu     sync.Mutex
 	rootfd int // CIPHERDIR, opened on first use; -1 before
@@ -77,9 +77,9 @@ type Vault struct {
 // binding, the tree rebinds the headers of files through the engine's
 // open-file table from now on (tree.SetFiles), so that a file open in any
 // door keeps the header on disk in its cache.
-func New(dir string, t *tree.Tree, e *core.Engine, fs *backing.FS) *Vault {
+func New(dir string, t *tree.Tree, e *fileengine.Engine, fs *backing.FS) *Vault {
 	v := &Vault{dir: dir, tree: t, core: e, fs: fs, rootfd: -1}
-	v.files = core.NewTable[*File](e)
+	v.files = fileengine.NewTable[*File](e)
 	v.files.OnLast = v.lastReleased
 	if t.Bound() {
 		t.SetFiles(v.rebindSource)
@@ -126,7 +126,7 @@ func (v *Vault) root() (int, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.closed {
-		return -1, core.ErrClosed
+		return -1, fileengine.ErrClosed
 	}
 	if v.rootfd < 0 {
 		fd, err := backing.OpenRoot(v.dir)

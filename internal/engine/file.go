@@ -6,7 +6,7 @@ import (
 )
 
 // The contents of an open file, through its one engine file
-// (internal/core: chunks, holes, roots, crash order).
+// (internal/fileengine: chunks, holes, roots, crash order).
 
 // Key is the file's backing inode.
 func (f *File) Key() FileKey { return f.key }

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +21,7 @@ type File struct {
 	v    *Vault
 	key  FileKey
 	fd   int
-	file *core.File
+	file *fileengine.File
 
 	// Mode is the backing st_mode as the mount last saw it, for clearing
 	// set-user-ID and set-group-ID on a write.
@@ -44,7 +44,7 @@ type OpenOptions struct {
 	// read-only instead.
 	ReadWrite bool
 	// ForWrite: the caller will write (the vault package's rule). It
-	// cannot share a file open on a read-only backing file (core.ErrBusy:
+	// cannot share a file open on a read-only backing file (fileengine.ErrBusy:
 	// it would have to reopen it under the readers), and implies
 	// ReadWrite. The mount does not refuse such writers (their writes
 	// fail instead).
@@ -65,7 +65,7 @@ const maxOpenTries = 4
 // open already (by any door), else its backing file is opened read-write
 // (the engine reads back partial chunks, and a later writer can share it)
 // or, failing that for a reader, read-only; with location binding its
-// header must bind it to (d's ID, n) (core.Table.AcquireAt).
+// header must bind it to (d's ID, n) (fileengine.Table.AcquireAt).
 //
 // The rename race: with location binding a rename drops the old name's
 // binding once it is done, so an open that found the name just before a
@@ -151,7 +151,7 @@ func (v *Vault) adopt(fd int, p Place, writable bool, o OpenOptions) (*File, Fil
 		return nil, FileKey{}, errNotRegular
 	}
 	key := FileKey{Dev: uint64(st.Dev), Ino: st.Ino}
-	f, err := v.files.AcquireAt(key, v.tree.NewFile(fd, &st), p, writable, o.ForWrite, func(cf *core.File) *File {
+	f, err := v.files.AcquireAt(key, v.tree.NewFile(fd, &st), p, writable, o.ForWrite, func(cf *fileengine.File) *File {
 		f := &File{v: v, key: key, fd: fd, file: cf}
 		f.Mode.Store(st.Mode)
 		return f
@@ -163,7 +163,7 @@ func (v *Vault) adopt(fd int, p Place, writable bool, o OpenOptions) (*File, Fil
 // (tree.SetFiles): a file renamed, linked or unlinked is rebound through
 // its one engine file in the table, so that an open file's cached header
 // stays the one on disk.
-func (v *Vault) rebindSource(dirfd int, backingName string, p Place) (*core.File, func() error, error) {
+func (v *Vault) rebindSource(dirfd int, backingName string, p Place) (*fileengine.File, func() error, error) {
 	fd, err := openBacking(dirfd, backingName, unix.O_RDWR, true)
 	if err != nil {
 		return nil, nil, err

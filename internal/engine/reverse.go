@@ -5,12 +5,12 @@ import (
 	"runtime"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/crypto/reverse"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 )
 
 // ReverseConfigName is the reverse config's name in PLAINDIR
@@ -25,8 +25,8 @@ var (
 	ErrPattern = errors.New("reverse: bad exclude pattern")
 	// ErrChanged: a plaintext file got shorter while it was open, so the
 	// ciphertext its size at open promised can no longer be produced
-	// (core.ErrChanged).
-	ErrChanged = core.ErrChanged
+	// (fileengine.ErrChanged).
+	ErrChanged = fileengine.ErrChanged
 	// ErrNoEntry: the view has no entry of that name in that directory
 	// (not a name the directory's key decrypts, an excluded entry, a
 	// directory beyond the file system boundary). ENOENT at the view.
@@ -55,8 +55,8 @@ type Reverse struct {
 	names  *names.Cipher
 	links  *meta.Symlinks
 	derive *reverse.Deriver
-	core   *core.Engine // seals file contents (core.ReverseFile)
-	config []byte       // the config as unlocked; nil: read at Open
+	core   *fileengine.Engine // seals file contents (fileengine.ReverseFile)
+	config []byte             // the config as unlocked; nil: read at Open
 }
 
 // NewReverse builds the reverse engine of PLAINDIR dir from the session's
@@ -66,7 +66,7 @@ type Reverse struct {
 func NewReverse(dir string, suite *content.Suite, n *names.Cipher, l *meta.Symlinks, d *reverse.Deriver, config []byte) *Reverse {
 	return &Reverse{
 		dir: dir, suite: suite, names: n, links: l, derive: d, config: config,
-		core: core.NewEngine(suite, reverseCoreOptions()),
+		core: fileengine.NewEngine(suite, reverseCoreOptions()),
 	}
 }
 
@@ -81,8 +81,8 @@ const minParallelChunks = 4
 // default worker pool, bounded by GOMAXPROCS as the view's sealing was
 // before it moved into the engine, and split from minParallelChunks chunks
 // on.
-func reverseCoreOptions() core.Options {
-	opts := core.DefaultOptions()
+func reverseCoreOptions() fileengine.Options {
+	opts := fileengine.DefaultOptions()
 	opts.Parallel.MaxWorkers = runtime.GOMAXPROCS(0)
 	opts.Parallel.MinChunks = minParallelChunks
 	return opts

@@ -4,19 +4,19 @@ import (
 	"errors"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"golang.org/x/sys/unix"
 )
 
 // ReverseFile is an open plaintext file as the view shows it: its stored
 // (forward-format) form, sealed on the fly by the content engine
-// (core.ReverseFile) with the file ID derived from its path. Its size is
+// (fileengine.ReverseFile) with the file ID derived from its path. Its size is
 // fixed at open: the ciphertext follows that size even if the plaintext
 // grows, and a read that finds the plaintext shorter fails with
 // ErrChanged. It is read-only and safe for concurrent use.
 type ReverseFile struct {
 	bf   *backing.File
-	rf   *core.ReverseFile
+	rf   *fileengine.ReverseFile
 	size int64 // plaintext size at open
 }
 

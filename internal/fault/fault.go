@@ -16,7 +16,6 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	freshcrypto "github.com/encryptfs/encryptfs/internal/crypto/fresh"
@@ -24,6 +23,7 @@ import (
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
 	"github.com/encryptfs/encryptfs/internal/crypto/siv"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"github.com/encryptfs/encryptfs/internal/uring"
@@ -239,21 +239,21 @@ var sentinels = [...]struct {
 	{names.ErrNameTooLong, NameTooLong},
 	{names.ErrInvalidName, Invalid},
 	{backing.ErrBadComponent, Invalid},
-	{core.ErrInvalid, Invalid},
+	{fileengine.ErrInvalid, Invalid},
 	{kdf.ErrParams, Invalid},
 	{meta.ErrTooLong, TooBig},
 	{meta.ErrNotUser, NotSupported},
-	{core.ErrClosed, Closed},
+	{fileengine.ErrClosed, Closed},
 	{content.ErrWiped, Closed}, // the session's keys were wiped: used after Close
-	{core.ErrBusy, Busy},
-	{core.ErrTooManyLinks, TooManyLinks},
+	{fileengine.ErrBusy, Busy},
+	{fileengine.ErrTooManyLinks, TooManyLinks},
 	{bind.ErrWiped, Closed},
 	{uring.ErrUnsupported, NotSupported}, // the kernel has no io_uring
-	{core.ErrTooLarge, FileTooBig},
-	{core.ErrNotSIV, UnsupportedVault},
+	{fileengine.ErrTooLarge, FileTooBig},
+	{fileengine.ErrNotSIV, UnsupportedVault},
 	// A reverse view's plaintext file shrank while it was read: an I/O
 	// error of the source, not damage to a vault.
-	{core.ErrChanged, Other},
+	{fileengine.ErrChanged, Other},
 }
 
 // Of classifies err: a marked sentinel (New) first, then the lower layers'

@@ -174,10 +174,10 @@ func TestBoundPlantedDirIDCopy(t *testing.T) {
 // never EIO: a file renamed away between the lookup and the open's
 // binding check is gone from that name, not misplaced.
 func TestBoundOpenRacingRename(t *testing.T) {
-	// It found a race in core.Table.acquire (a File inserted after
+	// It found a race in fileengine.Table.acquire (a File inserted after
 	// another File of the inode came, was rebound by a rename and went
 	// kept the header read before: EIO at the next rename), about 1 run
-	// in 10 under -race; core.TestTableAcquireAfterOtherCameAndWent
+	// in 10 under -race; fileengine.TestTableAcquireAfterOtherCameAndWent
 	// reproduces it every time.
 	v := mounttest.NewBoundVault(t, nil)
 	a, b := filepath.Join(v.Mnt, "a"), filepath.Join(v.Mnt, "b")

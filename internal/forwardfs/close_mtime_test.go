@@ -16,7 +16,7 @@ import (
 // times before it closes it, and RELEASE is asynchronous, so a utimensat
 // right after close(2) may be answered before it too. The header write
 // must not undo the time set (it did: rsync -an after an untar found most
-// files changed): Setattr settles the open file (core.File.Settle) before
+// files changed): Setattr settles the open file (fileengine.File.Settle) before
 // it sets times.
 //
 // The same holds for the space a growing file reserved ahead (core's

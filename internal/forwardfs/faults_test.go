@@ -356,7 +356,7 @@ func (m *faultyMount) settleFile(where, name string, tol tolerance, mayVanish bo
 	f, err := os.Open(path)
 	if err != nil && errors.Is(err, syscall.EIO) && tol.newAt != nil {
 		// The header: a failed write that set or cleared SPARSE and could
-		// not put the old header back either (core.File.writeHeader) leaves
+		// not put the old header back either (fileengine.File.writeHeader) leaves
 		// a file that no longer opens. The caller got the error.
 		m.lostFiles++
 		t.Logf("%s: %s no longer opens (%v): the header rewrite and its undo both failed", where, name, err)

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -116,7 +116,7 @@ func (w *walker) entryPlace(dirID []byte, ent *entry) *bind.Place {
 
 // openFile opens the engine file of ro, found at ent's place. With
 // binding and no known place, errNoPlace: its contents are not checked.
-func (w *walker) openFile(ro core.Backing, ent entry) (*core.File, error) {
+func (w *walker) openFile(ro fileengine.Backing, ent entry) (*fileengine.File, error) {
 	if !w.t.Bound() {
 		return w.eng.Open(ro)
 	}
@@ -134,7 +134,7 @@ var errNoPlace = errors.New("fsck: the name did not decrypt, so the file's bindi
 // single name is repaired (with plan) at once; one with several names
 // waits for the end of the walk (staleLinks), which knows where its
 // other names are.
-func (w *walker) checkBindings(cf *core.File, ent entry, pl place) {
+func (w *walker) checkBindings(cf *fileengine.File, ent entry, pl place) {
 	n := cf.Bindings()
 	if n <= int(ent.st.Nlink) || ent.place == nil {
 		return
@@ -217,7 +217,7 @@ func rebindDir(t *tree.Tree, dirfd int, name string, p bind.Place) error {
 
 // rebindFile is fixRebindFile: the file name of dirfd, found at p, whose
 // other names are at also.
-func rebindFile(fsys *backing.FS, eng *core.Engine, dirfd int, name string, p bind.Place, also []bind.Place) error {
+func rebindFile(fsys *backing.FS, eng *fileengine.Engine, dirfd int, name string, p bind.Place, also []bind.Place) error {
 	fd, st, err := backing.OpenRegular(dirfd, name, unix.O_RDWR)
 	if err != nil {
 		return err

@@ -7,13 +7,13 @@ import (
 	"os"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"golang.org/x/sys/unix"
 )
 
-// readOnly is a core.Backing over a backing file opened O_RDONLY that
+// readOnly is a fileengine.Backing over a backing file opened O_RDONLY that
 // refuses every write, so no code path can modify the vault. size, when
 // not negative, replaces the real size (the clipped view of a file whose
 // size is impossible, so that its leading chunks can still be read).
@@ -204,7 +204,7 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 // contents reads every chunk of cf, reports bad chunks and truncation, and
 // writes the good plaintext to out (if not nil). It returns the number of
 // plaintext bytes that were unreadable.
-func (w *walker) contents(cf *core.File, ro *readOnly, size int64, pl place, out *destFile) int64 {
+func (w *walker) contents(cf *fileengine.File, ro *readOnly, size int64, pl place, out *destFile) int64 {
 	cs := int64(w.eng.Suite().ChunkSize())
 	batch := max(readBatch/cs, 1) * cs
 	buf := make([]byte, min(batch, size))
@@ -280,7 +280,7 @@ func (w *walker) contents(cf *core.File, ro *readOnly, size int64, pl place, out
 // (an all-zero chunk, a final chunk in the middle of the file). It reads
 // the raw chunk and opens it with the file's cipher: diagnosis only, the
 // engine has already said the chunk is bad at this position.
-func (w *walker) diagnose(cf *core.File, ro *readOnly, size, off, clen int64) (plain []byte, note string, ok bool) {
+func (w *walker) diagnose(cf *fileengine.File, ro *readOnly, size, off, clen int64) (plain []byte, note string, ok bool) {
 	suite := w.eng.Suite()
 	id, has := cf.ID()
 	if !has {

@@ -2,7 +2,7 @@
 // can copy everything readable out of a damaged vault (salvage).
 //
 // It goes through the same code as the mount: internal/tree for directory
-// IDs, names, long-name sidecars, symlink targets and xattrs, internal/core
+// IDs, names, long-name sidecars, symlink targets and xattrs, internal/fileengine
 // for file contents. So a vault that fsck calls clean reads back through the
 // mount without an authentication error, and every range fsck reports as bad
 // is exactly a range the mount would answer with EIO.

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 )
 
 // Links files (docs/format.md §14, core/links.go): a file with more names
@@ -48,7 +48,7 @@ func (w *walker) noteLinksFile(name string) {
 // noteHeader records the file ID of a file whose header (read from ro,
 // checked by its MAC) has FlagLinks, whether or not the file opens: a
 // file whose name does not decrypt still owns its links file.
-func (w *walker) noteHeader(ro core.Backing) {
+func (w *walker) noteHeader(ro fileengine.Backing) {
 	suite := w.eng.Suite()
 	if !suite.Bound() {
 		return

@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
@@ -116,7 +116,7 @@ var errChanged = errors.New("fsck: entry changed since it was checked")
 // apply makes the change through fsys (the session's, so that crash replay
 // and freshness see it). Every step goes through directory fds below
 // rootfd and checks that the entry is still the inode that was checked.
-func (f Fix) apply(fsys *backing.FS, rootfd int, t *tree.Tree, eng *core.Engine) error {
+func (f Fix) apply(fsys *backing.FS, rootfd int, t *tree.Tree, eng *fileengine.Engine) error {
 	newID := func() ([]byte, error) { return t.DirIDs().New() }
 	dirfd, err := backing.OpenDir(rootfd, f.dir)
 	if err != nil {

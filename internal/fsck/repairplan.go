@@ -7,9 +7,9 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -167,7 +167,7 @@ func (w *walker) planHeader(dirfd int, ent entry, pl place, ro *readOnly) {
 
 // readsWith reports whether the whole file ro reads without an error when
 // its first 36 bytes are hdr.
-func readsWith(eng *core.Engine, ro *readOnly, hdr []byte) bool {
+func readsWith(eng *fileengine.Engine, ro *readOnly, hdr []byte) bool {
 	cf, err := eng.Open(&headerOverlay{readOnly: ro, hdr: hdr})
 	if err != nil {
 		return false

@@ -6,9 +6,9 @@ import (
 	"path"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,7 +41,7 @@ const badRootDetail = "the file's root does not match its contents (%v): changed
 // does not match; damaged says its contents had a problem under v1's
 // rules (bad chunks, a cut): such a file is not repaired, its chunks do
 // not all read, and a root would vouch for what is left.
-func (w *walker) checkRoot(cf *core.File, ent entry, pl place, damaged bool, rootErr error) {
+func (w *walker) checkRoot(cf *fileengine.File, ent entry, pl place, damaged bool, rootErr error) {
 	kind, action := KindDirtyRoot, "recompute the file's tag blocks and root from its chunks"
 	switch {
 	case rootErr != nil:
@@ -59,12 +59,12 @@ func (w *walker) checkRoot(cf *core.File, ent entry, pl place, damaged bool, roo
 	}
 }
 
-// verifyRoot checks a clean file with roots as a whole (core.VerifyRoot).
+// verifyRoot checks a clean file with roots as a whole (fileengine.VerifyRoot).
 // If its root does not match (content.ErrBadRoot, also on open: rootErr),
-// it returns the file reopened with v1's rules (core.OpenUnrooted) for the
+// it returns the file reopened with v1's rules (fileengine.OpenUnrooted) for the
 // contents check, and the mismatch. cf may be nil (the open failed with
 // rootErr); the returned file replaces it (cf is closed).
-func (w *walker) verifyRoot(cf *core.File, ro core.Backing, ent entry, rootErr error) (*core.File, error, error) {
+func (w *walker) verifyRoot(cf *fileengine.File, ro fileengine.Backing, ent entry, rootErr error) (*fileengine.File, error, error) {
 	if cf != nil && rootErr == nil {
 		err := cf.VerifyRoot()
 		if !errors.Is(err, content.ErrBadRoot) {
@@ -83,7 +83,7 @@ func (w *walker) verifyRoot(cf *core.File, ro core.Backing, ent entry, rootErr e
 // recomputeRoot is fixRecomputeRoot: file name of dirfd, found at p,
 // opened with v1's rules (a clean header whose root fails is re-rooted
 // too); a chunk that does not authenticate stops it.
-func recomputeRoot(fsys *backing.FS, eng *core.Engine, dirfd int, name string, p bind.Place) error {
+func recomputeRoot(fsys *backing.FS, eng *fileengine.Engine, dirfd int, name string, p bind.Place) error {
 	fd, st, err := backing.OpenRegular(dirfd, name, unix.O_RDWR)
 	if err != nil {
 		return err

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -22,7 +22,7 @@ type inodeKey struct{ dev, ino uint64 }
 type walker struct {
 	ctx  context.Context
 	t    *tree.Tree
-	eng  *core.Engine
+	eng  *fileengine.Engine
 	rep  *Report
 	salv *salvager // nil: check only
 

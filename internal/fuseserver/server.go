@@ -13,7 +13,7 @@ import (
 )
 
 // Conn is a mounted FUSE server to run: a *fuse.Server, or a
-// *fuseuring.Mount, which serves over io_uring and unmounts itself.
+// *transport.Mount, which serves over io_uring and unmounts itself.
 type Conn interface {
 	Serve()
 	WaitMount() error

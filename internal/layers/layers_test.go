@@ -29,7 +29,7 @@ var rank = map[string]int{
 	"internal/crypto":                     10, // and everything below it
 	"internal/display":                    10, // how vault strings are shown: standard library only
 	"internal/config":                     20,
-	"internal/core":                       20,
+	"internal/fileengine":                 20,
 	"internal/keyslot":                    25, // key slot credentials and age (above config, below fault)
 	"internal/tree":                       30,
 	"internal/fault":                      40,
@@ -41,7 +41,7 @@ var rank = map[string]int{
 	"internal/dircursor":                  55,
 	"internal/forwardfs":                  60,
 	"internal/reversefs":                  60,
-	"internal/fuseuring":                  60, // a FUSE transport: speaks errnos to the kernel
+	"internal/transport":                  60, // a FUSE transport: speaks errnos to the kernel
 	"internal/fsck":                       60,
 	"internal/mount":                      70,
 	"internal/serve":                      75, // the WebDAV door: over the vault package
@@ -68,7 +68,7 @@ const fuseLayer = 60
 var doors = map[string][]string{
 	"cmd/encryptfs":      {"internal/cli"},
 	"internal/cli":       {"internal/mount", "internal/serve", "vault", "internal/fsck", "internal/session", "internal/upgrade", "internal/keyslot", "internal/fault", "internal/display"},
-	"internal/mount":     {"internal/forwardfs", "internal/reversefs", "internal/fuseserver", "internal/fuseuring", "internal/session"},
+	"internal/mount":     {"internal/forwardfs", "internal/reversefs", "internal/fuseserver", "internal/transport", "internal/session"},
 	"internal/forwardfs": {"internal/session", "internal/engine", "internal/fault", "internal/fuseserver", "internal/dircursor"},
 	"internal/reversefs": {"internal/session", "internal/engine", "internal/fault", "internal/fuseserver", "internal/dircursor"},
 	"vault":              {"internal/session", "internal/engine", "internal/fault", "internal/display"},
@@ -84,7 +84,7 @@ var doors = map[string][]string{
 var knownViolations = map[string][]string{
 	// fsck reads every layer raw to report and repair what the engine
 	// refuses.
-	"internal/fsck": {"internal/backing", "internal/config", "internal/core", "internal/crypto/bind", "internal/crypto/content",
+	"internal/fsck": {"internal/backing", "internal/config", "internal/fileengine", "internal/crypto/bind", "internal/crypto/content",
 		"internal/crypto/fresh", "internal/crypto/meta", "internal/crypto/names", "internal/fresh", "internal/tree"},
 }
 

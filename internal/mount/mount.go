@@ -20,8 +20,8 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/forwardfs"
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
-	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/transport"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -68,7 +68,7 @@ const maxWrite = 1 << 20
 type Server struct {
 	*fuseserver.Server
 	root     *forwardfs.Root
-	conn     *fuseuring.Mount
+	conn     *transport.Mount
 	opts     Options
 	logf     func(format string, args ...any)
 	stopIdle chan struct{}

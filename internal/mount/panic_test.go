@@ -19,7 +19,7 @@ import (
 // serving, on the transport of $ENCRYPTFS_TRANSPORT (scripts/test.sh runs
 // it on both). go-fuse's recover answers EIO; the log line is the mount's
 // PanicHandler's (without it go-fuse's default logs another line, and the
-// test fails). A panic that go-fuse does not recover is fuseuring's
+// test fails). A panic that go-fuse does not recover is transport's
 // TestPanicInReadResult.
 func TestPanicAnswersEIO(t *testing.T) {
 	const boom = "boom"

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
-	"github.com/encryptfs/encryptfs/internal/fuseuring"
 	"github.com/encryptfs/encryptfs/internal/reversefs"
 	"github.com/encryptfs/encryptfs/internal/session"
+	"github.com/encryptfs/encryptfs/internal/transport"
 )
 
 // ReverseViewOptions say what the reverse view of a PLAINDIR shows
@@ -97,7 +97,7 @@ func MountReverse(opts ReverseOptions) (*ReverseServer, error) {
 		rootAttr:     &rootAttr,
 		// The view serves sealing reads on the engine's worker pool; the
 		// io_uring transport is wired for the forward mount only so far.
-		transport: fuseuring.Classic,
+		transport: transport.Classic,
 		logger:    opts.Logger,
 	}, func() { root.Close() })
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/fuseserver"
-	"github.com/encryptfs/encryptfs/internal/fuseuring"
+	"github.com/encryptfs/encryptfs/internal/transport"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
@@ -25,7 +25,7 @@ type serverConfig struct {
 	maxIO        int            // largest WRITE request; go-fuse also sets max_read to it
 	capabilities uint64         // FUSE capabilities asked for beyond go-fuse's own
 	rootAttr     *fs.StableAttr // the root's inode; nil: go-fuse's default
-	transport    fuseuring.Mode // auto (""), uring or classic
+	transport    transport.Mode // auto (""), uring or classic
 	// explicitInval turns off the kernel's invalidation of a file's page
 	// cache when a GETATTR shows another mtime (auto_inval_data). For a
 	// mount that is the only writer of its files: every change went
@@ -36,10 +36,10 @@ type serverConfig struct {
 }
 
 // serve mounts root with c and serves it over the transport c asks for
-// (internal/fuseuring: io_uring rings, or the classic /dev/fuse loop); it
+// (internal/transport: io_uring rings, or the classic /dev/fuse loop); it
 // returns once the kernel has the mount ready. onExit runs once, when the
 // server has stopped or could not start (root is then closed there).
-func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Server, *fuseuring.Mount, error) {
+func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Server, *transport.Mount, error) {
 	timeout := c.cacheTimeout
 	fopts := &fs.Options{
 		EntryTimeout:    &timeout,
@@ -69,8 +69,8 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 		},
 	}
 	logf := logfTo(c.logger)
-	conn, err := fuseuring.New(fs.NewNodeFS(root, fopts), c.mountPoint, fopts.MountOptions,
-		fuseuring.Options{Mode: c.transport, Logf: logf})
+	conn, err := transport.New(fs.NewNodeFS(root, fopts), c.mountPoint, fopts.MountOptions,
+		transport.Options{Mode: c.transport, Logf: logf})
 	if err != nil {
 		onExit()
 		return nil, nil, err
@@ -97,7 +97,7 @@ func serve(root fs.InodeEmbedder, c serverConfig, onExit func()) (*fuseserver.Se
 // stack are logged once, to l (the mount's log: syslog for a daemon), or
 // to the standard logger when l is nil: a panic is a bug, never
 // discarded. (A panic in what go-fuse runs after its recover, a
-// ReadResult's methods, is fuseuring's: serveRequest there.)
+// ReadResult's methods, is transport's: serveRequest there.)
 func panicHandler(l *log.Logger) func(any) fuse.Status {
 	if l == nil {
 		l = log.Default()

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/encryptfs/encryptfs/internal/fuseuring"
+	"github.com/encryptfs/encryptfs/internal/transport"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +21,7 @@ import (
 func TestURingServesRequests(t *testing.T) {
 	mounttest.RequireURing(t)
 	v := mounttest.NewVault(t, func(o *mount.Options) {
-		o.Transport = fuseuring.URing
+		o.Transport = transport.URing
 		o.SharedStorage = true // no attribute cache: every stat is a request
 	})
 	if got := v.Srv.Transport(); got != "io_uring" {
@@ -83,7 +83,7 @@ func TestTransportFallback(t *testing.T) {
 	mounttest.RequireRoot(t)
 	restore := setURingParam(t, "N")
 	defer restore()
-	v := mounttest.NewVault(t, func(o *mount.Options) { o.Transport = fuseuring.Auto })
+	v := mounttest.NewVault(t, func(o *mount.Options) { o.Transport = transport.Auto })
 	if got := v.Srv.Transport(); got != "classic" {
 		t.Fatalf("transport %q", got)
 	}
@@ -104,7 +104,7 @@ func TestTransportFallback(t *testing.T) {
 	}
 
 	mnt := t.TempDir()
-	_, err := mount.Mount(mount.Options{Session: v.Session(t), MountPoint: mnt, Transport: fuseuring.URing})
+	_, err := mount.Mount(mount.Options{Session: v.Session(t), MountPoint: mnt, Transport: transport.URing})
 	if err == nil {
 		unix.Unmount(mnt, unix.MNT_DETACH)
 		t.Fatal("uring mount with the parameter off worked")
@@ -133,12 +133,12 @@ func setURingParam(t *testing.T, v string) (restore func()) {
 }
 
 // TestURingLargeReadsAside: a sequential read's 1 MiB READs are answered
-// off the ring's thread (fuseuring's offload), and what they return is
+// off the ring's thread (transport's offload), and what they return is
 // the file.
 func TestURingLargeReadsAside(t *testing.T) {
 	mounttest.RequireURing(t)
 	v := mounttest.NewVault(t, func(o *mount.Options) {
-		o.Transport = fuseuring.URing
+		o.Transport = transport.URing
 	})
 	want := make([]byte, 8<<20+123)
 	for i := range want {

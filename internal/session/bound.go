@@ -4,10 +4,10 @@ import (
 	"fmt"
 
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
@@ -17,7 +17,7 @@ import (
 // key is derived from the master key (keys.LabelBinding), the content
 // suite writes v2 headers, and the engine and the tree check bindings.
 // It takes over k (wiped on failure).
-func newBound(dir string, p config.Params, masterKey []byte, k *keys.Keys, eo core.Options, o Options) (*Session, error) {
+func newBound(dir string, p config.Params, masterKey []byte, k *keys.Keys, eo fileengine.Options, o Options) (*Session, error) {
 	bk, err := keys.DeriveBinding(masterKey)
 	if err != nil {
 		k.Wipe()
@@ -49,7 +49,7 @@ func newBound(dir string, p config.Params, masterKey []byte, k *keys.Keys, eo co
 	eo.Binder = binder
 	links := tree.NewLinkStore(o.Backing, dir, binder, eo.Rand)
 	eo.Links = links
-	engine := core.NewEngine(suite, eo)
+	engine := fileengine.NewEngine(suite, eo)
 	t, err := tree.NewBound(k, eo.Rand, o.Backing, &tree.Binding{Binder: binder, VaultID: o.BoundVaultID, Engine: engine, Links: links})
 	if err != nil {
 		binder.Wipe()

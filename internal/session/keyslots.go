@@ -8,9 +8,9 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/keyslot"
 	"github.com/encryptfs/encryptfs/internal/tree"
 )
@@ -247,7 +247,7 @@ func (s *Session) editConfig(edit func(c *config.Config, master []byte) error) e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keys == nil {
-		return fmt.Errorf("session: key management: %w", core.ErrClosed)
+		return fmt.Errorf("session: key management: %w", fileengine.ErrClosed)
 	}
 	if s.ring == nil {
 		return ErrNoKeyring

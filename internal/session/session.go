@@ -16,12 +16,12 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/fault"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/tree"
 )
@@ -44,9 +44,9 @@ type Options struct {
 	// of symlinks and xattr values; nil means crypto/rand. Tests inject a
 	// deterministic reader.
 	Rand io.Reader
-	// Engine are the content engine's options; nil: core.DefaultOptions.
+	// Engine are the content engine's options; nil: fileengine.DefaultOptions.
 	// Rand above, if set, replaces Engine.Rand.
-	Engine *core.Options
+	Engine *fileengine.Options
 	// MaxKDFMemoryKiB bounds the Argon2id memory unlocking with a password
 	// may take (config.LimitKDFMemory); 0: no bound beyond kdf's own.
 	MaxKDFMemoryKiB uint64
@@ -114,8 +114,8 @@ type Options struct {
 	epochs [][]byte
 }
 
-func (o Options) engineOptions() core.Options {
-	eo := core.DefaultOptions()
+func (o Options) engineOptions() fileengine.Options {
+	eo := fileengine.DefaultOptions()
 	if o.Engine != nil {
 		eo = *o.Engine
 	}
@@ -133,7 +133,7 @@ func (o Options) engineOptions() core.Options {
 type Session struct {
 	dir    string
 	params config.Params
-	engine *core.Engine
+	engine *fileengine.Engine
 	tree   *tree.Tree
 	fs     *backing.FS
 	rand   io.Reader // the engine's: salts, nonces and secrets of new key slots
@@ -195,7 +195,7 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 		k.Wipe()
 		return nil, fmt.Errorf("session: content suite: %w", err)
 	}
-	return withVault(&Session{dir: dir, params: p, engine: core.NewEngine(suite, eo), tree: t, fs: o.Backing, rand: eo.Rand, keys: k}), nil
+	return withVault(&Session{dir: dir, params: p, engine: fileengine.NewEngine(suite, eo), tree: t, fs: o.Backing, rand: eo.Rand, keys: k}), nil
 }
 
 // loadConfig returns o.Config or loads dir's config, with the KDF memory
@@ -301,7 +301,7 @@ func (s *Session) Params() config.Params { return s.params }
 
 // Engine returns the content engine: open regular files with
 // Engine().Open on a backing fd.
-func (s *Session) Engine() *core.Engine { return s.engine }
+func (s *Session) Engine() *fileengine.Engine { return s.engine }
 
 // Tree returns the name tree: names, directory IDs, symlinks, xattrs.
 func (s *Session) Tree() *tree.Tree { return s.tree }

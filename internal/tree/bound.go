@@ -6,9 +6,9 @@ import (
 	"io"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 )
 
 // Location binding (format v2, feature flag "BoundLocations";
@@ -37,8 +37,8 @@ import (
 // Binding turns on location binding for a Tree (NewBound).
 type Binding struct {
 	Binder  *bind.Binder
-	VaultID []byte       // 16 bytes: the root directory's parent ID
-	Engine  *core.Engine // a bound engine, to rebind file headers
+	VaultID []byte             // 16 bytes: the root directory's parent ID
+	Engine  *fileengine.Engine // a bound engine, to rebind file headers
 	// Links is the engine's LinkStore (links.go), for fsck; nil: none.
 	Links *LinkStore
 }
@@ -46,9 +46,9 @@ type Binding struct {
 // FileSource returns the one engine File of the regular file backing in
 // dirfd, found at place p, for rebinding its header, and a release
 // function. The vault and the mount pass their open-file table
-// (core.Table.AcquireAt), so that a File already open keeps the header on
+// (fileengine.Table.AcquireAt), so that a File already open keeps the header on
 // disk in its cache; without one the tree opens the file itself.
-type FileSource func(dirfd int, backingName string, p bind.Place) (*core.File, func() error, error)
+type FileSource func(dirfd int, backingName string, p bind.Place) (*fileengine.File, func() error, error)
 
 // errNoPlace: a bound tree needs the directory's ID (a Dir built with it)
 // for the call.

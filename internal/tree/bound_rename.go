@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"golang.org/x/sys/unix"
 )
 
@@ -211,7 +211,7 @@ func (r *rebinder) finishAll(dirfds []int, rbs ...rebind) {
 
 // openFile returns the File of regular file backingName in dirfd found at
 // p, through the FileSource or, without one, opened here.
-func (r *rebinder) openFile(dirfd int, backingName string, p bind.Place) (*core.File, func() error, error) {
+func (r *rebinder) openFile(dirfd int, backingName string, p bind.Place) (*fileengine.File, func() error, error) {
 	if r.files != nil {
 		return r.files(dirfd, backingName, p)
 	}

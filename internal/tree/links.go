@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LinkStore is the core.LinkStore of a bound vault: the links files of
+// LinkStore is the fileengine.LinkStore of a bound vault: the links files of
 // files with more names than their header can bind (core/links.go,
 // docs/format.md §14), encryptfs.links.<b64url(fileID)> in the vault's
 // root. It opens the root by path for each call instead of keeping a

@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,7 +24,7 @@ type boundTree struct {
 	dir  string
 	root int
 	id   []byte
-	eng  *core.Engine
+	eng  *fileengine.Engine
 }
 
 func newBoundTree(t *testing.T) *boundTree {
@@ -41,7 +41,7 @@ func newBoundTree(t *testing.T) *boundTree {
 	dir := t.TempDir()
 	links := NewLinkStore(nil, dir, binder, nil)
 	links.rand = strings.NewReader(strings.Repeat("r", 1<<16))
-	eng := core.NewEngine(suite, core.Options{Binder: binder, Links: links})
+	eng := fileengine.NewEngine(suite, fileengine.Options{Binder: binder, Links: links})
 	tr, err := NewBound(k, nil, nil, &Binding{Binder: binder, VaultID: bytes.Repeat([]byte{9}, 16), Engine: eng, Links: links})
 	must(t, err)
 	links.rand = tr.rand
@@ -54,7 +54,7 @@ func newBoundTree(t *testing.T) *boundTree {
 }
 
 // openAt opens name n of dirfd (directory ID id) through the engine.
-func (b *boundTree) openAt(dirfd int, id []byte, n Name) (*core.File, func(), error) {
+func (b *boundTree) openAt(dirfd int, id []byte, n Name) (*fileengine.File, func(), error) {
 	fd, _, err := backing.OpenRegular(dirfd, n.Backing, unix.O_RDWR)
 	if err != nil {
 		return nil, nil, err
@@ -310,7 +310,7 @@ func TestLinksFileTamper(t *testing.T) {
 }
 
 // TestLinksLimit: a file may have bind.MaxLinks names in its links file;
-// one more is core.ErrTooManyLinks (EMLINK). Checked on the engine's
+// one more is fileengine.ErrTooManyLinks (EMLINK). Checked on the engine's
 // File with a links file of MaxLinks-1 entries made directly.
 func TestLinksLimit(t *testing.T) {
 	b := newBoundTree(t)
@@ -334,7 +334,7 @@ func TestLinksLimit(t *testing.T) {
 		t.Fatalf("read the %dth name: %v", bind.MaxLinks, err)
 	}
 	n2 := mustName(t, b.Tree, b.id, "one-too-many")
-	if err := b.Link(NewDir(fds[0], ids[0], nil), ns[0], NewDir(b.root, b.id, nil), n2); !errors.Is(err, core.ErrTooManyLinks) {
+	if err := b.Link(NewDir(fds[0], ids[0], nil), ns[0], NewDir(b.root, b.id, nil), n2); !errors.Is(err, fileengine.ErrTooManyLinks) {
 		t.Fatalf("link %d: %v, want ErrTooManyLinks", bind.MaxLinks+1, err)
 	}
 }

@@ -245,7 +245,7 @@ func (t *Tree) Mknod(d Dir, n Name, mode uint32, dev uint64) error {
 // name's binding, durably: in a header slot while one stays free for
 // renames (two names), else in the file's links file in the root
 // (core/links.go; a write and an fsync of the root per link).
-// core.ErrTooManyLinks (EMLINK) beyond bind.MaxLinks names. That needs
+// fileengine.ErrTooManyLinks (EMLINK) beyond bind.MaxLinks names. That needs
 // od's ID: without it a regular file is not linked (errNoPlace).
 func (t *Tree) Link(od Dir, oldN Name, nd Dir, newN Name) error {
 	st, err := backing.Fstatat(od.fd, oldN.Backing)

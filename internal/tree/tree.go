@@ -21,10 +21,10 @@ import (
 	"io"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/keys"
 	"github.com/encryptfs/encryptfs/internal/crypto/meta"
 	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"golang.org/x/sys/unix"
 )
 
@@ -117,7 +117,7 @@ func (t *Tree) Xattrs() *Xattrs { return t.xattrs }
 // those changed through the vault package are; unobserved, it is the
 // plain backing.File (nothing added to the write path). st, if not nil,
 // is fd's current stat (backing.NewFile).
-func (t *Tree) NewFile(fd int, st *unix.Stat_t) core.OwnedBacking {
+func (t *Tree) NewFile(fd int, st *unix.Stat_t) fileengine.OwnedBacking {
 	if t.fs.Observed() {
 		return t.fs.NewFile(fd, st)
 	}

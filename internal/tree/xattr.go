@@ -16,7 +16,7 @@ import (
 // under the object's ID, and never so that the object's backing name list
 // outgrows what listxattr(2) can return. Its methods act on an open
 // backing fd (a regular file's backing fd, or a directory fd) and the
-// object's ID: a regular file's fileID (from core.File.EnsureID, so that
+// object's ID: a regular file's fileID (from fileengine.File.EnsureID, so that
 // an empty file gets a header first), a directory's dirID. Only "user."
 // names are supported (meta.ErrNotUser otherwise); the FUSE layer maps
 // that to EOPNOTSUPP.

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/core"
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
@@ -257,8 +257,8 @@ func (c *compacter) classify(dirfd int, n cName) (compactState, string, error) {
 
 // probeRoot opens b with engine e at place p and, unless its header is
 // DIRTY, reads its first byte: the first read loads every tag block and
-// checks them against the root (core.File.ReadAt).
-func probeRoot(e *core.Engine, b core.Backing, p bind.Place) (dirty bool, err error) {
+// checks them against the root (fileengine.File.ReadAt).
+func probeRoot(e *fileengine.Engine, b fileengine.Backing, p bind.Place) (dirty bool, err error) {
 	f, err := e.OpenAt(b, p)
 	if err != nil {
 		return false, err

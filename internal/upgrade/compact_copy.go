@@ -16,7 +16,7 @@ const copyBufSize = 1 << 20
 
 // reroot rebuilds the entries of DIRTY file n (in dirfd) from its chunks
 // in the FileRoots layout and writes its clean header, durably
-// (core.File.RepairRoot, what fsck --repair does); a chunk that does not
+// (fileengine.File.RepairRoot, what fsck --repair does); a chunk that does not
 // authenticate under v1's rules stops it and leaves the file as it was.
 // The file's times are kept.
 func (c *compacter) reroot(dirfd int, n cName) error {

@@ -3,7 +3,7 @@
 // to its file, its index and whether it is the file's last chunk
 // (docs/format.md, "File contents").
 //
-// It holds no file state and does no I/O: the engine in internal/core does.
+// It holds no file state and does no I/O: the engine in internal/fileengine does.
 package content
 
 import (
@@ -33,7 +33,7 @@ const (
 	FlagSparse = 0x0001
 	MinChunk   = 4 << 10
 	MaxChunk   = 1 << 20
-	// DefaultChunkSize: 16 KiB. Measured with the engine (internal/core
+	// DefaultChunkSize: 16 KiB. Measured with the engine (internal/fileengine
 	// benchmarks, docs/format.md §12): sequential 128 KiB-request I/O is
 	// level from 8 to 32 KiB, while 64 KiB chunks pay one extra seal per two
 	// new chunks on appends (the final-flag re-seal) and a random 4 KiB read

@@ -123,7 +123,7 @@ func (s *Suite) plainSizeRoots(body int64) (int64, error) {
 		// power loss may keep the entries' write and lose the chunks', as
 		// it may lose any append; the old last chunk is then not final
 		// and fails as in v1, and a clean header says the exact size
-		// (internal/core checks it against the backing file).
+		// (internal/fileengine checks it against the backing file).
 		return plain, nil
 	}
 	rest -= TagBlockSize

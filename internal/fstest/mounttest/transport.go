@@ -5,15 +5,15 @@ import (
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/fstest"
-	"github.com/encryptfs/encryptfs/internal/fuseuring"
+	"github.com/encryptfs/encryptfs/internal/transport"
 )
 
 // Transport is the transport the tests mount with: $ENCRYPTFS_TRANSPORT
 // (as the CLI reads it), so that scripts/test.sh runs the FUSE suites on
 // both transports. NewVault turns io_uring on for a uring mount
 // (RequireURing).
-func Transport(t testing.TB) fuseuring.Mode {
-	mode, err := fuseuring.ParseMode(os.Getenv("ENCRYPTFS_TRANSPORT"))
+func Transport(t testing.TB) transport.Mode {
+	mode, err := transport.ParseMode(os.Getenv("ENCRYPTFS_TRANSPORT"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func Transport(t testing.TB) fuseuring.Mode {
 func RequireURing(t testing.TB) {
 	t.Helper()
 	fstest.RequireFUSE(t)
-	if err := fuseuring.Enable(); err != nil {
+	if err := transport.Enable(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI=true but %v", err)
 		}

@@ -2,7 +2,7 @@ package mounttest
 
 import (
 	"bytes"
-	"github.com/encryptfs/encryptfs/internal/fuseuring"
+	"github.com/encryptfs/encryptfs/internal/transport"
 	"log"
 	"os"
 	"testing"
@@ -152,7 +152,7 @@ func newVault(t testing.TB, cipher string, vaultID []byte, roots bool, mod func(
 	if mod != nil {
 		mod(&opts)
 	}
-	if opts.Transport == fuseuring.URing {
+	if opts.Transport == transport.URing {
 		RequireURing(t)
 	}
 	v.Mnt = opts.MountPoint

@@ -1,7 +1,0 @@
-//go:build race
-
-package core
-
-// raceEnabled: the race detector makes sync.Pool drop items at random, so
-// allocation counts are meaningless under -race.
-const raceEnabled = true

@@ -1,0 +1,204 @@
+package fileengine
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+)
+
+// TestCompactRootsSuite runs the roots tests again on the compact layout
+// (CompactRoots): the same guarantees, other offsets.
+func TestCompactRootsSuite(t *testing.T) {
+	compactRoots = true
+	defer func() { compactRoots = false }()
+	for name, test := range map[string]func(*testing.T){
+		"Model": TestRootsModel, "Tamper": TestRootsTamper, "DirtyReplay": TestRootsDirtyReplay,
+		"CrashStates": TestRootsCrashStates, "HeaderFields": TestRootsHeaderFields,
+		"LargeRequests": TestRootsLargeRequests, "ImplicitPathNoSync": TestRootsImplicitPathNoSync,
+		"HugeRepairAndPunch": TestRootsHugeRepairAndPunch,
+	} {
+		t.Run(name, test)
+	}
+}
+
+// newCompactEngine is a compact roots engine with 4 KiB chunks.
+func newCompactEngine(t *testing.T, alg content.Algorithm, opts Options) *Engine {
+	t.Helper()
+	compactRoots = true
+	defer func() { compactRoots = false }()
+	return newRootsEngine(t, alg, 4<<10, opts)
+}
+
+// TestCompactSmallFiles: in the compact layout a file of one chunk is
+// the header and the chunk (a 1-byte file: 161 bytes with AES-GCM, no
+// tag block), grows to 2 chunks with piece A of tag block 0 after chunk
+// 0, to 17 with piece B, and truncates back, reading verified and clean
+// after every close.
+func TestCompactSmallFiles(t *testing.T) {
+	const cs = 4 << 10
+	for _, alg := range testAlgorithms {
+		t.Run(string(alg), func(t *testing.T) {
+			e := newCompactEngine(t, alg, sequential(11))
+			r := rand.New(rand.NewPCG(11, 11))
+			ov := int64(e.overhead)
+			one := []byte{'x'}
+			m := rootsFile(t, e, one)
+			if got, want := int64(len(m.Bytes())), e.lay.header+1+ov; got != want || got > 256 {
+				t.Fatalf("1-byte file: %d bytes, want %d (<= 256)", got, want)
+			}
+			readBack(t, e, m, one)
+			full := randomBytes(r, cs)
+			m = rootsFile(t, e, full)
+			if got := int64(len(m.Bytes())); got != e.lay.header+int64(e.cipherChunk) {
+				t.Fatalf("1-chunk file: %d bytes, want header and chunk only", got)
+			}
+			readBack(t, e, m, full)
+			model := bytes.Clone(full)
+			for _, size := range []int64{cs + 1, 2 * cs, 16 * cs, 16*cs + 1, 20 * cs, 300 * cs, 17 * cs, 16 * cs, 3 * cs, cs + 5, cs, 7, 0, 5, 2*cs + 3} {
+				f := openRoots(t, e, m)
+				old := int64(len(model))
+				if size > old {
+					p := randomBytes(r, int(size-old))
+					mustWrite(t, f, p, old)
+					model = append(model, p...)
+				} else if err := f.Truncate(size); err != nil {
+					t.Fatalf("Truncate(%d): %v", size, err)
+				} else {
+					model = model[:size]
+				}
+				mustClose(t, f)
+				if got, want := int64(len(m.Bytes())), e.lay.cipherSize(size); got != want && size > 0 {
+					t.Fatalf("size %d: backing %d bytes, want %d", size, got, want)
+				}
+				readBack(t, e, m, model)
+			}
+		})
+	}
+}
+
+// TestCompactModel is TestRootsModel on small files: random writes,
+// truncates and punches of files of 0..20 chunks, where the pieces of
+// tag block 0 come and go.
+func TestCompactModel(t *testing.T) {
+	const cs = 4 << 10
+	for _, alg := range testAlgorithms {
+		for _, par := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/parallel=%v", alg, par), func(t *testing.T) {
+				opts := sequential(13)
+				if par {
+					opts = parallel(13)
+				}
+				e := newCompactEngine(t, alg, opts)
+				r := rand.New(rand.NewPCG(13, uint64(len(alg))))
+				m := NewMemBacking()
+				var model []byte
+				f := openRoots(t, e, m)
+				const maxSize = 20*cs + 99
+				for step := range 300 {
+					switch op := r.IntN(10); {
+					case op < 5:
+						off := r.Int64N(maxSize)
+						p := randomBytes(r, r.IntN(5*cs))
+						mustWrite(t, f, p, off)
+						if end := off + int64(len(p)); end > int64(len(model)) {
+							model = append(model, make([]byte, end-int64(len(model)))...)
+						}
+						copy(model[off:], p)
+					case op < 7:
+						size := r.Int64N(maxSize)
+						if r.IntN(3) == 0 {
+							size = r.Int64N(2 * cs)
+						}
+						if err := f.Truncate(size); err != nil {
+							t.Fatalf("step %d: Truncate(%d): %v", step, size, err)
+						}
+						if size < int64(len(model)) {
+							model = model[:size]
+						} else {
+							model = append(model, make([]byte, size-int64(len(model)))...)
+						}
+					case op < 8 && len(model) > 0:
+						off := r.Int64N(int64(len(model)))
+						n := r.Int64N(int64(len(model))-off) + 1
+						if err := f.PunchHole(off, n); err != nil {
+							t.Fatalf("step %d: PunchHole: %v", step, err)
+						}
+						clear(model[off : off+n])
+					case op < 9:
+						if err := f.Sync(); err != nil {
+							t.Fatalf("step %d: Sync: %v", step, err)
+						}
+					default:
+						mustClose(t, f)
+						readBack(t, e, m, model)
+						if want := e.lay.cipherSize(int64(len(model))); int64(len(m.Bytes())) != max(want, e.lay.header) && len(m.Bytes()) > 0 {
+							t.Fatalf("step %d: backing is %d bytes, want %d", step, len(m.Bytes()), want)
+						}
+						f = openRoots(t, e, m)
+					}
+					got, err := readAll(f)
+					if err != nil {
+						t.Fatalf("step %d: read: %v", step, err)
+					}
+					if !bytes.Equal(got, model) {
+						t.Fatalf("step %d: read %d bytes, model has %d (or contents differ)", step, len(got), len(model))
+					}
+				}
+				mustClose(t, f)
+				readBack(t, e, m, model)
+			})
+		}
+	}
+}
+
+// TestCompactTamperOneChunk: a file of one chunk has no tag block, and is
+// still authenticated as a whole: its root is over chunk 0's tag. Chunk
+// 0 from an older version, chunk 0 zeroed, and the file cut to its header
+// all fail (on the layout without roots they read).
+func TestCompactTamperOneChunk(t *testing.T) {
+	const cs = 4 << 10
+	for _, alg := range testAlgorithms {
+		t.Run(string(alg), func(t *testing.T) {
+			e := newCompactEngine(t, alg, sequential(12))
+			r := rand.New(rand.NewPCG(12, 12))
+			plain := randomBytes(r, 3000)
+			m := rootsFile(t, e, plain)
+			old := bytes.Clone(m.Bytes())
+			newer := bytes.Clone(plain)
+			copy(newer[10:], "newer")
+			rewrite(t, e, m, newer[10:15], 10)
+			readBack(t, e, m, newer)
+			stored := bytes.Clone(m.Bytes())
+			if len(stored) != len(old) {
+				t.Fatalf("rewrite changed the size: %d, %d", len(stored), len(old))
+			}
+			t.Run("older chunk 0", func(t *testing.T) {
+				bad := bytes.Clone(stored)
+				copy(bad[e.lay.header:], old[e.lay.header:])
+				wantRootsError(t, e, bad, newer)
+			})
+			t.Run("chunk 0 zeroed", func(t *testing.T) {
+				bad := bytes.Clone(stored)
+				clear(bad[e.lay.header:])
+				wantRootsError(t, e, bad, newer)
+			})
+			t.Run("cut to header", func(t *testing.T) {
+				wantRootsError(t, e, stored[:e.lay.header], newer)
+			})
+			t.Run("two chunks, older chunk 0", func(t *testing.T) {
+				two := randomBytes(r, cs+100)
+				m := rootsFile(t, e, two)
+				old := bytes.Clone(m.Bytes())
+				newer := bytes.Clone(two)
+				copy(newer, "newer")
+				rewrite(t, e, m, newer[:5], 0)
+				bad := bytes.Clone(m.Bytes())
+				copy(bad[e.cipherOffset(0):e.cipherOffset(0)+int64(e.cipherChunk)], old[e.cipherOffset(0):])
+				wantRootsError(t, e, bad, newer)
+			})
+		})
+	}
+}

@@ -1,0 +1,181 @@
+package fileengine
+
+import (
+	"crypto/sha256"
+	"slices"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+)
+
+// tagTable is the tag entries of a file with roots, sparse: only the tag
+// blocks that hold a non-zero entry (or did since their hash was last
+// taken) are in memory, so a hole or the space a truncate adds costs
+// nothing, and the table costs O(written data/1024) at 16 KiB chunks
+// (4 KiB and a hash per 256 chunks written), not O(size). A block not in
+// the table is all zeros (content.ZeroTagBlockHash). Changed only under
+// the File's write lock; the parallel seal workers only fill entries of a
+// block made beforehand (blockFor).
+type tagTable struct {
+	blocks map[uint64]*tagBlock
+}
+
+// tagBlock is one tag block in memory with its content.TagBlockHash.
+type tagBlock struct {
+	entries [content.TagBlockSize]byte
+	hash    [sha256.Size]byte
+	stale   bool // entries changed since hash was taken
+}
+
+// zeroEntry is the entry of a chunk whose block is not in the table. Read only.
+var zeroEntry [content.TagSize]byte
+
+// entry returns chunk i's tag entry; the caller must not change it.
+func (t *tagTable) entry(i uint64) []byte {
+	b := t.blocks[i/content.TagEntries]
+	if b == nil {
+		return zeroEntry[:]
+	}
+	at := i % content.TagEntries * content.TagSize
+	return b.entries[at : at+content.TagSize]
+}
+
+// blockFor returns the block of chunk i, made (all zeros) if missing, and
+// marks it stale: the caller is about to change its entries.
+func (t *tagTable) blockFor(i uint64) *tagBlock {
+	g := i / content.TagEntries
+	b := t.blocks[g]
+	if b == nil {
+		if t.blocks == nil {
+			t.blocks = make(map[uint64]*tagBlock)
+		}
+		b = &tagBlock{}
+		t.blocks[g] = b
+	}
+	b.stale = true
+	return b
+}
+
+// set makes chunk i's entry tag.
+func (t *tagTable) set(i uint64, tag []byte) {
+	at := i % content.TagEntries * content.TagSize
+	copy(t.blocks[i/content.TagEntries].entries[at:at+content.TagSize], tag)
+}
+
+// entries returns the stored bytes of the entries of chunks [first, last]
+// (one block): the block's own memory, or zeros for a block not in the
+// table.
+func (t *tagTable) entries(first, last uint64, zeros []byte) []byte {
+	b := t.blocks[first/content.TagEntries]
+	n := (last - first + 1) * content.TagSize
+	if b == nil {
+		return zeros[:n]
+	}
+	at := first % content.TagEntries * content.TagSize
+	return b.entries[at : at+n]
+}
+
+// load takes in stored tag block g (block): kept only if it has a
+// non-zero entry.
+func (t *tagTable) load(g uint64, block []byte) {
+	if isZero(block) {
+		delete(t.blocks, g)
+		return
+	}
+	b := t.blocks[g]
+	if b == nil {
+		b = &tagBlock{}
+		if t.blocks == nil {
+			t.blocks = make(map[uint64]*tagBlock)
+		}
+		t.blocks[g] = b
+	}
+	copy(b.entries[:], block)
+	b.stale = true
+}
+
+// groupsIn returns, sorted, the blocks in the table from g0 to g1
+// (inclusive): at most the table's size, whatever the range.
+func (t *tagTable) groupsIn(g0, g1 uint64) []uint64 {
+	var gs []uint64
+	if g1-g0 < uint64(len(t.blocks)) { // a short range: look its blocks up
+		for g := g0; g <= g1; g++ {
+			if t.blocks[g] != nil {
+				gs = append(gs, g)
+			}
+		}
+		return gs
+	}
+	for g := range t.blocks {
+		if g >= g0 && g <= g1 {
+			gs = append(gs, g)
+		}
+	}
+	slices.Sort(gs)
+	return gs
+}
+
+// clear zeroes the entries of chunks [first, end) and returns the blocks
+// that held some of them (sorted): only those can differ from zeros on
+// the backing file when the table is trusted.
+func (t *tagTable) clear(first, end uint64) []uint64 {
+	if end <= first {
+		return nil
+	}
+	gs := t.groupsIn(first/content.TagEntries, (end-1)/content.TagEntries)
+	for _, g := range gs {
+		b := t.blocks[g]
+		from := max(first, g*content.TagEntries) % content.TagEntries
+		to := (min(end-1, g*content.TagEntries+content.TagEntries-1))%content.TagEntries + 1
+		clear(b.entries[from*content.TagSize : to*content.TagSize])
+		b.stale = true
+	}
+	return gs
+}
+
+// cut makes the entries of chunks n and above zero (holes past the end do
+// not exist): the blocks past the last are dropped.
+func (t *tagTable) cut(n uint64) {
+	if n == 0 {
+		clear(t.blocks)
+		return
+	}
+	blocks := (n + content.TagEntries - 1) / content.TagEntries
+	for g := range t.blocks {
+		if g >= blocks {
+			delete(t.blocks, g)
+		}
+	}
+	if n%content.TagEntries != 0 {
+		t.clear(n, blocks*content.TagEntries)
+	}
+}
+
+// hashes rehashes the stale blocks below count, drops the blocks found
+// all zero, and returns the others' hashes for content.RootSparse.
+func (t *tagTable) hashes(count uint64) []content.BlockHash {
+	out := make([]content.BlockHash, 0, len(t.blocks))
+	for g, b := range t.blocks {
+		if g >= count {
+			continue
+		}
+		if b.stale {
+			if isZero(b.entries[:]) {
+				delete(t.blocks, g)
+				continue
+			}
+			b.hash = content.TagBlockHash(b.entries[:])
+			b.stale = false
+		}
+		out = append(out, content.BlockHash{Index: g, Hash: b.hash})
+	}
+	slices.SortFunc(out, func(a, b content.BlockHash) int {
+		switch {
+		case a.Index < b.Index:
+			return -1
+		case a.Index > b.Index:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

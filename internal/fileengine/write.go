@@ -1,0 +1,326 @@
+package fileengine
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// WriteAt writes plaintext like os.File.WriteAt, growing the file as needed;
+// whole chunks skipped by a write past the end become holes.
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || int64(len(p)) > math.MaxInt64-off {
+		return 0, ErrInvalid
+	}
+	if len(p) > 0 && off+int64(len(p)) > f.e.lay.maxSize {
+		return 0, ErrTooLarge
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, ErrClosed
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if err := f.writeLocked(p, off, max(f.size, off+int64(len(p)))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// writeLocked stores p at off and makes the file newSize bytes long
+// (newSize >= f.size, newSize >= off+len(p), newSize > 0). With an empty p it
+// only grows the file: Truncate uses it that way. Caller holds mu for writing.
+//
+// planWrite decides which chunks are re-sealed, merged, reserved and left
+// as holes, and whether SPARSE is set; this executor carries the plan out in
+// the crash order of the package comment: reserve, header, the old last
+// chunk when holes separate it, then the run.
+func (f *File) writeLocked(p []byte, off, newSize int64) error {
+	e := f.e
+	oldSize := f.size
+	pl, err := planWrite(e.lay, oldSize, f.hasHeader, f.holes.sparse(), off, int64(len(p)), newSize)
+	if err != nil {
+		return err
+	}
+	// A growing write that fails is undone (undoGrow), for which the old
+	// last chunk's plaintext must be at hand in the tail cache.
+	if pl.growing && oldSize > 0 && !f.tail.ok {
+		buf := e.bufs.get(e.chunkSize)
+		if plain, err := f.reads.chunkPlain((*buf)[:0], pl.oldLast); err == nil {
+			f.tail.set(plain)
+		}
+		e.bufs.put(buf)
+	}
+	if err := f.space.reserveGrowth(pl.reserveFrom, pl.reserveTo, oldSize); err != nil {
+		return err
+	}
+	hadHeader, oldHdr := f.hasHeader, f.hdr
+	if err := f.prepareDataHeader(pl.setSparse); err != nil {
+		return err
+	}
+	if err := f.rooted.markDirty(); err != nil {
+		return err
+	}
+	f.zeroHoleEntries(&pl)
+	if err := f.store(&pl, p, off, newSize); err != nil {
+		f.holes.forgetHoles(0)
+		if f.rt != nil {
+			f.rt.trusted = false // entries may be ahead of the chunks: rebuilt before the clean header
+		}
+		if !pl.growing {
+			f.afterFailedWrite()
+		} else if f.undoGrow(oldSize, hadHeader) && pl.setSparse && hadHeader {
+			f.restoreHeader(oldHdr)
+		}
+		return err
+	}
+	f.size = newSize
+	return f.holes.afterWrite(&pl)
+}
+
+// store seals and writes the chunks of plan pl for p at off, and caches the
+// new last chunk when the write sealed it.
+func (f *File) store(pl *writePlan, p []byte, off, newSize int64) error {
+	e := f.e
+	oldSize := f.size
+	job := e.sealJobs.Get().(*sealJob)
+	defer job.release()
+	*job = sealJob{f: f, p: p, off: off, newSize: newSize, newLast: pl.newLast}
+	if pl.resealOld {
+		if err := job.addMerged(pl.oldLast, oldSize); err != nil {
+			return err
+		}
+	}
+	if pl.mergeFirst {
+		if err := job.addMerged(pl.first, oldSize); err != nil {
+			return err
+		}
+	}
+	if pl.mergeLast {
+		if err := job.addMerged(pl.last, oldSize); err != nil {
+			return err
+		}
+	}
+
+	count := int(pl.last-pl.runStart) + 1
+	total := count
+	if pl.separate {
+		total++
+	}
+	// All nonces of the request in one read from the random source.
+	// Why safe: random 128-bit (GCM, SIV) or 192-bit (XChaCha) nonces under a
+	// per-file key; collisions are negligible far beyond any file's chunk count.
+	nonces := e.bufs.get(total * e.nonceSize)
+	defer e.bufs.put(nonces)
+	if _, err := io.ReadFull(e.rand, *nonces); err != nil {
+		return fmt.Errorf("core: random nonces: %w", err)
+	}
+	if pl.separate {
+		// Old last chunk first: a crash before the new tail is written
+		// leaves a file ending in a final=0 chunk, which fails to open.
+		if err := job.sealAndWrite(pl.oldLast, 1, (*nonces)[count*e.nonceSize:]); err != nil {
+			return err
+		}
+	}
+	if err := job.sealAndWrite(pl.runStart, count, (*nonces)[:count*e.nonceSize]); err != nil {
+		return err
+	}
+	if pl.last == pl.newLast {
+		f.tail.set(job.plain(pl.newLast))
+	}
+	return nil
+}
+
+// mergedChunk is a chunk whose new plaintext is assembled in a pooled buffer.
+type mergedChunk struct {
+	index uint64
+	buf   *[]byte
+	plain []byte
+}
+
+// sealJob seals a run of chunks for one write request.
+type sealJob struct {
+	f       *File
+	p       []byte // the caller's data, at plaintext offset off
+	off     int64
+	newSize int64
+	newLast uint64
+
+	merged  [3]mergedChunk // at most: re-sealed old last, first edge, last edge
+	nmerged int
+
+	// The run being sealed by work.
+	runFirst uint64
+	stored   []byte
+	nonces   []byte
+}
+
+// addMerged builds chunk i's new plaintext: the old plaintext (if the old
+// file of oldSize bytes had any there), zeros up to the new chunk length,
+// then the bytes of p that fall into the chunk.
+func (j *sealJob) addMerged(i uint64, oldSize int64) error {
+	e := j.f.e
+	cs := int64(e.chunkSize)
+	start := int64(i) * cs
+	n := e.plainLen(i, j.newSize)
+	buf := e.bufs.get(e.chunkSize)
+	m := &j.merged[j.nmerged]
+	*m = mergedChunk{index: i, buf: buf}
+	j.nmerged++
+	plain := (*buf)[:0]
+	if start < oldSize {
+		var err error
+		if plain, err = j.f.reads.chunkPlain(plain, i); err != nil {
+			return err
+		}
+	}
+	old := len(plain)
+	plain = plain[:n]
+	clear(plain[old:])
+	if from, to := max(j.off, start), min(j.off+int64(len(j.p)), start+int64(n)); from < to {
+		copy(plain[from-start:to-start], j.p[from-j.off:to-j.off])
+	}
+	m.plain = plain
+	return nil
+}
+
+// plain returns chunk i's new plaintext.
+func (j *sealJob) plain(i uint64) []byte {
+	for k := range j.nmerged {
+		if j.merged[k].index == i {
+			return j.merged[k].plain
+		}
+	}
+	start := int64(i)*int64(j.f.e.chunkSize) - j.off
+	return j.p[start : start+int64(j.f.e.plainLen(i, j.newSize))]
+}
+
+// sealAndWrite seals chunks [first, first+count) and writes them with one
+// backing write per window (one for any request up to 1 MiB); windows go in
+// increasing offset order, so an interrupted multi-window append still ends
+// in a chunk sealed with final=0.
+//
+// With the bulk path on, a multi-window request is pipelined: the backing
+// write of window k runs while window k+1 is sealed, into the other of two
+// buffers. At most one write is in flight and each starts only after the
+// previous one finished, so the offset order (and the crash argument above)
+// is unchanged; the serial copy into the backing file no longer caps the
+// parallel speed-up.
+func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
+	e := j.f.e
+	windowBytes := min(count, e.windowChunks) * e.cipherChunk
+	bufs := [2]*[]byte{e.bufs.get(windowBytes)}
+	defer e.bufs.put(bufs[0])
+	pipelined := e.parallel && count > e.windowChunks
+	if pipelined {
+		bufs[1] = e.bufs.get(windowBytes)
+		defer e.bufs.put(bufs[1])
+	}
+	var inflight chan error
+	wait := func() error {
+		if inflight == nil {
+			return nil
+		}
+		err := <-inflight
+		inflight = nil
+		return err
+	}
+	for w, done, n := 0, 0, 0; done < count; w, done = w+1, done+n {
+		wFirst := first + uint64(done)
+		// A window is stored back to back: with tag blocks, inside one group.
+		wLast := e.lay.runEnd(wFirst, wFirst+uint64(min(e.windowChunks, count-done)-1))
+		n = int(wLast-wFirst) + 1
+		size := (n-1)*e.cipherChunk + e.plainLen(wLast, j.newSize) + e.overhead
+		buf := bufs[0]
+		if pipelined {
+			buf = bufs[w%2]
+		}
+		j.runFirst, j.stored = wFirst, (*buf)[:size]
+		j.nonces = nonces[done*e.nonceSize : (done+n)*e.nonceSize]
+		if rs := j.f.rt; rs != nil {
+			rs.tags.blockFor(wFirst) // the workers fill its entries
+		}
+		if err := e.forChunks(n, j); err != nil {
+			wait() // the buffers go back to the pool only when no write uses them
+			return err
+		}
+		if err := wait(); err != nil {
+			return err
+		}
+		stored, at := j.stored, e.cipherOffset(wFirst)
+		// With roots, the window's tag entries follow in one write to its
+		// group's tag block: after the chunks, so that the entries never
+		// make the backing file longer than its chunks (a crash between
+		// the two would leave an impossible size). Either order is safe
+		// for the content: the header is DIRTY (markDirty) until
+		// finalize has made both durable.
+		entries := j.f.rooted.entryWrite(wFirst, wLast, j.newSize)
+		if !pipelined {
+			if err := writeFullAt(j.f.b, stored, at); err != nil {
+				return err
+			}
+			if err := entries(); err != nil {
+				return err
+			}
+			continue
+		}
+		inflight = make(chan error, 1)
+		go func(done chan<- error) {
+			err := writeFullAt(j.f.b, stored, at)
+			if err == nil {
+				err = entries()
+			}
+			done <- err
+		}(inflight)
+	}
+	return wait()
+}
+
+// work seals run positions [lo, hi) into j.stored.
+func (j *sealJob) work(lo, hi int) error {
+	e := j.f.e
+	ns := e.nonceSize
+	for k := lo; k < hi; k++ {
+		i := j.runFirst + uint64(k)
+		plain := j.plain(i)
+		pos := k * e.cipherChunk
+		n := len(plain) + e.overhead
+		// The capacity limit keeps Seal inside this chunk's slot.
+		out := j.f.fc.Seal(j.stored[pos:pos:pos+n], plain, i, i == j.newLast, j.nonces[k*ns:(k+1)*ns])
+		if len(out) != n {
+			panic(fmt.Sprintf("core: sealed chunk is %d bytes, want %d", len(out), n))
+		}
+		if rs := j.f.rt; rs != nil {
+			rs.tags.set(i, j.f.fc.ChunkTag(out)) // distinct i per worker: disjoint entries
+		}
+	}
+	return nil
+}
+
+// release returns the job's buffers and the job to the engine's pools.
+func (j *sealJob) release() {
+	if j.f == nil {
+		return
+	}
+	e := j.f.e
+	for k := range j.nmerged {
+		e.bufs.put(j.merged[k].buf)
+	}
+	*j = sealJob{}
+	e.sealJobs.Put(j)
+}
+
+// zeroHoleEntries prepares the tag entries of a file with roots for a
+// write planned by pl: zero entries for the chunks the write leaves as
+// holes. Only in memory: holes are made past the old end, where the stored
+// entries are zero already (entries past the last chunk are kept zero:
+// cutTo, rebuildEntries), or in new tag blocks past the end of the backing
+// file. The chunks up to newSize need no room: a block not in the table is
+// zeros (tags.go), so a hole of any size costs nothing here.
+func (f *File) zeroHoleEntries(pl *writePlan) {
+	if rs := f.rt; rs != nil {
+		rs.tags.clear(pl.holesFrom, pl.holesTo)
+	}
+}
