@@ -8,12 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/crypto/bind"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
-	"github.com/encryptfs/encryptfs/internal/fileengine"
-	"github.com/encryptfs/encryptfs/internal/tree"
-	"golang.org/x/sys/unix"
+	"github.com/encryptfs/encryptfs/internal/engine"
 )
 
 // Location binding (format v2, docs/format.md "v2: location binding"):
@@ -60,17 +55,17 @@ const (
 // did not decrypt). A directory not bound to p is reported as
 // misplaced-dir and walked with its ID all the same; one with a stale
 // second binding is reported (and, with plan, fixed).
-func (w *walker) readDirID(wd *tree.WalkDir, p *bind.Place, plainRel string) ([]byte, error) {
-	if !w.t.Bound() {
-		return w.t.DirIDs().Of(wd.ID, bind.Place{})
+func (w *walker) readDirID(wd *engine.WalkDir, p *engine.Place, plainRel string) ([]byte, error) {
+	if !w.ins.Bound() {
+		return w.ins.DirID(wd, engine.Place{})
 	}
-	id, bindings, err := w.t.DirIDs().OfUnchecked(wd.ID)
+	id, bindings, err := w.ins.DirIDUnchecked(wd)
 	if err != nil || p == nil {
 		return id, err
 	}
 	dirfd, cipherRel := wd.Fd, wd.Rel
-	at := joinCipher(cipherRel, names.DirIDFile)
-	if _, err := w.t.DirIDs().Of(wd.ID, *p); errors.Is(err, bind.ErrMisplaced) {
+	at := joinCipher(cipherRel, engine.DirIDFile)
+	if _, err := w.ins.DirID(wd, *p); engine.IsMisplaced(err) {
 		w.add(Problem{Kind: KindMisplacedDir, CipherPath: at, PlainPath: plainRel,
 			Detail: "the directory is not bound to where it is (moved or grafted here, or its directory ID file copied from another directory): the mount answers EIO"})
 		return id, nil
@@ -81,7 +76,7 @@ func (w *walker) readDirID(wd *tree.WalkDir, p *bind.Place, plainRel string) ([]
 		w.add(Problem{Kind: KindStaleBinding, CipherPath: at, PlainPath: plainRel,
 			Detail: "the directory is also bound to a place it is not at (a crash during a rename of it)"})
 		if w.plan {
-			self, err := backing.Fstat(dirfd)
+			self, err := engine.StatFD(dirfd)
 			if err == nil {
 				f := Fix{Kind: KindStaleBinding, CipherPath: at, PlainPath: plainRel,
 					Action: "bind the directory to where it is only (drop the binding of its old place)",
@@ -97,33 +92,33 @@ func (w *walker) readDirID(wd *tree.WalkDir, p *bind.Place, plainRel string) ([]
 }
 
 // dirPlace is the place p for the tree's *At calls (nil if not known).
-func (w *walker) dirPlace(p *bind.Place) tree.DirPlace {
+func (w *walker) dirPlace(p *engine.Place) engine.DirPlace {
 	if p == nil {
 		return nil
 	}
-	return func() (bind.Place, error) { return *p, nil }
+	return engine.FixedPlace(*p)
 }
 
 // entryPlace is where entry ent of the directory with ID dirID is bound,
 // or nil without binding or when its name is not known.
-func (w *walker) entryPlace(dirID []byte, ent *entry) *bind.Place {
-	if !w.t.Bound() || dirID == nil || !ent.named {
+func (w *walker) entryPlace(dirID []byte, ent *entry) *engine.Place {
+	if !w.ins.Bound() || dirID == nil || !ent.named {
 		return nil
 	}
-	p := w.t.Place(dirID, ent.name)
+	p := w.ins.Place(dirID, ent.name)
 	return &p
 }
 
 // openFile opens the engine file of ro, found at ent's place. With
 // binding and no known place, errNoPlace: its contents are not checked.
-func (w *walker) openFile(ro fileengine.Backing, ent entry) (*fileengine.File, error) {
-	if !w.t.Bound() {
-		return w.eng.Open(ro)
+func (w *walker) openFile(ro engine.Backing, ent entry) (*engine.RawFile, error) {
+	if !w.ins.Bound() {
+		return w.ins.OpenRaw(ro)
 	}
 	if ent.place == nil {
 		return nil, errNoPlace
 	}
-	return w.eng.OpenAt(ro, *ent.place)
+	return w.ins.OpenRawAt(ro, *ent.place)
 }
 
 // errNoPlace: a file of a bound vault whose name did not decrypt cannot
@@ -134,7 +129,7 @@ var errNoPlace = errors.New("fsck: the name did not decrypt, so the file's bindi
 // single name is repaired (with plan) at once; one with several names
 // waits for the end of the walk (staleLinks), which knows where its
 // other names are.
-func (w *walker) checkBindings(cf *fileengine.File, ent entry, pl place) {
+func (w *walker) checkBindings(cf *engine.RawFile, ent entry, pl place) {
 	n := cf.Bindings()
 	if n <= int(ent.st.Nlink) || ent.place == nil {
 		return
@@ -163,8 +158,8 @@ type staleFile struct {
 	problem Problem
 	fix     Fix
 	nlink   int
-	others  []bind.Place // the places of its other names, as the walk finds them
-	unnamed bool         // one of its other names did not decrypt
+	others  []engine.Place // the places of its other names, as the walk finds them
+	unnamed bool           // one of its other names did not decrypt
 }
 
 // notePlace records where a further name of an already checked file is.
@@ -195,45 +190,4 @@ func (w *walker) staleLinks() {
 			w.addFix(f)
 		}
 	}
-}
-
-// rebindDir is fixRebindDir: directory name of dirfd ("" for dirfd).
-func rebindDir(t *tree.Tree, dirfd int, name string, p bind.Place) error {
-	sub, err := backing.OpenDir(dirfd, name)
-	if err != nil {
-		return err
-	}
-	defer backing.Close(sub)
-	st, err := backing.Fstat(sub)
-	if err != nil {
-		return err
-	}
-	if err := t.DirIDs().Rebind(sub, p); err != nil {
-		return err
-	}
-	// A repair is no change of the directory: keep its times.
-	return unix.UtimesNanoAt(sub, ".", []unix.Timespec{st.Atim, st.Mtim}, 0)
-}
-
-// rebindFile is fixRebindFile: the file name of dirfd, found at p, whose
-// other names are at also.
-func rebindFile(fsys *backing.FS, eng *fileengine.Engine, dirfd int, name string, p bind.Place, also []bind.Place) error {
-	fd, st, err := backing.OpenRegular(dirfd, name, unix.O_RDWR)
-	if err != nil {
-		return err
-	}
-	bf := fsys.NewFile(fd, nil)
-	defer bf.Close()
-	cf, err := eng.OpenAt(bf, p)
-	if err != nil {
-		return err
-	}
-	err = cf.DropBindingsExcept(append([]bind.Place{p}, also...)...)
-	if cerr := cf.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return backing.UtimesNanoAt(dirfd, name, [2]unix.Timespec{st.Atim, st.Mtim})
 }

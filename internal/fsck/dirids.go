@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
+	"github.com/encryptfs/encryptfs/internal/engine"
 )
 
 // KindDupDirID: two or more directories have the same encryptfs.dirid.
@@ -26,31 +26,31 @@ type dirIDPlace struct{ cipher, plain string }
 // in walk order. It keeps the paths of every directory (a few hundred
 // bytes each), which is what naming all members of a duplicate set needs
 // in one walk.
-type dirIDIndex map[[names.DirIDSize]byte][]dirIDPlace
+type dirIDIndex map[[engine.DirIDSize]byte][]dirIDPlace
 
 // noteDirID records the ID of the directory at cipherRel (plainRel: its
 // plaintext path, "" when unknown).
 func (w *walker) noteDirID(id []byte, cipherRel, plainRel string) {
-	if len(id) != names.DirIDSize {
+	if len(id) != engine.DirIDSize {
 		return
 	}
 	if w.dirIDs == nil {
 		w.dirIDs = make(dirIDIndex)
 	}
-	k := [names.DirIDSize]byte(id)
+	k := [engine.DirIDSize]byte(id)
 	w.dirIDs[k] = append(w.dirIDs[k], dirIDPlace{cipher: cipherRel, plain: plainRel})
 }
 
 // reportDupDirIDs adds a KindDupDirID problem for each directory whose ID
 // another directory shares, sets in the order of their IDs.
 func (w *walker) reportDupDirIDs() {
-	var dups [][names.DirIDSize]byte
+	var dups [][engine.DirIDSize]byte
 	for id, places := range w.dirIDs {
 		if len(places) > 1 {
 			dups = append(dups, id)
 		}
 	}
-	slices.SortFunc(dups, func(a, b [names.DirIDSize]byte) int { return bytes.Compare(a[:], b[:]) })
+	slices.SortFunc(dups, func(a, b [engine.DirIDSize]byte) int { return bytes.Compare(a[:], b[:]) })
 	for _, id := range dups {
 		places := w.dirIDs[id]
 		for i, p := range places {
@@ -60,7 +60,7 @@ func (w *walker) reportDupDirIDs() {
 					others = append(others, describePlace(o))
 				}
 			}
-			w.add(Problem{Kind: KindDupDirID, CipherPath: joinCipher(p.cipher, names.DirIDFile), PlainPath: p.plain,
+			w.add(Problem{Kind: KindDupDirID, CipherPath: joinCipher(p.cipher, engine.DirIDFile), PlainPath: p.plain,
 				Detail: fmt.Sprintf("directory ID %x is also the ID of %s: one was copied from the other; "+
 					"entries can be moved between them unnoticed (v1 does not authenticate directory IDs)",
 					id[:], strings.Join(others, ", "))})

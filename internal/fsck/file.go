@@ -6,14 +6,11 @@ import (
 	"io"
 	"os"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/crypto/bind"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/fileengine"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"golang.org/x/sys/unix"
 )
 
-// readOnly is a fileengine.Backing over a backing file opened O_RDONLY that
+// readOnly is a engine.Backing over a backing file opened O_RDONLY that
 // refuses every write, so no code path can modify the vault. size, when
 // not negative, replaces the real size (the clipped view of a file whose
 // size is impossible, so that its leading chunks can still be read).
@@ -49,9 +46,9 @@ func (s sizedInfo) Size() int64 { return s.size }
 // access time when the kernel allows that (O_NOATIME needs ownership).
 func openReadOnly(dirfd int, name string) (*os.File, error) {
 	// OpenRegular: a FIFO swapped in after the walk's stat must not hang fsck.
-	fd, _, err := backing.OpenRegular(dirfd, name, unix.O_RDONLY|unix.O_NOATIME)
+	fd, _, err := engine.OpenRegularFD(dirfd, name, unix.O_RDONLY|unix.O_NOATIME)
 	if errors.Is(err, unix.EPERM) {
-		fd, _, err = backing.OpenRegular(dirfd, name, unix.O_RDONLY)
+		fd, _, err = engine.OpenRegularFD(dirfd, name, unix.O_RDONLY)
 	}
 	if err != nil {
 		return nil, err
@@ -96,8 +93,8 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 	}
 	defer f.Close()
 	ro := &readOnly{f: f, size: -1}
-	suite := w.eng.Suite()
-	st, err := backing.Fstat(int(f.Fd()))
+	suite := w.ins.Suite()
+	st, err := engine.StatFD(int(f.Fd()))
 	if err != nil {
 		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("stat: %v", err)})
 		return
@@ -139,7 +136,7 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 		return
 	}
 	var rootErr error
-	if suite.Roots() && (err == nil || errors.Is(err, content.ErrBadRoot)) {
+	if suite.Roots() && (err == nil || engine.IsBadRoot(err)) {
 		if err != nil {
 			rootErr, cf = err, nil
 		}
@@ -148,14 +145,14 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 	if errors.Is(err, errNoPlace) {
 		return // the name is reported
 	}
-	if errors.Is(err, bind.ErrMisplaced) {
+	if engine.IsMisplaced(err) {
 		w.add(Problem{Kind: KindMisplacedFile, CipherPath: pl.cipher, PlainPath: pl.plain,
 			Detail: "the file's contents are not bound to this name (moved or copied here from another name or directory): the mount answers EIO; not read"})
 		return
 	}
 	if err != nil {
 		kind := KindIO
-		if errors.Is(err, content.ErrBadHeader) {
+		if engine.IsBadHeader(err) {
 			if ent.foreign {
 				return
 			}
@@ -204,8 +201,8 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 // contents reads every chunk of cf, reports bad chunks and truncation, and
 // writes the good plaintext to out (if not nil). It returns the number of
 // plaintext bytes that were unreadable.
-func (w *walker) contents(cf *fileengine.File, ro *readOnly, size int64, pl place, out *destFile) int64 {
-	cs := int64(w.eng.Suite().ChunkSize())
+func (w *walker) contents(cf *engine.RawFile, ro *readOnly, size int64, pl place, out *destFile) int64 {
+	cs := int64(w.ins.Suite().ChunkSize())
 	batch := max(readBatch/cs, 1) * cs
 	buf := make([]byte, min(batch, size))
 	var ranges []Range
@@ -248,7 +245,7 @@ func (w *walker) contents(cf *fileengine.File, ro *readOnly, size int64, pl plac
 			} else if note != "" && len(notes) < maxNotes {
 				notes = append(notes, note)
 			}
-			if firstErr == "" && !errors.Is(cerr, content.ErrCorruptChunk) {
+			if firstErr == "" && !engine.IsCorruptChunk(cerr) {
 				firstErr = cerr.Error() // an I/O error, not a failed tag
 			}
 			ranges = append(ranges, Range{Start: c, End: c + clen})
@@ -280,8 +277,8 @@ func (w *walker) contents(cf *fileengine.File, ro *readOnly, size int64, pl plac
 // (an all-zero chunk, a final chunk in the middle of the file). It reads
 // the raw chunk and opens it with the file's cipher: diagnosis only, the
 // engine has already said the chunk is bad at this position.
-func (w *walker) diagnose(cf *fileengine.File, ro *readOnly, size, off, clen int64) (plain []byte, note string, ok bool) {
-	suite := w.eng.Suite()
+func (w *walker) diagnose(cf *engine.RawFile, ro *readOnly, size, off, clen int64) (plain []byte, note string, ok bool) {
+	suite := w.ins.Suite()
 	id, has := cf.ID()
 	if !has {
 		return nil, "", false
@@ -296,7 +293,7 @@ func (w *walker) diagnose(cf *fileengine.File, ro *readOnly, size, off, clen int
 		return nil, fmt.Sprintf("chunk %d unreadable: %v", idx, err), false
 	}
 	last := off+clen == size
-	if content.IsHole(stored) {
+	if engine.IsHole(stored) {
 		return nil, fmt.Sprintf("chunk %d is all zero bytes where no hole is allowed", idx), false
 	}
 	if p, err := fc.Open(nil, stored, idx, !last); err == nil {

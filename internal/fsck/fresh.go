@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/encryptfs/encryptfs/internal/fresh"
+	"github.com/encryptfs/encryptfs/internal/engine"
+	"github.com/encryptfs/encryptfs/internal/session"
 )
 
 // The problem freshness finds (format 2 feature flag "Freshness",
@@ -31,7 +32,8 @@ const (
 // no damage, and `encryptfs freshness status` tells when it has lasted
 // long enough to count as rolled back. A vault no device has recorded
 // yet gets one note.
-func (w *walker) checkFreshness(fv *fresh.Vault) {
+func (w *walker) checkFreshness(s *session.Session) {
+	fv := s.Freshness()
 	if fv == nil {
 		return
 	}
@@ -45,7 +47,7 @@ func (w *walker) checkFreshness(fv *fresh.Vault) {
 		return
 	}
 	for _, i := range rep.Issues {
-		if i.Status != fresh.RolledBack {
+		if i.Status != engine.FreshRolledBack {
 			w.rep.Notes = append(w.rep.Notes, fmt.Sprintf("freshness: %s", i))
 			w.rep.Behind = true
 			continue

@@ -1,16 +1,19 @@
 // Package fsck checks an EncryptFS vault offline, without mounting it, and
 // can copy everything readable out of a damaged vault (salvage).
 //
-// It goes through the same code as the mount: internal/tree for directory
-// IDs, names, long-name sidecars, symlink targets and xattrs, internal/fileengine
-// for file contents. So a vault that fsck calls clean reads back through the
-// mount without an authentication error, and every range fsck reports as bad
-// is exactly a range the mount would answer with EIO.
+// It goes through the same code as the mount, reached through the
+// session's engine (engine.Inspector: the tree for directory IDs, names,
+// long-name sidecars, symlink targets and xattrs, the content engine for
+// file contents). So a vault that fsck calls clean reads back through the
+// mount without an authentication error, and every range fsck reports as
+// bad is exactly a range the mount would answer with EIO. fsck owns the
+// policy: what is a finding, the report, the repair plan.
 //
 // Check never modifies the vault: backing files and directories are opened
 // read-only (O_NOATIME where permitted), through directory file descriptors
-// as internal/backing does, and nothing is written under CIPHERDIR. Repair
-// (repair.go) is the one function that writes: it removes what an
+// (the engine's, over internal/backing), and nothing is written under
+// CIPHERDIR. Repair (repair.go) is the one function that writes, through
+// the inspector's repairs (the session's backing FS): it removes what an
 // interrupted operation left behind and rebuilds what can be rebuilt
 // without guessing.
 package fsck
@@ -23,9 +26,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/session"
-	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
 // Kind classifies a problem. The strings are part of the --json output.
@@ -189,20 +191,20 @@ func Check(ctx context.Context, s *session.Session, opts Options) (*Report, erro
 // (walker.fixes). The walker is nil when the walk could not start.
 func check(ctx context.Context, s *session.Session, opts Options, plan bool) (*walker, error) {
 	cipherDir := s.Dir()
-	rootfd, err := backing.OpenRoot(cipherDir)
+	rootfd, err := s.Vault().OpenRootFD()
 	if err != nil {
 		return nil, err
 	}
-	defer backing.Close(rootfd)
+	defer engine.CloseFD(rootfd)
 	w := &walker{
-		ctx: ctx, t: s.Tree(), eng: s.Engine(),
+		ctx: ctx, ins: s.Vault().Inspect(),
 		rep:      &Report{CipherDir: cipherDir, Salvage: opts.Salvage},
 		progress: opts.Progress,
 		seen:     make(map[inodeKey]string),
 		start:    time.Now(),
 		plan:     plan,
 	}
-	if err := tree.ProbeXattrs(rootfd); errors.Is(err, tree.ErrNoXattrs) {
+	if err := engine.ProbeXattrs(rootfd); engine.IsNoXattrs(err) {
 		// One note, not a problem per file: a store without xattrs (an
 		// rclone mount) is no damage, and a vault on it has none to check.
 		w.noXattrs = true
@@ -224,11 +226,11 @@ func check(ctx context.Context, s *session.Session, opts Options, plan bool) (*w
 	if w.salv != nil {
 		root = w.salv.root
 	}
-	w.walk(rootfd, w.t.RootPlace(), root)
+	w.walk(rootfd, w.ins.RootPlace(), root)
 	if ctx.Err() == nil {
 		w.staleLinks()
 		w.checkLinksFiles(rootfd)
-		w.checkFreshness(s.Freshness())
+		w.checkFreshness(s)
 	}
 	w.reportDupDirIDs()
 	w.report(true)

@@ -1,17 +1,14 @@
 package fsck
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/encryptfs/encryptfs/internal/crypto/bind"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/fileengine"
+	"github.com/encryptfs/encryptfs/internal/engine"
 )
 
-// Links files (docs/format.md §14, core/links.go): a file with more names
+// Links files (docs/format.md §14, fileengine/links.go): a file with more names
 // than its header's slots keeps its bindings in encryptfs.links.<id> in the
-// root, and its header says so (content.FlagLinks). fsck reports:
+// root, and its header says so (its links flag). fsck reports:
 //
 //   - bad-links: a file whose header has FlagLinks and whose links file is
 //     missing, fails its MAC, or is another file's (deleted, tampered
@@ -35,7 +32,7 @@ const (
 // linksCheck is what the walk gathers about links files.
 type linksCheck struct {
 	// used: the IDs of the files whose header has FlagLinks.
-	used map[content.FileID]bool
+	used map[engine.FileID]bool
 	// files: the links files found in the root (backing names).
 	files []string
 }
@@ -48,8 +45,8 @@ func (w *walker) noteLinksFile(name string) {
 // noteHeader records the file ID of a file whose header (read from ro,
 // checked by its MAC) has FlagLinks, whether or not the file opens: a
 // file whose name does not decrypt still owns its links file.
-func (w *walker) noteHeader(ro fileengine.Backing) {
-	suite := w.eng.Suite()
+func (w *walker) noteHeader(ro engine.Backing) {
+	suite := w.ins.Suite()
 	if !suite.Bound() {
 		return
 	}
@@ -57,17 +54,17 @@ func (w *walker) noteHeader(ro fileengine.Backing) {
 	if n, _ := ro.ReadAt(raw, 0); n != len(raw) {
 		return
 	}
-	h, err := suite.ParseHeader(raw)
-	if err != nil || h.Flags&content.FlagLinks == 0 {
+	id, ok := engine.LinksFileID(suite, raw)
+	if !ok {
 		return
 	}
 	if w.links.used == nil {
-		w.links.used = make(map[content.FileID]bool)
+		w.links.used = make(map[engine.FileID]bool)
 	}
-	w.links.used[h.FileID] = true
+	w.links.used[id] = true
 }
 
-// badLinks reports a file whose links file failed (bind.ErrBadLinks).
+// badLinks reports a file whose links file failed (engine.IsBadLinks).
 func (w *walker) badLinks(err error, pl place) {
 	w.add(Problem{Kind: KindBadLinks, CipherPath: pl.cipher, PlainPath: pl.plain,
 		Detail: fmt.Sprintf("the file's links file (the bindings of its names) is missing, tampered with or another file's: the mount answers EIO at every name; not read (%v)", err)})
@@ -83,11 +80,11 @@ func (w *walker) checkLinksFiles(rootfd int) {
 		}
 	}
 	for _, name := range w.links.files {
-		id, ok := bind.ParseLinksName(name)
+		id, ok := engine.LinksFileOf(name)
 		if !ok {
 			continue
 		}
-		if w.links.used[content.FileID(id)] {
+		if w.links.used[id] {
 			continue
 		}
 		w.add(Problem{Kind: KindOrphanLinks, CipherPath: name,
@@ -98,11 +95,5 @@ func (w *walker) checkLinksFiles(rootfd int) {
 	}
 }
 
-// isLinksName reports whether bn is a links file's name.
-func isLinksName(bn string) bool {
-	_, ok := bind.ParseLinksName(bn)
-	return ok
-}
-
 // isBadLinks reports whether err is a links file failure.
-func isBadLinks(err error) bool { return errors.Is(err, bind.ErrBadLinks) }
+func isBadLinks(err error) bool { return engine.IsBadLinks(err) }

@@ -2,11 +2,8 @@ package fsck
 
 import (
 	"fmt"
-	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/crypto/meta"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/engine"
 )
 
 // plainXattr is one decrypted extended attribute, for the salvage copy.
@@ -19,20 +16,18 @@ type plainXattr struct {
 // returns the name of the long-target sidecar the symlink uses, if any.
 func (w *walker) symlink(dirfd int, dirID []byte, ent entry, pl place, dest *destDir, salvName string) (sidecar string) {
 	w.rep.Summary.Symlinks++
-	bt, err := backing.Readlinkat(dirfd, ent.backing)
+	bt, err := engine.ReadlinkRawFD(dirfd, ent.backing)
 	if err != nil {
 		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("readlink: %v", err)})
 		return ""
 	}
-	if bt == meta.LongSymlinkMarker {
-		sidecar = meta.SymlinkSidecarName(ent.backing)
-	}
+	sidecar = engine.SymlinkSidecar(ent.backing, bt)
 	if !ent.named {
 		// The target is bound to the plaintext name: without it the target
 		// can be neither checked nor decrypted (the name is reported).
 		return sidecar
 	}
-	target, err := w.t.Symlinks().Readlink(tree.NewDir(dirfd, dirID, nil), ent.name)
+	target, err := w.ins.Readlink(dirfd, dirID, ent.name)
 	if err != nil {
 		detail := fmt.Sprintf("target does not decrypt: %v", err)
 		if sidecar != "" {
@@ -53,7 +48,7 @@ func (w *walker) xattrs(fd int, objID []byte, pl place) []plainXattr {
 	if w.noXattrs {
 		return nil
 	}
-	list, bad, err := w.t.Xattrs().List(fd, objID)
+	list, bad, err := w.ins.ListXattr(fd, objID)
 	if err != nil {
 		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("list xattrs: %v", err)})
 		return nil
@@ -66,7 +61,7 @@ func (w *walker) xattrs(fd int, objID []byte, pl place) []plainXattr {
 	var out []plainXattr
 	for _, name := range list {
 		w.rep.Summary.Xattrs++
-		v, err := w.t.Xattrs().Get(fd, objID, name)
+		v, err := w.ins.GetXattr(fd, objID, name)
 		if err != nil {
 			w.add(Problem{Kind: KindXattrValue, CipherPath: pl.cipher, PlainPath: pl.plain,
 				Detail: fmt.Sprintf("value of xattr %q does not decrypt: %v", name, err)})
@@ -83,12 +78,12 @@ func (w *walker) unverifiableXattrs(fd int, pl place, why string) {
 	if w.noXattrs {
 		return
 	}
-	all, err := backing.Flistxattr(fd)
+	all, err := engine.ListRawXattrsFD(fd)
 	if err != nil {
 		return
 	}
 	for _, bn := range all {
-		if strings.HasPrefix(bn, meta.XattrPrefix) {
+		if engine.IsXattrName(bn) {
 			w.rep.Summary.Xattrs++
 			w.add(Problem{Kind: KindXattrName, CipherPath: pl.cipher, PlainPath: pl.plain,
 				Detail: fmt.Sprintf("xattr %s cannot be checked: %s", bn, why)})

@@ -5,12 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/crypto/bind"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
-	"github.com/encryptfs/encryptfs/internal/fileengine"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"github.com/encryptfs/encryptfs/internal/session"
-	"github.com/encryptfs/encryptfs/internal/tree"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,19 +38,19 @@ func Repair(ctx context.Context, s *session.Session, before func(Fix) error) (*R
 		return nil, err
 	}
 	out := &RepairReport{}
-	rootfd, err := backing.OpenRoot(s.Dir())
+	rootfd, err := s.Vault().OpenRootFD()
 	if err != nil {
 		return nil, err
 	}
-	defer backing.Close(rootfd)
-	tr := s.Tree()
+	defer engine.CloseFD(rootfd)
+	ins := s.Vault().Inspect()
 	for _, f := range w.fixes {
 		if before != nil {
 			if err := before(f); err != nil {
 				return out, err
 			}
 		}
-		if err := f.apply(s.Backing(), rootfd, tr, s.Engine()); err != nil {
+		if err := f.apply(rootfd, ins); err != nil {
 			out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", ProblemLine(f.problem()), err))
 			continue
 		}
@@ -96,9 +92,9 @@ type Fix struct {
 	name   string // the entry in dir (for fixDirID, the directory itself)
 	action fixAction
 	header []byte
-	ino    uint64       // the inode the fix was planned for
-	place  bind.Place   // fixRebindDir, fixRebindFile: where the object is
-	also   []bind.Place // fixRebindFile: the places of the file's other names
+	ino    uint64         // the inode the fix was planned for
+	place  engine.Place   // fixRebindDir, fixRebindFile: where the object is
+	also   []engine.Place // fixRebindFile: the places of the file's other names
 }
 
 // Line renders the fix on one line, as the CLI prints it before making it:
@@ -113,17 +109,17 @@ func (f Fix) problem() Problem {
 // (something else is writing to the vault).
 var errChanged = errors.New("fsck: entry changed since it was checked")
 
-// apply makes the change through fsys (the session's, so that crash replay
-// and freshness see it). Every step goes through directory fds below
-// rootfd and checks that the entry is still the inode that was checked.
-func (f Fix) apply(fsys *backing.FS, rootfd int, t *tree.Tree, eng *fileengine.Engine) error {
-	newID := func() ([]byte, error) { return t.DirIDs().New() }
-	dirfd, err := backing.OpenDir(rootfd, f.dir)
+// apply makes the change through ins (the session's backing FS, so that
+// crash replay and freshness see it). Every step goes through directory
+// fds below rootfd and checks that the entry is still the inode that was
+// checked.
+func (f Fix) apply(rootfd int, ins *engine.Inspector) error {
+	dirfd, err := engine.OpenDirFD(rootfd, f.dir)
 	if err != nil {
 		return err
 	}
-	defer backing.Close(dirfd)
-	st, err := backing.Fstatat(dirfd, f.name)
+	defer engine.CloseFD(dirfd)
+	st, err := engine.StatAtFD(dirfd, f.name)
 	if err != nil {
 		return err
 	}
@@ -132,60 +128,60 @@ func (f Fix) apply(fsys *backing.FS, rootfd int, t *tree.Tree, eng *fileengine.E
 	}
 	switch f.action {
 	case fixRemove:
-		err = fsys.Unlinkat(dirfd, f.name, 0)
+		err = ins.Unlink(dirfd, f.name, 0)
 	case fixRemoveDir:
-		err = removeTempDir(fsys, dirfd, f.name)
+		err = removeTempDir(ins, dirfd, f.name)
 	case fixDirID:
-		err = writeNewDirID(fsys, dirfd, f.name, newID)
+		err = writeNewDirID(ins, dirfd, f.name)
 	case fixHeader:
-		err = rewriteHeader(fsys, dirfd, f.name, f.header)
+		err = ins.RewriteHeader(dirfd, f.name, f.header)
 	case fixRebindDir:
-		err = rebindDir(t, dirfd, f.name, f.place)
+		err = ins.RebindDir(dirfd, f.name, f.place)
 	case fixRebindFile:
-		err = rebindFile(fsys, eng, dirfd, f.name, f.place, f.also)
+		err = ins.RebindFile(dirfd, f.name, f.place, f.also)
 	case fixRecomputeRoot:
-		err = recomputeRoot(fsys, eng, dirfd, f.name, f.place)
+		err = ins.Reroot(dirfd, f.name, f.place)
 	}
 	if err != nil {
 		return err
 	}
 	// The change is durable before the next one is made.
-	return fsys.Fsync(dirfd)
+	return ins.Sync(dirfd)
 }
 
 // removeTempDir removes temporary directory name of dirfd, which must hold
 // nothing but (possibly) a dirid.
-func removeTempDir(fsys *backing.FS, dirfd int, name string) error {
-	sub, err := backing.OpenSubdir(dirfd, name)
+func removeTempDir(ins *engine.Inspector, dirfd int, name string) error {
+	sub, err := engine.OpenSubdirFD(dirfd, name)
 	if err != nil {
 		return err
 	}
-	defer backing.Close(sub)
-	ents, err := backing.ReadDir(sub)
+	defer engine.CloseFD(sub)
+	ents, err := engine.ListFD(sub)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
-		if e.Name != names.DirIDFile {
+		if e.Name != engine.DirIDFile {
 			return fmt.Errorf("%w: %s is not empty", errChanged, name)
 		}
-		if err := fsys.Unlinkat(sub, e.Name, 0); err != nil {
+		if err := ins.Unlink(sub, e.Name, 0); err != nil {
 			return err
 		}
 	}
-	return fsys.Unlinkat(dirfd, name, unix.AT_REMOVEDIR)
+	return ins.Unlink(dirfd, name, unix.AT_REMOVEDIR)
 }
 
 // writeNewDirID gives directory name of dirfd (name "" for dirfd itself,
 // the root) a new ID, after checking again that it holds no entry the old ID could
 // have named.
-func writeNewDirID(fsys *backing.FS, dirfd int, name string, newID func() ([]byte, error)) error {
-	sub, err := backing.OpenDir(dirfd, name)
+func writeNewDirID(ins *engine.Inspector, dirfd int, name string) error {
+	sub, err := engine.OpenDirFD(dirfd, name)
 	if err != nil {
 		return err
 	}
-	defer backing.Close(sub)
-	ents, err := backing.ReadDir(sub)
+	defer engine.CloseFD(sub)
+	ents, err := engine.ListFD(sub)
 	if err != nil {
 		return err
 	}
@@ -194,30 +190,5 @@ func writeNewDirID(fsys *backing.FS, dirfd int, name string, newID func() ([]byt
 			return fmt.Errorf("%w: %s holds %s", errChanged, name, e.Name)
 		}
 	}
-	if err := fsys.Unlinkat(sub, names.DirIDFile, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return err
-	}
-	id, err := newID()
-	if err != nil {
-		return err
-	}
-	if err := fsys.WriteFileAt(sub, names.DirIDFile, id, 0o400); err != nil {
-		return err
-	}
-	return fsys.Fsync(sub)
-}
-
-// rewriteHeader writes the 36 header bytes hdr over the start of file name
-// and fsyncs it.
-func rewriteHeader(fsys *backing.FS, dirfd int, name string, hdr []byte) error {
-	fd, _, err := backing.OpenRegular(dirfd, name, unix.O_WRONLY)
-	if err != nil {
-		return err
-	}
-	f := fsys.NewFile(fd, nil)
-	defer f.Close()
-	if _, err := f.WriteAt(hdr, 0); err != nil {
-		return err
-	}
-	return f.Sync()
+	return ins.NewDirID(sub)
 }

@@ -5,12 +5,7 @@ import (
 	"io"
 	"path"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
-	"github.com/encryptfs/encryptfs/internal/fileengine"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,7 +25,7 @@ func (w *walker) planRemove(dirfd int, cipherRel, name string, kind Kind, action
 	if !w.plan {
 		return
 	}
-	st, err := backing.Fstatat(dirfd, name)
+	st, err := engine.StatAtFD(dirfd, name)
 	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return // only files EncryptFS writes: nothing planted is touched
 	}
@@ -45,7 +40,7 @@ func (w *walker) planTemp(dirfd int, cipherRel, name string) {
 	if !w.plan {
 		return
 	}
-	st, err := backing.Fstatat(dirfd, name)
+	st, err := engine.StatAtFD(dirfd, name)
 	if err != nil {
 		return
 	}
@@ -54,13 +49,13 @@ func (w *walker) planTemp(dirfd int, cipherRel, name string) {
 	case unix.S_IFREG, unix.S_IFLNK:
 		f.action, f.Action = fixRemove, "remove the temporary entry an interrupted operation left"
 	case unix.S_IFDIR:
-		sub, err := backing.OpenSubdir(dirfd, name)
+		sub, err := engine.OpenSubdirFD(dirfd, name)
 		if err != nil {
 			return
 		}
-		ents, err := backing.ReadDir(sub)
-		backing.Close(sub)
-		if err != nil || len(ents) > 1 || len(ents) == 1 && ents[0].Name != names.DirIDFile {
+		ents, err := engine.ListFD(sub)
+		engine.CloseFD(sub)
+		if err != nil || len(ents) > 1 || len(ents) == 1 && ents[0].Name != engine.DirIDFile {
 			return
 		}
 		f.action, f.Action = fixRemoveDir, "remove the empty temporary directory an interrupted operation left"
@@ -74,10 +69,10 @@ func (w *walker) planTemp(dirfd int, cipherRel, name string) {
 // a new ID: nothing the lost ID could have named (the dirid itself; in the
 // root, the config files).
 func dirIDRebuildable(e string, isRoot bool) bool {
-	if e == names.DirIDFile {
+	if e == engine.DirIDFile {
 		return true
 	}
-	return isRoot && (e == config.FileName || e == config.BackupName)
+	return engine.ClassifyName(e, isRoot) == engine.NameConfig
 }
 
 // planDirID plans a new directory ID for the directory open as dirfd (at
@@ -86,8 +81,8 @@ func dirIDRebuildable(e string, isRoot bool) bool {
 // (torn: a crash during mkdir, or after rmdir or a rename over it removed
 // it). A directory with entries keeps its problem: a new ID would not
 // decrypt them.
-func (w *walker) planDirID(dirfd int, cipherRel, plainRel string, ents []backing.Dirent, idErr error) {
-	if !errors.Is(idErr, tree.ErrCorruptDir) {
+func (w *walker) planDirID(dirfd int, cipherRel, plainRel string, ents []engine.Dirent, idErr error) {
+	if !engine.IsCorruptDir(idErr) {
 		return
 	}
 	isRoot := cipherRel == "."
@@ -96,14 +91,14 @@ func (w *walker) planDirID(dirfd int, cipherRel, plainRel string, ents []backing
 			return
 		}
 	}
-	if st, err := backing.Fstatat(dirfd, names.DirIDFile); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if st, err := engine.StatAtFD(dirfd, engine.DirIDFile); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return
 	}
-	self, err := backing.Fstat(dirfd)
+	self, err := engine.StatFD(dirfd)
 	if err != nil {
 		return
 	}
-	f := Fix{Kind: KindDirID, CipherPath: joinCipher(cipherRel, names.DirIDFile), PlainPath: plainRel,
+	f := Fix{Kind: KindDirID, CipherPath: joinCipher(cipherRel, engine.DirIDFile), PlainPath: plainRel,
 		Action: "write a new directory ID (the directory is empty, so no name depends on the lost one)",
 		action: fixDirID, ino: self.Ino}
 	if !isRoot {
@@ -116,9 +111,9 @@ func (w *walker) planDirID(dirfd int, cipherRel, plainRel string, ents []backing
 
 // hasLongCopy reports whether a sync tool's copy of long-name entry long
 // is among ents (it reads its name from long's sidecar).
-func hasLongCopy(ents []backing.Dirent, long string) bool {
+func hasLongCopy(ents []engine.Dirent, long string) bool {
 	for _, e := range ents {
-		if l, _, ok := names.SplitLongForeign(e.Name); ok && l == long {
+		if l, ok := engine.LongCopyOf(e.Name); ok && l == long {
 			return true
 		}
 	}
@@ -135,28 +130,25 @@ func hasLongCopy(ents []backing.Dirent, long string) bool {
 // bind the contents to where they were found, which is what an attacker
 // who moved them wants (bound.go); the file stays bad-header.
 func (w *walker) planHeader(dirfd int, ent entry, pl place, ro *readOnly) {
-	if !w.plan || ent.foreign || w.t.Bound() {
+	if !w.plan || ent.foreign || w.ins.Bound() {
 		return
 	}
-	suite := w.eng.Suite()
+	suite := w.ins.Suite()
 	fi, err := ro.Stat()
-	if err != nil || fi.Size() <= content.HeaderSize {
+	if err != nil || fi.Size() <= engine.HeaderSizeV1 {
 		return
 	}
-	var raw [content.HeaderSize]byte
+	var raw [engine.HeaderSizeV1]byte
 	if _, err := ro.ReadAt(raw[:], 0); err != nil {
 		return
 	}
-	var h content.Header
-	copy(h.FileID[:], raw[4:20])
-	for _, flags := range []uint16{0, content.FlagSparse} {
-		h.Flags = flags
-		hdr := suite.MarshalHeader(h)
-		if !readsWith(w.eng, ro, hdr) {
+	for _, c := range engine.HeaderCandidates(suite, raw[:]) {
+		hdr := c.Header
+		if !readsWith(w.ins, ro, hdr) {
 			continue
 		}
 		action := "rebuild the header from the file ID it holds (every chunk authenticates under it)"
-		if flags&content.FlagSparse != 0 {
+		if c.Sparse {
 			action += " with SPARSE set: all-zero chunks of the file will read as holes"
 		}
 		w.addFix(Fix{Kind: KindHeader, CipherPath: pl.cipher, PlainPath: pl.plain, Action: action,
@@ -167,8 +159,8 @@ func (w *walker) planHeader(dirfd int, ent entry, pl place, ro *readOnly) {
 
 // readsWith reports whether the whole file ro reads without an error when
 // its first 36 bytes are hdr.
-func readsWith(eng *fileengine.Engine, ro *readOnly, hdr []byte) bool {
-	cf, err := eng.Open(&headerOverlay{readOnly: ro, hdr: hdr})
+func readsWith(ins *engine.Inspector, ro *readOnly, hdr []byte) bool {
+	cf, err := ins.OpenRaw(&headerOverlay{readOnly: ro, hdr: hdr})
 	if err != nil {
 		return false
 	}

@@ -1,15 +1,10 @@
 package fsck
 
 import (
-	"errors"
 	"fmt"
 	"path"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/crypto/bind"
-	"github.com/encryptfs/encryptfs/internal/crypto/content"
-	"github.com/encryptfs/encryptfs/internal/fileengine"
-	"golang.org/x/sys/unix"
+	"github.com/encryptfs/encryptfs/internal/engine"
 )
 
 // KindDirtyRoot is a file with roots (format v2, design §5) whose header
@@ -41,7 +36,7 @@ const badRootDetail = "the file's root does not match its contents (%v): changed
 // does not match; damaged says its contents had a problem under v1's
 // rules (bad chunks, a cut): such a file is not repaired, its chunks do
 // not all read, and a root would vouch for what is left.
-func (w *walker) checkRoot(cf *fileengine.File, ent entry, pl place, damaged bool, rootErr error) {
+func (w *walker) checkRoot(cf *engine.RawFile, ent entry, pl place, damaged bool, rootErr error) {
 	kind, action := KindDirtyRoot, "recompute the file's tag blocks and root from its chunks"
 	switch {
 	case rootErr != nil:
@@ -59,15 +54,15 @@ func (w *walker) checkRoot(cf *fileengine.File, ent entry, pl place, damaged boo
 	}
 }
 
-// verifyRoot checks a clean file with roots as a whole (fileengine.VerifyRoot).
-// If its root does not match (content.ErrBadRoot, also on open: rootErr),
-// it returns the file reopened with v1's rules (fileengine.OpenUnrooted) for the
+// verifyRoot checks a clean file with roots as a whole (RawFile.VerifyRoot).
+// If its root does not match (engine.IsBadRoot, also on open: rootErr),
+// it returns the file reopened with v1's rules (Inspector.OpenUnrooted) for the
 // contents check, and the mismatch. cf may be nil (the open failed with
 // rootErr); the returned file replaces it (cf is closed).
-func (w *walker) verifyRoot(cf *fileengine.File, ro fileengine.Backing, ent entry, rootErr error) (*fileengine.File, error, error) {
+func (w *walker) verifyRoot(cf *engine.RawFile, ro engine.Backing, ent entry, rootErr error) (*engine.RawFile, error, error) {
 	if cf != nil && rootErr == nil {
 		err := cf.VerifyRoot()
-		if !errors.Is(err, content.ErrBadRoot) {
+		if !engine.IsBadRoot(err) {
 			return cf, nil, nil // matches, or damage the contents check reports
 		}
 		rootErr = err
@@ -76,23 +71,6 @@ func (w *walker) verifyRoot(cf *fileengine.File, ro fileengine.Backing, ent entr
 	if ent.place == nil {
 		return nil, rootErr, errNoPlace
 	}
-	cf, err := w.eng.OpenUnrooted(ro, *ent.place)
+	cf, err := w.ins.OpenUnrooted(ro, *ent.place)
 	return cf, rootErr, err
-}
-
-// recomputeRoot is fixRecomputeRoot: file name of dirfd, found at p,
-// opened with v1's rules (a clean header whose root fails is re-rooted
-// too); a chunk that does not authenticate stops it.
-func recomputeRoot(fsys *backing.FS, eng *fileengine.Engine, dirfd int, name string, p bind.Place) error {
-	fd, st, err := backing.OpenRegular(dirfd, name, unix.O_RDWR)
-	if err != nil {
-		return err
-	}
-	bf := fsys.NewFile(fd, nil)
-	defer bf.Close()
-	if err := eng.Reroot(bf, p); err != nil {
-		return err
-	}
-	// A repair is no change of the file: keep its times.
-	return backing.UtimesNanoAt(dirfd, name, [2]unix.Timespec{st.Atim, st.Mtim})
 }

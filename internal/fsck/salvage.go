@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,14 +29,10 @@ func undecryptableName(bn string) string {
 	return n[:200] + "-" + hex.EncodeToString(sum[:8])
 }
 
-// salvageFS makes the salvager's changes: a nil *backing.FS, which reports
-// nothing, because the salvage tree is the user's output directory, not
-// CIPHERDIR (crash replay and freshness follow the vault only).
-func salvageFS() *backing.FS { return nil }
-
 // salvager writes the plaintext copy. All I/O in it goes through directory
 // fds of the salvage tree, as on the vault side.
 type salvager struct {
+	out     *engine.Output // writes the salvage tree (outside CIPHERDIR)
 	root    *destDir
 	asRoot  bool              // running as root: copy owners too
 	savedAs map[string]string // backing path -> salvage path
@@ -48,7 +44,7 @@ type destDir struct {
 	rel string // relative to the salvage root ("." for the root)
 }
 
-func (d *destDir) close() { backing.Close(d.fd) }
+func (d *destDir) close() { engine.CloseFD(d.fd) }
 
 // destFile is a regular file being written in the salvage tree.
 type destFile struct {
@@ -79,11 +75,12 @@ func newSalvager(cipherDir, dest string) (*salvager, error) {
 			return nil, fmt.Errorf("%w: %w", ErrSalvageDir, err)
 		}
 	}
-	fd, err := backing.OpenRoot(dest)
+	out := engine.NewOutput()
+	fd, err := out.OpenRoot(dest)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSalvageDir, err)
 	}
-	return &salvager{root: &destDir{fd: fd, rel: "."}, asRoot: os.Geteuid() == 0, savedAs: make(map[string]string)}, nil
+	return &salvager{out: out, root: &destDir{fd: fd, rel: "."}, asRoot: os.Geteuid() == 0, savedAs: make(map[string]string)}, nil
 }
 
 func (s *salvager) close() { s.root.close() }
@@ -110,13 +107,13 @@ func unique(name string, create func(string) error) (string, error) {
 
 // mkdir creates a subdirectory (0700 until finishDir).
 func (s *salvager) mkdir(rep *Report, parent *destDir, name string, pl place) *destDir {
-	name, err := unique(name, func(n string) error { return salvageFS().Mkdirat(parent.fd, n, 0o700) })
+	name, err := unique(name, func(n string) error { return s.out.Mkdir(parent.fd, n, 0o700) })
 	rel := joinCipher(parent.rel, name)
 	if err != nil {
 		s.fail(rep, rel, "mkdir", err)
 		return nil
 	}
-	fd, err := backing.OpenSubdir(parent.fd, name)
+	fd, err := s.out.OpenSubdir(parent.fd, name)
 	if err != nil {
 		s.fail(rep, rel, "open", err)
 		return nil
@@ -130,7 +127,7 @@ func (s *salvager) createFile(rep *Report, parent *destDir, name string, pl plac
 	fd := -1
 	name, err := unique(name, func(n string) error {
 		var err error
-		fd, err = salvageFS().Openat(parent.fd, n, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		fd, err = s.out.Create(parent.fd, n, 0o600)
 		return err
 	})
 	rel := joinCipher(parent.rel, name)
@@ -181,7 +178,7 @@ func (s *salvager) finishFile(rep *Report, d *destFile, size int64, st unix.Stat
 // setAttrs copies xattrs, owner, mode and times to the open fd.
 func (s *salvager) setAttrs(rep *Report, fd int, rel string, st unix.Stat_t, xs []plainXattr) {
 	for _, x := range xs {
-		if err := salvageFS().Fsetxattr(fd, x.name, x.value, 0); err != nil {
+		if err := s.out.Setxattr(fd, x.name, x.value); err != nil {
 			s.fail(rep, rel, "setxattr "+x.name, err)
 		}
 	}
@@ -207,7 +204,7 @@ func (s *salvager) setAttrs(rep *Report, fd int, rel string, st unix.Stat_t, xs 
 func (s *salvager) finishDir(rep *Report, d *destDir, st unix.Stat_t, xs []plainXattr) {
 	if d.rel == "." {
 		for _, x := range xs {
-			if err := salvageFS().Fsetxattr(d.fd, x.name, x.value, 0); err != nil {
+			if err := s.out.Setxattr(d.fd, x.name, x.value); err != nil {
 				s.fail(rep, d.rel, "setxattr "+x.name, err)
 			}
 		}
@@ -232,7 +229,7 @@ func (s *salvager) link(rep *Report, first string, parent *destDir, name string,
 
 // symlink writes a decrypted symlink.
 func (s *salvager) symlink(rep *Report, parent *destDir, name, target string, st unix.Stat_t, pl place) {
-	name, err := unique(name, func(n string) error { return salvageFS().Symlinkat(target, parent.fd, n) })
+	name, err := unique(name, func(n string) error { return s.out.Symlink(target, parent.fd, n) })
 	rel := joinCipher(parent.rel, name)
 	if err != nil {
 		s.fail(rep, rel, "symlink", err)
@@ -244,7 +241,7 @@ func (s *salvager) symlink(rep *Report, parent *destDir, name, target string, st
 
 // node recreates a fifo, socket or device node.
 func (s *salvager) node(rep *Report, parent *destDir, name string, st unix.Stat_t, pl place) {
-	name, err := unique(name, func(n string) error { return salvageFS().Mknodat(parent.fd, n, st.Mode, st.Rdev) })
+	name, err := unique(name, func(n string) error { return s.out.Mknod(parent.fd, n, st.Mode, st.Rdev) })
 	rel := joinCipher(parent.rel, name)
 	if err != nil {
 		s.fail(rep, rel, "mknod", err)
@@ -257,16 +254,16 @@ func (s *salvager) node(rep *Report, parent *destDir, name string, st unix.Stat_
 // entryAttrs sets owner, mode (not for symlinks) and times by name.
 func (s *salvager) entryAttrs(rep *Report, parent *destDir, name, rel string, st unix.Stat_t, chmod bool) {
 	if s.asRoot {
-		if err := backing.Fchownat(parent.fd, name, int(st.Uid), int(st.Gid)); err != nil {
+		if err := s.out.Chown(parent.fd, name, int(st.Uid), int(st.Gid)); err != nil {
 			s.fail(rep, rel, "chown", err)
 		}
 	}
 	if chmod {
-		if err := backing.Fchmodat(parent.fd, name, st.Mode&0o7777); err != nil {
+		if err := s.out.Chmod(parent.fd, name, st.Mode&0o7777); err != nil {
 			s.fail(rep, rel, "chmod", err)
 		}
 	}
-	if err := backing.UtimesNanoAt(parent.fd, name, [2]unix.Timespec{st.Atim, st.Mtim}); err != nil {
+	if err := s.out.SetTimes(parent.fd, name, [2]unix.Timespec{st.Atim, st.Mtim}); err != nil {
 		s.fail(rep, rel, "set times", err)
 	}
 }
@@ -283,7 +280,7 @@ func (s *salvager) writeReport(rep *Report) error {
 	fd := -1
 	name, err := unique(SalvageReportName, func(n string) error {
 		var err error
-		fd, err = salvageFS().Openat(s.root.fd, n, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
+		fd, err = s.out.Create(s.root.fd, n, 0o600)
 		return err
 	})
 	if err != nil {

@@ -3,19 +3,12 @@ package fsck
 import (
 	"fmt"
 	"slices"
-	"strings"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/config"
-	"github.com/encryptfs/encryptfs/internal/crypto/bind"
-	freshcrypto "github.com/encryptfs/encryptfs/internal/crypto/fresh"
-	"github.com/encryptfs/encryptfs/internal/crypto/meta"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"golang.org/x/sys/unix"
 )
 
-// The check's walk (tree.Walk, names sorted: the report's order): each
+// The check's walk (Inspector.Walk, names sorted: the report's order): each
 // directory is checked as it is entered (its ID, its conflict copies of
 // the ID), each of its names in order (an entry checked and, if a
 // directory, walked into; any other name classified), and what needs all
@@ -23,11 +16,11 @@ import (
 // copy's attributes).
 
 // checkDir is what the check keeps of a directory it walks
-// (tree.WalkDir.Data).
+// (engine.WalkDir.Data).
 type checkDir struct {
-	bp    *bind.Place // its place (location binding; nil: not known)
-	plain string      // its plaintext path
-	known bool        // plain is known
+	bp    *engine.Place // its place (location binding; nil: not known)
+	plain string        // its plaintext path
+	known bool          // plain is known
 	// dest is its copy in the salvage directory (nil when not salvaging
 	// or the copy could not be made); a subdirectory's is made on entering
 	// it, in its parent's (parentDest), under salvName.
@@ -38,7 +31,7 @@ type checkDir struct {
 
 	dirID            []byte
 	present          map[string]bool
-	alts             []tree.AltDirID
+	alts             []engine.AltDirID
 	badAlts          []string
 	usedLinkSidecars map[string]bool
 	linkSidecars     []string
@@ -46,8 +39,8 @@ type checkDir struct {
 
 // walk checks the vault beneath rootfd, whose place is rootPlace, with
 // its salvage copy root (nil: none).
-func (w *walker) walk(rootfd int, rootPlace bind.Place, root *destDir) {
-	tree.Walk(rootfd, &checkDir{bp: &rootPlace, plain: "/", known: true, dest: root}, tree.Walker{
+func (w *walker) walk(rootfd int, rootPlace engine.Place, root *destDir) {
+	w.ins.Walk(rootfd, &checkDir{bp: &rootPlace, plain: "/", known: true, dest: root}, engine.Walker{
 		Sorted:     true,
 		Enter:      w.enterDir,
 		Other:      w.otherName,
@@ -60,7 +53,7 @@ func (w *walker) walk(rootfd int, rootPlace bind.Place, root *destDir) {
 // enterDir starts the check of directory wd: its salvage copy, its ID
 // (unreadable: names in it cannot be decrypted), and its conflict copies
 // of the ID. A directory that cannot be listed is reported and left.
-func (w *walker) enterDir(wd *tree.WalkDir) (bool, error) {
+func (w *walker) enterDir(wd *engine.WalkDir) (bool, error) {
 	d := wd.Data.(*checkDir)
 	if d.parentDest != nil {
 		d.dest = w.salv.mkdir(w.rep, d.parentDest, d.salvName, d.pl)
@@ -68,7 +61,7 @@ func (w *walker) enterDir(wd *tree.WalkDir) (bool, error) {
 	w.rep.Summary.Dirs++
 	dirID, idErr := w.readDirID(wd, d.bp, d.plain)
 	if idErr != nil {
-		w.add(Problem{Kind: KindDirID, CipherPath: joinCipher(wd.Rel, names.DirIDFile), PlainPath: d.plain,
+		w.add(Problem{Kind: KindDirID, CipherPath: joinCipher(wd.Rel, engine.DirIDFile), PlainPath: d.plain,
 			Detail: fmt.Sprintf("directory ID unreadable, names in this directory cannot be decrypted: %v", idErr)})
 		dirID = nil
 	}
@@ -88,7 +81,7 @@ func (w *walker) enterDir(wd *tree.WalkDir) (bool, error) {
 	for _, e := range wd.Ents {
 		d.present[e.Name] = true
 	}
-	d.alts, d.badAlts = w.t.DirIDs().Alts(tree.NewDir(wd.Fd, nil, w.dirPlace(d.bp)), wd.Ents)
+	d.alts, d.badAlts = w.ins.AltDirIDs(wd.Fd, wd.Ents, w.dirPlace(d.bp))
 	d.usedLinkSidecars = make(map[string]bool)
 	return true, nil
 }
@@ -96,16 +89,16 @@ func (w *walker) enterDir(wd *tree.WalkDir) (bool, error) {
 // otherName classifies name of wd, which is no entry: EncryptFS's own
 // files are passed over, what an interrupted operation or a sync tool
 // left is reported (and with plan, its removal planned).
-func (w *walker) otherName(wd *tree.WalkDir, bn string) error {
+func (w *walker) otherName(wd *engine.WalkDir, bn string) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
 	d := wd.Data.(*checkDir)
 	at := joinCipher(wd.Rel, bn)
 	isRoot := wd.Rel == "."
-	switch {
-	case bn == names.DirIDFile:
-	case tree.IsAltDirIDName(bn):
+	switch c := engine.ClassifyName(bn, isRoot); {
+	case c == engine.NameDirID:
+	case c == engine.NameAltDirID:
 		// Two copies of this directory made apart and merged by a sync
 		// tool: no damage, but a choice for the user (entries made
 		// under this ID are shown as "<name><suffix>").
@@ -115,17 +108,17 @@ func (w *walker) otherName(wd *tree.WalkDir, bn string) error {
 			w.rep.Conflicts = append(w.rep.Conflicts, Problem{Kind: KindConflict, CipherPath: at, PlainPath: d.plain,
 				Detail: "copy of the directory ID made by a sync tool (the directory was made on two sides apart); entries made under it are shown as <name><suffix>, read-only until renamed"})
 		}
-	case isRoot && (bn == config.FileName || bn == config.BackupName):
-	case isRoot && (bn == config.UpgradeMarkerName || bn == config.UpgradeMarkerName+".tmp"):
+	case c == engine.NameConfig:
+	case c == engine.NameUpgradeMarker:
 		// A half-upgraded vault does not open; a bound one with the
 		// marker lost the upgrade's last step (session/marker.go).
 		w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "left by an upgrade that finished; encryptfs upgrade removes it"})
-	case isRoot && freshcrypto.IsName(bn): // freshness epochs and manifests (format.md §15)
-	case isRoot && (bn == config.FileName+".tmp" || bn == config.BackupName+".tmp"):
+	case c == engine.NameFresh: // freshness epochs and manifests (format.md §15)
+	case c == engine.NameConfigTemp:
 		w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "config file left by an interrupted write; compare it with encryptfs.conf and remove it"})
 		w.planRemove(wd.Fd, wd.Rel, bn, KindTemp, "remove the config left by an interrupted write (the vault opened with encryptfs.conf)")
-	case names.IsSidecar(bn):
-		long := strings.TrimSuffix(bn, names.LongNameSuffix)
+	case c == engine.NameLongSidecar:
+		long := engine.LongSidecarOwner(bn)
 		if !d.present[long] {
 			w.add(Problem{Kind: KindOrphanSidecar, CipherPath: at, Detail: "long-name sidecar without its entry " + long})
 			if !hasLongCopy(wd.Ents, long) {
@@ -134,14 +127,14 @@ func (w *walker) otherName(wd *tree.WalkDir, bn string) error {
 				w.planRemove(wd.Fd, wd.Rel, bn, KindOrphanSidecar, "remove the long-name sidecar without an entry")
 			}
 		}
-	case isLongSidecarCopy(bn):
+	case c == engine.NameLongSidecarCopy:
 		w.add(Problem{Kind: KindOrphanSidecar, CipherPath: at, Detail: "copy of a long-name sidecar made by another program (sync conflict?)"})
-	case strings.HasPrefix(bn, meta.SymlinkSidecarPrefix):
+	case c == engine.NameSymlinkSidecar:
 		d.linkSidecars = append(d.linkSidecars, bn)
-	case strings.HasPrefix(bn, names.TempPrefix):
+	case c == engine.NameTemp:
 		w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "temporary entry left by an interrupted operation"})
 		w.planTemp(wd.Fd, wd.Rel, bn)
-	case isRoot && w.t.Bound() && isLinksName(bn):
+	case c == engine.NameLinks && w.ins.Bound():
 		w.noteLinksFile(bn)
 	default:
 		w.add(Problem{Kind: KindReserved, CipherPath: at, Detail: "unknown name in the reserved encryptfs.* namespace"})
@@ -151,7 +144,7 @@ func (w *walker) otherName(wd *tree.WalkDir, bn string) error {
 
 // entryName checks entry bn of wd (lstat st, or statErr); a directory
 // is walked into.
-func (w *walker) entryName(wd *tree.WalkDir, bn string, st unix.Stat_t, statErr error) (bool, any, error) {
+func (w *walker) entryName(wd *engine.WalkDir, bn string, st unix.Stat_t, statErr error) (bool, any, error) {
 	if err := w.ctx.Err(); err != nil {
 		return false, nil, err
 	}
@@ -190,7 +183,7 @@ func (w *walker) entryName(wd *tree.WalkDir, bn string, st unix.Stat_t, statErr 
 }
 
 // openFailed reports a subdirectory that cannot be opened.
-func (w *walker) openFailed(_ *tree.WalkDir, _ string, data any, err error) error {
+func (w *walker) openFailed(_ *engine.WalkDir, _ string, data any, err error) error {
 	pl := data.(*checkDir).pl
 	w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("open directory: %v", err)})
 	return nil
@@ -199,7 +192,7 @@ func (w *walker) openFailed(_ *tree.WalkDir, _ string, data any, err error) erro
 // leaveDir ends the check of wd: the symlink sidecars no symlink used,
 // its xattrs, its salvage copy's attributes. Not when the check was
 // interrupted (only the salvage copy is closed).
-func (w *walker) leaveDir(wd *tree.WalkDir) error {
+func (w *walker) leaveDir(wd *engine.WalkDir) error {
 	d := wd.Data.(*checkDir)
 	if d.parentDest != nil && d.dest != nil {
 		defer d.dest.close()
@@ -220,7 +213,7 @@ func (w *walker) leaveDir(wd *tree.WalkDir) error {
 		w.unverifiableXattrs(wd.Fd, place{cipher: wd.Rel, plain: d.plain, known: d.known}, "its directory ID is unreadable")
 	}
 	if d.dest != nil {
-		st, err := backing.Fstat(wd.Fd)
+		st, err := engine.StatFD(wd.Fd)
 		if err == nil {
 			w.salv.finishDir(w.rep, d.dest, st, xs)
 		}

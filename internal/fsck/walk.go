@@ -7,11 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/encryptfs/encryptfs/internal/backing"
-	"github.com/encryptfs/encryptfs/internal/crypto/bind"
-	"github.com/encryptfs/encryptfs/internal/crypto/names"
-	"github.com/encryptfs/encryptfs/internal/fileengine"
-	"github.com/encryptfs/encryptfs/internal/tree"
+	"github.com/encryptfs/encryptfs/internal/engine"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,8 +17,7 @@ type inodeKey struct{ dev, ino uint64 }
 // walker holds the state of one Check.
 type walker struct {
 	ctx  context.Context
-	t    *tree.Tree
-	eng  *fileengine.Engine
+	ins  *engine.Inspector // the vault, raw but safe
 	rep  *Report
 	salv *salvager // nil: check only
 
@@ -39,7 +34,7 @@ type walker struct {
 	// dirIDs finds directories that share an ID (dirids.go).
 	dirIDs dirIDIndex
 
-	// noXattrs: the backing store keeps no xattrs (tree.ProbeXattrs on
+	// noXattrs: the backing store keeps no xattrs (engine.ProbeXattrs on
 	// the root), so none are listed or checked.
 	noXattrs bool
 
@@ -90,45 +85,45 @@ type place struct {
 type entry struct {
 	backing string
 	st      unix.Stat_t
-	name    tree.Name // valid when named
-	named   bool      // the name decrypted (possibly as a conflict copy)
-	foreign bool      // the name is not one EncryptFS writes
-	shown   string    // plaintext name shown (plain + conflict suffix)
+	name    engine.Name // valid when named
+	named   bool        // the name decrypted (possibly as a conflict copy)
+	foreign bool        // the name is not one EncryptFS writes
+	shown   string      // plaintext name shown (plain + conflict suffix)
 	// shadowed: a conflict copy that another entry of the same displayed
-	// name hides (tree.ErrShadowed); salvaged under its backing name.
+	// name hides (engine.IsShadowed); salvaged under its backing name.
 	shadowed bool
 	// place is where the entry is bound with location binding (bound.go);
 	// nil without binding or when the name did not decrypt.
-	place *bind.Place
+	place *engine.Place
 }
 
 // nameEntry decrypts the entry's backing name and reports what is wrong
 // with it (bp: the directory's place, with location binding). On return
 // ent.named says whether a plaintext name is known.
-func (w *walker) nameEntry(dirfd int, dirID []byte, bp *bind.Place, alts []tree.AltDirID, at, plainRel string, known bool, ent *entry) {
+func (w *walker) nameEntry(dirfd int, dirID []byte, bp *engine.Place, alts []engine.AltDirID, at, plainRel string, known bool, ent *entry) {
 	bn := ent.backing
 	if dirID == nil {
 		return // reported once for the directory
 	}
-	if names.IsLongName(bn) {
-		side, err := backing.ReadFileAt(dirfd, names.SidecarName(bn), 512)
+	if engine.IsLongName(bn) {
+		side, err := engine.ReadSmallFileFD(dirfd, engine.LongNameSidecar(bn), 512)
 		switch {
 		case errors.Is(err, unix.ENOENT):
-			w.add(Problem{Kind: KindLongName, CipherPath: at, Detail: "long-name sidecar " + names.SidecarName(bn) + " is missing: the name cannot be decrypted"})
+			w.add(Problem{Kind: KindLongName, CipherPath: at, Detail: "long-name sidecar " + engine.LongNameSidecar(bn) + " is missing: the name cannot be decrypted"})
 			return
 		case err != nil:
 			w.add(Problem{Kind: KindLongName, CipherPath: at, Detail: fmt.Sprintf("long-name sidecar unreadable: %v", err)})
 			return
 		}
-		if _, err := names.CheckSidecar(bn, side); err != nil {
+		if err := engine.CheckLongSidecar(bn, side); err != nil {
 			w.add(Problem{Kind: KindLongName, CipherPath: at, Detail: fmt.Sprintf("long-name sidecar does not belong to this entry: %v", err)})
 			return
 		}
 	}
-	n, err := w.t.DecryptName(tree.NewDir(dirfd, dirID, nil), bn)
+	n, err := w.ins.DecryptName(dirfd, dirID, bn)
 	if err != nil && len(alts) > 0 {
 		// Made under a conflicting directory ID: shown as a conflict copy.
-		if an, ok := w.t.DecryptAlt(tree.NewDir(dirfd, nil, nil), alts, bn); ok {
+		if an, ok := w.ins.DecryptAlt(dirfd, alts, bn); ok {
 			n, err = an, nil
 		}
 	}
@@ -145,7 +140,7 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, bp *bind.Place, alts []tree.
 			// hidden behind another entry of its name is a problem.
 			p := Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
 				Detail: fmt.Sprintf("copy of %q with a suffix added by a sync tool (sync conflict); read-only until renamed", n.Orig)}
-			if r, _, err := w.t.Resolve(tree.NewDir(dirfd, dirID, w.dirPlace(bp)), n.Plain, false); err != nil || r.Backing != bn {
+			if r, _, err := w.ins.Resolve(dirfd, dirID, w.dirPlace(bp), n.Plain); err != nil || r.Backing != bn {
 				ent.shadowed = true
 				p.Detail = fmt.Sprintf("copy of %q with a suffix added by a sync tool, hidden: another entry is shown under the same name", n.Orig)
 				w.add(p)
@@ -155,7 +150,7 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, bp *bind.Place, alts []tree.
 		}
 		return
 	}
-	if tree.IsLongCopy(bn) {
+	if engine.IsLongCopy(bn) {
 		// A copy of a long-name entry whose original sidecar is gone or
 		// does not decrypt (tree decrypts the others as conflict copies).
 		ent.foreign = true
@@ -170,25 +165,18 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, bp *bind.Place, alts []tree.
 	w.add(Problem{Kind: KindBadName, CipherPath: at, Detail: fmt.Sprintf("name does not decrypt: %v", err)})
 }
 
-// isLongSidecarCopy reports whether bn is such a copy of a long-name
-// sidecar ("encryptfs.long.<H> (1).name"): it holds a name, no entry.
-func isLongSidecarCopy(bn string) bool {
-	base, ok := strings.CutSuffix(bn, names.LongNameSuffix)
-	return ok && !names.IsSidecar(bn) && tree.IsLongCopy(base)
-}
-
 // isNameRune reports whether r can appear in an encrypted backing name.
 func isNameRune(r rune) bool {
 	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
 
 // prescan counts regular files and their plaintext bytes for the progress
-// display: a metadata-only walk (tree.Walk: the entries the check walks).
+// display: a metadata-only walk (Inspector.Walk: the entries the check walks).
 func (w *walker) prescan(rootfd int) (files, bytes int64) {
-	suite := w.eng.Suite()
+	suite := w.ins.Suite()
 	seen := make(map[inodeKey]bool)
-	tree.Walk(rootfd, nil, tree.Walker{
-		Entry: func(_ *tree.WalkDir, _ string, st unix.Stat_t, err error) (bool, any, error) {
+	w.ins.Walk(rootfd, nil, engine.Walker{
+		Entry: func(_ *engine.WalkDir, _ string, st unix.Stat_t, err error) (bool, any, error) {
 			if err := w.ctx.Err(); err != nil {
 				return false, nil, err
 			}

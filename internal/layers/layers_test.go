@@ -62,8 +62,8 @@ const fuseLayer = 60
 // ours it may import (rule 2, "the doors reach a vault only through the
 // session"): the session, the classification of errors, the display rule
 // and the FUSE helpers; the CLI also the doors, the content upgrade and
-// the key slot credentials the session's API takes; forwardfs, reversefs
-// and vault also the engine the session owns (internal/engine). Whatever else a door imports is
+// the key slot credentials the session's API takes; forwardfs, reversefs,
+// vault and fsck also the engine the session owns (internal/engine). Whatever else a door imports is
 // either a known violation below or a new one, which fails.
 var doors = map[string][]string{
 	"cmd/encryptfs":      {"internal/cli"},
@@ -73,20 +73,16 @@ var doors = map[string][]string{
 	"internal/reversefs": {"internal/session", "internal/engine", "internal/fault", "internal/fuseserver", "internal/dircursor"},
 	"vault":              {"internal/session", "internal/engine", "internal/fault", "internal/display"},
 	"internal/serve":     {"vault", "internal/fault"},
-	"internal/fsck":      {"internal/session", "internal/fault", "internal/display"},
+	"internal/fsck":      {"internal/session", "internal/engine", "internal/fault", "internal/display"},
 }
 
 // knownViolations are the imports of today's code that break rule 2,
 // listed in docs/architecture.md ("Known violations"): the doors that
 // still reach past the session into the engine's parts. The list may only
 // shrink: an entry the code no longer needs fails the test too, so that
-// it is taken off here and in the doc.
-var knownViolations = map[string][]string{
-	// fsck reads every layer raw to report and repair what the engine
-	// refuses.
-	"internal/fsck": {"internal/backing", "internal/config", "internal/fileengine", "internal/crypto/bind", "internal/crypto/content",
-		"internal/crypto/fresh", "internal/crypto/meta", "internal/crypto/names", "internal/fresh", "internal/tree"},
-}
+// it is taken off here and in the doc. Empty since fsck went through
+// engine.Inspector (issue 19): a new entry needs a reason written here.
+var knownViolations = map[string][]string{}
 
 // leaves import no package of ours (rule 5): the backing store, the
 // io_uring binding, the display rule and the FUSE helpers shared by the

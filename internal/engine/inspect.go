@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"errors"
+
+	"github.com/encryptfs/encryptfs/internal/backing"
+	"github.com/encryptfs/encryptfs/internal/fileengine"
+	"github.com/encryptfs/encryptfs/internal/tree"
+	"golang.org/x/sys/unix"
+)
+
+// Inspector is the raw-but-safe view of a vault that an offline check
+// (internal/fsck) needs to report and repair what the engine's handles
+// refuse: the one walk of CIPHERDIR (tree.Walk), a directory's ID read
+// with or without its binding checked, names decrypted one by one (also
+// under a conflicting directory ID), symlink targets and xattrs decrypted
+// by the object's fd, and files opened through the content engine over a
+// backing the check supplies (a read-only one). The repairs are in
+// check_repair.go. Every byte still comes through internal/backing: the
+// inspector adds views, not another way into CIPHERDIR.
+//
+// fsck keeps the policy: what is a finding, the report, the repair plan.
+type Inspector struct{ v *Vault }
+
+// Inspect returns the vault's inspector.
+func (v *Vault) Inspect() *Inspector { return &Inspector{v: v} }
+
+// Walker says what Walk does with each directory and name (tree.Walker).
+type Walker = tree.Walker
+
+// WalkDir is one directory of CIPHERDIR as Walk visits it.
+type WalkDir = tree.WalkDir
+
+// AltDirID is a conflict copy of a directory's ID file that a sync tool
+// made (entries made under it are shown as conflict copies).
+type AltDirID = tree.AltDirID
+
+// Dirent is one name of a backing directory listing.
+type Dirent = backing.Dirent
+
+// Walk walks CIPHERDIR beneath rootfd (not closed) with w, root as the
+// root's WalkDir.Data: the one walker every offline pass uses.
+func (i *Inspector) Walk(rootfd int, root any, w Walker) error { return tree.Walk(rootfd, root, w) }
+
+// Suite is the vault's content suite.
+func (i *Inspector) Suite() *Suite { return i.v.core.Suite() }
+
+// RootPlace is CIPHERDIR's root's place (location binding).
+func (i *Inspector) RootPlace() Place { return i.v.tree.RootPlace() }
+
+// DirID is the ID of walked directory d, which must be bound to p (with
+// location binding; IsMisplaced otherwise; without, p is not looked at).
+func (i *Inspector) DirID(d *WalkDir, p Place) ([]byte, error) { return i.v.tree.DirIDs().Of(d.ID, p) }
+
+// DirIDUnchecked is the ID of walked directory d and the number of places
+// its ID file binds it to, its bindings not checked.
+func (i *Inspector) DirIDUnchecked(d *WalkDir) (id []byte, bindings int, err error) {
+	return i.v.tree.DirIDs().OfUnchecked(d.ID)
+}
+
+// IsCorruptDir reports whether err is a directory ID file that is missing
+// or malformed (not one that fails its binding).
+func IsCorruptDir(err error) bool { return errors.Is(err, tree.ErrCorruptDir) }
+
+// FixedPlace is a DirPlace that answers p.
+func FixedPlace(p Place) DirPlace { return tree.FixedPlace(p) }
+
+// Place is where entry n of the directory with ID dirID is bound.
+func (i *Inspector) Place(dirID []byte, n Name) Place { return i.v.tree.Place(dirID, n) }
+
+// AltDirIDs reads the conflict copies of the ID file among ents of
+// directory dirfd (at place p): the valid ones, and the names of those
+// that are unreadable.
+func (i *Inspector) AltDirIDs(dirfd int, ents []Dirent, p DirPlace) (alts []AltDirID, invalid []string) {
+	return i.v.tree.DirIDs().Alts(tree.NewDir(dirfd, nil, p), ents)
+}
+
+// DecryptName decrypts backing name bn of directory dirfd (ID dirID).
+func (i *Inspector) DecryptName(dirfd int, dirID []byte, bn string) (Name, error) {
+	return i.v.tree.DecryptName(tree.NewDir(dirfd, dirID, nil), bn)
+}
+
+// DecryptAlt decrypts bn under one of the conflicting IDs alts, as the
+// mount shows it (a conflict copy).
+func (i *Inspector) DecryptAlt(dirfd int, alts []AltDirID, bn string) (Name, bool) {
+	return i.v.tree.DecryptAlt(tree.NewDir(dirfd, nil, nil), alts, bn)
+}
+
+// Resolve is the mount's lookup of plain in directory dirfd (ID dirID, at
+// place p): the entry it shows under that name.
+func (i *Inspector) Resolve(dirfd int, dirID []byte, p DirPlace, plain string) (Name, unix.Stat_t, error) {
+	return i.v.tree.Resolve(tree.NewDir(dirfd, dirID, p), plain, false)
+}
+
+// Readlink decrypts the target of symlink n of directory dirfd.
+func (i *Inspector) Readlink(dirfd int, dirID []byte, n Name) (string, error) {
+	return i.v.tree.Symlinks().Readlink(tree.NewDir(dirfd, dirID, nil), n)
+}
+
+// ListXattr lists the xattrs of the object open as fd (ID objID), and
+// apart the backing names that do not decrypt.
+func (i *Inspector) ListXattr(fd int, objID []byte) (list, bad []string, err error) {
+	return i.v.tree.Xattrs().List(fd, objID)
+}
+
+// GetXattr decrypts xattr name of the object open as fd (ID objID).
+func (i *Inspector) GetXattr(fd int, objID []byte, name string) ([]byte, error) {
+	return i.v.tree.Xattrs().Get(fd, objID, name)
+}
+
+// Backing is what the content engine reads a file through; a check
+// passes a read-only one.
+type Backing = fileengine.Backing
+
+// RawFile is a file opened by the content engine over a Backing the
+// caller supplies (not in the open-file table: for a check's own reads).
+type RawFile = fileengine.File
+
+// OpenRaw opens b with the vault's rules, unbound (a v1 vault).
+func (i *Inspector) OpenRaw(b Backing) (*RawFile, error) { return i.v.core.Open(b) }
+
+// OpenRawAt opens b found at place p (location binding: it must be bound
+// there).
+func (i *Inspector) OpenRawAt(b Backing, p Place) (*RawFile, error) { return i.v.core.OpenAt(b, p) }
+
+// OpenUnrooted opens b found at p with v1's rules for its contents (its
+// file root is not checked), so that a file whose root fails can still be
+// read chunk by chunk.
+func (i *Inspector) OpenUnrooted(b Backing, p Place) (*RawFile, error) {
+	return i.v.core.OpenUnrooted(b, p)
+}
+
+// Bound reports whether the vault binds locations (format v2).
+func (i *Inspector) Bound() bool { return i.v.Bound() }
