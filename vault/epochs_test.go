@@ -174,7 +174,7 @@ func TestRevokeOldKeyLosesNewData(t *testing.T) {
 // subsets), leaves a file that reads as the old contents, empty or the
 // new contents, or fails only in the one new chunk not yet fsynced (§13):
 // the cut to the header is durable before the header of the new epoch is
-// written (core/epoch.go), so old chunks never sit under a new-epoch
+// written (fileengine/epoch.go), so old chunks never sit under a new-epoch
 // header. internal/crashsim replays it.
 func TestRewriteEpochCrash(t *testing.T) {
 	dir := t.TempDir()

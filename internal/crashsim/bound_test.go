@@ -57,7 +57,7 @@ var boundWorkloads = []workload{
 		h.syncDir("d2")
 		h.syncDir("")
 	}},
-	// Hard links beyond the header's slots (core/links.go): the third
+	// Hard links beyond the header's slots (fileengine/links.go): the third
 	// name moves the bindings to the links file in the root, the fourth
 	// rewrites it, then an unlink, a rename across directories and a
 	// link under the links file, and unlinks back to two names (the

@@ -13,7 +13,7 @@ import (
 )
 
 // LinkStore is the fileengine.LinkStore of a bound vault: the links files of
-// files with more names than their header can bind (core/links.go,
+// files with more names than their header can bind (fileengine/links.go,
 // docs/format.md §14), encryptfs.links.<b64url(fileID)> in the vault's
 // root. It opens the root by path for each call instead of keeping a
 // descriptor (links files are written only by link, unlink and rename of

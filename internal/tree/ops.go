@@ -244,7 +244,7 @@ func (t *Tree) Mknod(d Dir, n Name, mode uint32, dev uint64) error {
 // is bound to one name. With location binding the file first gets the new
 // name's binding, durably: in a header slot while one stays free for
 // renames (two names), else in the file's links file in the root
-// (core/links.go; a write and an fsync of the root per link).
+// (fileengine/links.go; a write and an fsync of the root per link).
 // fileengine.ErrTooManyLinks (EMLINK) beyond bind.MaxLinks names. That needs
 // od's ID: without it a regular file is not linked (errNoPlace).
 func (t *Tree) Link(od Dir, oldN Name, nd Dir, newN Name) error {
