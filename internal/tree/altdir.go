@@ -84,21 +84,14 @@ func (ids *DirIDs) Alts(d Dir, ents []backing.Dirent) (alts []AltDirID, invalid 
 		if !ok {
 			continue
 		}
-		if ids.bind == nil {
-			id, err := backing.ReadFileAt(d.fd, e.Name, names.DirIDSize)
-			if err != nil || len(id) != names.DirIDSize {
-				invalid = append(invalid, e.Name)
-				continue
+		id, err := ids.lay.alt(d.fd, e.Name, func() *bind.Place {
+			if p == nil && d.place != nil {
+				if pl, err := d.place(); err == nil {
+					p = &pl
+				}
 			}
-			alts = append(alts, AltDirID{Backing: e.Name, Suffix: sfx, ID: id})
-			continue
-		}
-		if p == nil && d.place != nil {
-			if pl, err := d.place(); err == nil {
-				p = &pl
-			}
-		}
-		id, err := ids.readAlt(d.fd, e.Name, p)
+			return p
+		})
 		if err != nil {
 			invalid = append(invalid, e.Name)
 			continue
@@ -106,26 +99,6 @@ func (ids *DirIDs) Alts(d Dir, ents []backing.Dirent) (alts []AltDirID, invalid 
 		alts = append(alts, AltDirID{Backing: e.Name, Suffix: sfx, ID: id})
 	}
 	return alts, invalid
-}
-
-// readAlt reads conflict copy b of dirfd's v2 ID file and checks that it
-// binds its ID to p, the directory's place.
-func (ids *DirIDs) readAlt(dirfd int, b string, p *bind.Place) ([]byte, error) {
-	if p == nil {
-		return nil, errNoPlace
-	}
-	raw, err := backing.ReadFileAt(dirfd, b, dirIDFileSizeV2)
-	if err != nil {
-		return nil, err
-	}
-	id, epoch, slots, err := parseDirIDV2(raw)
-	if err != nil {
-		return nil, err
-	}
-	if err := ids.ep.check(id, epoch, *p, slots); err != nil {
-		return nil, err
-	}
-	return id, nil
 }
 
 // DecryptAlt decrypts backing name b of directory d under the conflicting
@@ -155,24 +128,17 @@ func (t *Tree) findAltConflicts(d Dir, orig, suffix string) []Name {
 	var found []Name
 	var p *bind.Place
 	for _, b := range altDirIDNames(suffix) {
-		var id []byte
-		var err error
-		if t.bind == nil {
-			id, err = backing.ReadFileAt(d.fd, b, names.DirIDSize)
-			if err == nil && len(id) != names.DirIDSize {
-				err = ErrCorruptDir
-			}
-		} else {
+		id, err := t.ids.lay.alt(d.fd, b, func() *bind.Place {
 			if p == nil && d.place != nil {
 				if _, serr := backing.Fstatat(d.fd, b); serr != nil {
-					continue // no such copy: the place is not needed
+					return nil // no such copy: the place is not needed
 				}
 				if pl, perr := d.place(); perr == nil {
 					p = &pl
 				}
 			}
-			id, err = t.ids.readAlt(d.fd, b, p)
-		}
+			return p
+		})
 		if err != nil {
 			continue
 		}

@@ -64,39 +64,29 @@ func NewBound(k *keys.Keys, rand io.Reader, fsys *backing.FS, b *Binding) (*Tree
 
 // SetFiles sets the FileSource used to rebind file headers. Call it before
 // the tree is used.
-func (t *Tree) SetFiles(fs FileSource) { t.rb.files = fs }
+func (t *Tree) SetFiles(fs FileSource) { t.rb.setFiles(fs) }
 
 // Links returns the vault's links files (nil without binding).
-func (t *Tree) Links() *LinkStore {
-	if t.bind == nil {
-		return nil
-	}
-	return t.bind.Links
-}
+func (t *Tree) Links() *LinkStore { return t.rb.links() }
 
 // Bound reports whether the tree binds locations.
-func (t *Tree) Bound() bool { return t.bind != nil }
+func (t *Tree) Bound() bool { return t.rb.bound() }
 
 // Place is where entry n of the directory with ID dirID is bound: the
 // directory's ID (for an entry made under a conflicting directory ID,
 // §7.1, that ID) and its full encrypted name (for a conflict copy, the
 // original's: an alias's contents are checked against the name it is an
 // alias of).
-func (t *Tree) Place(dirID []byte, n Name) bind.Place {
+func (t *Tree) Place(dirID []byte, n Name) bind.Place { return placeOf(dirID, n) }
+
+// placeOf is Place.
+func placeOf(dirID []byte, n Name) bind.Place {
 	if n.altID != nil {
 		dirID = n.altID
 	}
 	return bind.Place{ParentID: dirID, EncName: n.Enc}
 }
 
-// RootPlace is the root directory's place: (VaultID, "").
-func (t *Tree) RootPlace() bind.Place { return t.bind.rootPlace() }
-
-// rootPlace is the root directory's place: (VaultID, ""); the zero Place
-// without binding (b nil).
-func (b *Binding) rootPlace() bind.Place {
-	if b == nil {
-		return bind.Place{}
-	}
-	return bind.Place{ParentID: b.VaultID}
-}
+// RootPlace is the root directory's place: (VaultID, ""); the zero Place
+// without binding.
+func (t *Tree) RootPlace() bind.Place { return t.ids.lay.rootPlace() }

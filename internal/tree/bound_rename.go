@@ -31,11 +31,11 @@ import (
 // renamed or linked is bound to its new place, durably, before its entry
 // moves, and loses its old binding only once the move is durable. It
 // rewrites directory ID files (DirIDs) and file headers (through files,
-// the door's open-file table, or opened here). Without binding it does
-// nothing.
+// the door's open-file table, or opened here). It is the rebinding of a
+// bound vault (rebinding.go); an unbound one has nothing to rebind.
 type rebinder struct {
 	fs    *backing.FS
-	bind  *Binding // nil: no binding, nothing to do
+	bind  *Binding
 	files FileSource
 	ids   *DirIDs
 }
@@ -55,8 +55,6 @@ var noRebind = rebind{finish: func(bool) error { return nil }}
 // rename never launders misplaced contents into a valid place.
 func (r *rebinder) begin(dirfd int, n Name, st *unix.Stat_t, from, to bind.Place, keepFree int) (rebind, error) {
 	switch {
-	case r.bind == nil:
-		return noRebind, nil
 	case isDir(*st):
 		return r.beginDir(dirfd, n, st, from, to)
 	case st.Mode&unix.S_IFMT == unix.S_IFREG:
@@ -129,7 +127,7 @@ func (r *rebinder) beginDir(dirfd int, n Name, st *unix.Stat_t, from, to bind.Pl
 	if err != nil {
 		return fail(err)
 	}
-	if err := r.ids.replaceFile(sub, r.ids.file(id, epoch, to, &from)); err != nil {
+	if err := r.ids.replaceFile(sub, r.ids.lay.file(id, epoch, to, &from)); err != nil {
 		keep()
 		return fail(err)
 	}
@@ -144,7 +142,7 @@ func (r *rebinder) beginDir(dirfd int, n Name, st *unix.Stat_t, from, to bind.Pl
 		if !ok {
 			return nil
 		}
-		return r.ids.replaceFile(sub, r.ids.file(id, epoch, to, nil))
+		return r.ids.replaceFile(sub, r.ids.lay.file(id, epoch, to, nil))
 	}}, nil
 }
 
@@ -161,7 +159,7 @@ func (r *rebinder) beginDir(dirfd int, n Name, st *unix.Stat_t, from, to bind.Pl
 // rename leaves a stale binding, as a crash between steps 2 and 3 does
 // (fsck's stale-binding).
 func (r *rebinder) beginDropReplaced(newfd int, newN Name, st *unix.Stat_t, p bind.Place) rebind {
-	if r.bind == nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
 		return noRebind
 	}
 	f, release, err := r.openFile(newfd, newN.Backing, p)
@@ -194,9 +192,6 @@ func (r *rebinder) beginDropReplaced(newfd int, newN Name, st *unix.Stat_t, p bi
 // steps 2 and 3 leaves, fsck's stale-binding, which --repair drops. A
 // failing disk is reported by the next fsync of the file or directory.
 func (r *rebinder) finishAll(dirfds []int, rbs ...rebind) {
-	if r.bind == nil {
-		return
-	}
 	durable := true
 	for _, fd := range dirfds {
 		if r.fs.Fsync(fd) != nil {

@@ -1,7 +1,6 @@
 package tree
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 
@@ -26,7 +25,7 @@ import (
 type DirIDs struct {
 	rand io.Reader
 	fs   *backing.FS
-	bind *Binding // nil: v1 layout
+	lay  idLayout // v1Layout or v2Layout (layout.go), chosen in newTree
 	ep   *Epochs
 }
 
@@ -62,32 +61,22 @@ func (ids *DirIDs) Read(dirfd int, p bind.Place) ([]byte, error) {
 // Of is Read of an ID file read already (r, ReadDirIDFile): the
 // directory's ID, checked to be bound to p with binding.
 func (ids *DirIDs) Of(r DirIDRead, p bind.Place) ([]byte, error) {
-	raw, err := checkedFile(r, ids.fileSize())
+	raw, err := checkedFile(r, ids.lay.size())
 	if err != nil {
 		return nil, err
 	}
-	if ids.bind == nil {
-		return dirIDV1(raw)
-	}
-	id, epoch, slots, err := parseDirIDV2(raw)
-	if err != nil {
-		return nil, err
-	}
-	if err := ids.ep.check(id, epoch, p, slots); err != nil {
-		return nil, fmt.Errorf("tree: directory ID: %w", err)
-	}
-	return id, nil
+	return ids.lay.id(raw, p)
 }
 
 // ReadRoot reads the root directory's ID (rootfd), checking its binding
 // to the root's place with binding.
 func (ids *DirIDs) ReadRoot(rootfd int) ([]byte, error) {
-	return ids.Read(rootfd, ids.bind.rootPlace())
+	return ids.Read(rootfd, ids.lay.rootPlace())
 }
 
 // readV2 reads and splits dirfd's v2 ID file.
 func (ids *DirIDs) readV2(dirfd int) ([]byte, uint32, []bind.Binding, error) {
-	raw, err := checkedFile(ReadDirIDFile(dirfd), ids.fileSize())
+	raw, err := checkedFile(ReadDirIDFile(dirfd), ids.lay.size())
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -106,32 +95,11 @@ func (ids *DirIDs) ReadUnchecked(dirfd int) (id []byte, bindings int, err error)
 
 // OfUnchecked is ReadUnchecked of an ID file read already (r).
 func (ids *DirIDs) OfUnchecked(r DirIDRead) (id []byte, bindings int, err error) {
-	raw, err := checkedFile(r, ids.fileSize())
+	raw, err := checkedFile(r, ids.lay.size())
 	if err != nil {
 		return nil, 0, err
 	}
-	if ids.bind == nil {
-		id, err := dirIDV1(raw)
-		return id, 0, err
-	}
-	id, epoch, slots, err := parseDirIDV2(raw)
-	if err != nil {
-		return nil, 0, err
-	}
-	// Unchecked: fsck reads names under the directory's epoch even where
-	// it is misplaced. An epoch without keys is a corrupt ID file. Only a
-	// hint (epoch.go): it decrypts names of an ID no verified ID file has
-	// spoken for, and never picks the key a new name is encrypted with.
-	if !ids.ep.known(epoch) {
-		return nil, 0, fmt.Errorf("%w: master-key epoch %d has no key here", ErrCorruptDir, epoch)
-	}
-	ids.ep.addHint(id, epoch)
-	for _, s := range slots {
-		if !s.IsZero() {
-			bindings++
-		}
-	}
-	return id, bindings, nil
+	return ids.lay.idUnchecked(raw)
 }
 
 // Rebind leaves directory dirfd bound to its place p only, dropping a
@@ -141,20 +109,7 @@ func (ids *DirIDs) OfUnchecked(r DirIDRead) (id []byte, bindings int, err error)
 // from being valid where it no longer is. The directory must be bound to
 // p (bind.ErrMisplaced otherwise); the new ID file is durable on return.
 func (ids *DirIDs) Rebind(dirfd int, p bind.Place) error {
-	if ids.bind == nil {
-		return nil
-	}
-	id, epoch, slots, err := ids.readV2(dirfd)
-	if err != nil {
-		return err
-	}
-	if err := ids.ep.check(id, epoch, p, slots); err != nil {
-		return fmt.Errorf("tree: directory ID: %w", err)
-	}
-	if err := ids.replaceFile(dirfd, ids.file(id, epoch, p, nil)); err != nil {
-		return err
-	}
-	return ids.fs.Fsync(dirfd)
+	return ids.lay.rebind(ids, dirfd, p)
 }
 
 // FileAt returns the v2 directory ID file that binds ID id to place p
@@ -163,10 +118,7 @@ func (ids *DirIDs) Rebind(dirfd int, p bind.Place) error {
 // under the vault's first key, and a vault gets epochs (§3b) only once it
 // binds.
 func (ids *DirIDs) FileAt(id []byte, p bind.Place) []byte {
-	if ids.bind == nil {
-		return nil
-	}
-	return ids.file(id, 0, p, nil)
+	return ids.lay.fileAt(id, p)
 }
 
 // InitRoot gives a new vault's root directory (rootfd) its ID. It fails
@@ -176,7 +128,7 @@ func (ids *DirIDs) InitRoot(rootfd int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ids.write(rootfd, id, ids.bind.rootPlace()); err != nil {
+	if err := ids.write(rootfd, id, ids.lay.rootPlace()); err != nil {
 		return nil, fmt.Errorf("tree: write root %s: %w", names.DirIDFile, err)
 	}
 	if err := ids.fs.Fsync(rootfd); err != nil {
@@ -190,7 +142,7 @@ func (ids *DirIDs) InitRoot(rootfd int) ([]byte, error) {
 // made 0400.
 func (ids *DirIDs) write(dirfd int, id []byte, p bind.Place) error {
 	ids.ep.note(id, ids.ep.current) // a new directory: the current epoch
-	return ids.fs.WriteFileAt(dirfd, names.DirIDFile, ids.file(id, ids.ep.current, p, nil), 0o400)
+	return ids.fs.WriteFileAt(dirfd, names.DirIDFile, ids.lay.file(id, ids.ep.current, p, nil), 0o400)
 }
 
 // replaceFile atomically replaces the ID file of directory sub with data:
@@ -203,43 +155,4 @@ func (ids *DirIDs) replaceFile(sub int, data []byte) error {
 		return err
 	}
 	return ids.fs.ReplaceFile(sub, tmp, sub, names.DirIDFile, data, 0o400, 0)
-}
-
-// fileSize is the size of an ID file in this vault's layout.
-func (ids *DirIDs) fileSize() int {
-	if ids.bind != nil {
-		return dirIDFileSizeV2
-	}
-	return names.DirIDSize
-}
-
-// file is the ID file of directory id, of epoch epoch, at place p (and
-// also at p2 if not nil, for the middle of a rename): the ID itself
-// without binding.
-func (ids *DirIDs) file(id []byte, epoch uint32, p bind.Place, p2 *bind.Place) []byte {
-	if ids.bind == nil {
-		return id
-	}
-	b := make([]byte, dirIDFileSizeV2)
-	binary.BigEndian.PutUint16(b[0:2], dirIDVersionV2)
-	binary.BigEndian.PutUint32(b[2:6], epoch)
-	copy(b[dirIDOffV2:], id)
-	s := ids.ep.binder(epoch).Sum(bind.KindDir, id, p)
-	copy(b[dirIDBindOffV2:], s[:])
-	if p2 != nil {
-		s2 := ids.ep.binder(epoch).Sum(bind.KindDir, id, *p2)
-		copy(b[dirIDBindOffV2+bind.Size:], s2[:])
-	}
-	return b
-}
-
-// parseDirIDV2 splits a v2 directory ID file.
-func parseDirIDV2(b []byte) (id []byte, epoch uint32, slots []bind.Binding, err error) {
-	if len(b) != dirIDFileSizeV2 || binary.BigEndian.Uint16(b[0:2]) != dirIDVersionV2 {
-		return nil, 0, nil, fmt.Errorf("%w: not a v2 directory ID file (%d bytes)", ErrCorruptDir, len(b))
-	}
-	slots = make([]bind.Binding, 2)
-	copy(slots[0][:], b[dirIDBindOffV2:])
-	copy(slots[1][:], b[dirIDBindOffV2+bind.Size:])
-	return b[dirIDOffV2:dirIDBindOffV2], binary.BigEndian.Uint32(b[2:6]), slots, nil
 }

@@ -16,8 +16,8 @@ import (
 // binding the new directory's ID file binds it to its place, which needs
 // d's ID (errNoPlace without it).
 func (t *Tree) Mkdir(d Dir, n Name, mode uint32) ([]byte, error) {
-	if t.bind != nil && d.id == nil {
-		return nil, errNoPlace
+	if err := t.rb.needPlace(d); err != nil {
+		return nil, err
 	}
 	dirfd := d.fd
 	id, err := t.ids.New()
@@ -109,7 +109,7 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 			return nil, ErrNotEmpty
 		}
 	}
-	id, err := backing.ReadFileAt(sub, names.DirIDFile, t.ids.fileSize())
+	id, err := backing.ReadFileAt(sub, names.DirIDFile, t.ids.lay.size())
 	if err != nil && !errors.Is(err, unix.ENOENT) {
 		return nil, err
 	}
@@ -152,33 +152,7 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 // only after a crash left a stale binding) are not touched, and a links
 // file left so is fsck's orphan-links.
 func (t *Tree) Unlink(d Dir, n Name, mode uint32) error {
-	if t.bind == nil || d.id == nil || mode != 0 && mode != unix.S_IFREG {
-		return t.unlink(d.fd, n, mode)
-	}
-	st, err := backing.Fstatat(d.fd, n.Backing)
-	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
-		return t.unlink(d.fd, n, mode)
-	}
-	p := t.Place(d.id, n)
-	f, release, err := t.rb.openFile(d.fd, n.Backing, p)
-	if err != nil {
-		return err
-	}
-	defer release()
-	keep, err := keepTimes(d.fd, n.Backing, &st)
-	if err != nil {
-		return err
-	}
-	defer keep()
-	if err := t.unlink(d.fd, n, unix.S_IFREG); err != nil {
-		return err
-	}
-	// The unlink has happened: as in rebinder.finishAll, what fails after it
-	// leaves a stale binding, not a failed unlink.
-	if t.fs.Fsync(d.fd) == nil {
-		f.DropBinding(p)
-	}
-	return nil
+	return t.rb.unlink(d, n, mode, func(mode uint32) error { return t.unlink(d.fd, n, mode) })
 }
 
 // unlink is Unlink without the binding: the entry, then its sidecars.
@@ -255,22 +229,7 @@ func (t *Tree) Link(od Dir, oldN Name, nd Dir, newN Name) error {
 	if isLink(st) {
 		return ErrNotPermitted
 	}
-	if t.bind == nil {
-		return t.link(od.fd, oldN, nd.fd, newN)
-	}
-	if od.id == nil {
-		if st.Mode&unix.S_IFMT == unix.S_IFREG {
-			return errNoPlace
-		}
-		return t.link(od.fd, oldN, nd.fd, newN)
-	}
-	rb, err := t.rb.begin(od.fd, oldN, &st, t.Place(od.id, oldN), t.Place(nd.id, newN), 1)
-	if err != nil {
-		return err
-	}
-	// The old name keeps its binding: finish only releases the file.
-	defer rb.finish(false)
-	return t.link(od.fd, oldN, nd.fd, newN)
+	return t.rb.link(od, oldN, &st, nd, newN, func() error { return t.link(od.fd, oldN, nd.fd, newN) })
 }
 
 // link makes the sidecar and the backing hard link of Link.

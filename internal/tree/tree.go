@@ -50,15 +50,14 @@ type Tree struct {
 	names *names.Cipher
 	rand  io.Reader
 	// fs makes every change to the backing store (nil: unobserved).
-	fs *backing.FS
-	// bind is nil in v1; with location binding (bound.go) it holds the
-	// binder and the vault ID.
-	bind   *Binding
+	fs     *backing.FS
 	ep     *Epochs   // master-key epochs (epoch.go)
 	ids    *DirIDs   // directory ID files (dirid.go)
 	links  *Symlinks // symlink targets (symlink.go)
 	xattrs *Xattrs   // extended attributes (xattr.go)
-	rb     rebinder  // rebinding on rename and link (bound_rename.go)
+	// rb: rebinding on rename, link and unlink (rebinding.go): unbound,
+	// or a rebinder with location binding (bound_rename.go).
+	rb rebinding
 }
 
 // New builds the name, symlink and xattr ciphers from the vault's derived
@@ -74,7 +73,7 @@ func newTree(k *keys.Keys, rand io.Reader, fsys *backing.FS, b *Binding) (*Tree,
 	if rand == nil {
 		rand = cryptorand.Reader
 	}
-	t := &Tree{rand: rand, fs: fsys, bind: b}
+	t := &Tree{rand: rand, fs: fsys}
 	var err error
 	if t.names, err = names.New(k.Names); err != nil {
 		return nil, fmt.Errorf("tree: names: %w", err)
@@ -88,13 +87,16 @@ func newTree(k *keys.Keys, rand io.Reader, fsys *backing.FS, b *Binding) (*Tree,
 		return nil, fmt.Errorf("tree: xattrs: %w", err)
 	}
 	t.ep = &Epochs{base: t.names}
-	if b != nil {
-		t.ep.baseBinder = b.Binder
-	}
-	t.ids = &DirIDs{rand: rand, fs: fsys, bind: b, ep: t.ep}
+	t.ids = &DirIDs{rand: rand, fs: fsys, lay: v1Layout{}, ep: t.ep}
+	t.rb = unbound{}
 	t.links = &Symlinks{c: links, rand: rand, fs: fsys}
 	t.xattrs = &Xattrs{c: xattrs, rand: rand, fs: fsys}
-	t.rb = rebinder{fs: fsys, bind: b, ids: t.ids}
+	if b != nil {
+		// Location binding: the one place the strategy is chosen.
+		t.ep.baseBinder = b.Binder
+		t.ids.lay = v2Layout{vaultID: b.VaultID, ep: t.ep}
+		t.rb = &rebinder{fs: fsys, bind: b, ids: t.ids}
+	}
 	return t, nil
 }
 
