@@ -108,6 +108,7 @@ func (ids *DirIDs) OfUnchecked(r DirIDRead) (id []byte, bindings int, err error)
 // another place is never needed: dropping it only stops the directory
 // from being valid where it no longer is. The directory must be bound to
 // p (bind.ErrMisplaced otherwise); the new ID file is durable on return.
+// Without binding there is nothing to drop.
 func (ids *DirIDs) Rebind(dirfd int, p bind.Place) error {
 	return ids.lay.rebind(ids, dirfd, p)
 }
