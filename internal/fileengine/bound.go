@@ -46,12 +46,12 @@ func (e *Engine) OpenAt(b Backing, p Place) (*File, error) {
 }
 
 // Bound reports whether the engine binds files to their places.
-func (e *Engine) Bound() bool { return e.binder != nil }
+func (e *Engine) Bound() bool { return e.bind.bound() }
 
 // checkPlace reports bind.ErrMisplaced unless header h, or its links file
 // links (with FlagLinks), binds its file to p.
-func (e *Engine) checkPlace(h *content.Header, links *bind.LinkList, p Place) error {
-	if err := e.binder.Check(bind.KindFile, h.FileID[:], p, slots(h, links)); err != nil {
+func (bt boundTo) checkPlace(h *content.Header, links *bind.LinkList, p Place) error {
+	if err := bt.b.Check(bind.KindFile, h.FileID[:], p, slots(h, links)); err != nil {
 		return fmt.Errorf("core: file contents at this name: %w", err)
 	}
 	return nil
@@ -67,11 +67,14 @@ func (f *File) CheckPlace(p Place) error {
 	if f.closed {
 		return ErrClosed
 	}
-	if f.e.binder == nil || !f.hasHeader {
+	if !f.hasHeader {
 		return nil
 	}
-	return f.e.checkPlace(&f.hdr, f.links, p)
+	return f.e.bind.checkFile(f, p)
 }
+
+// checkFile is CheckPlace for an open File with a header, under f.mu.
+func (bt boundTo) checkFile(f *File, p Place) error { return bt.checkPlace(&f.hdr, f.links, p) }
 
 // AddBinding binds the file to place p as well (first step of a rename or
 // a link), keeping at least keepFree slots empty (1 for a link, so that
@@ -88,13 +91,15 @@ func (f *File) AddBinding(p Place, keepFree int) error {
 	if f.closed {
 		return ErrClosed
 	}
-	if f.e.binder == nil {
-		return nil
-	}
+	return f.e.bind.add(f, p, keepFree)
+}
+
+// add is AddBinding under f.mu.
+func (bt boundTo) add(f *File, p Place, keepFree int) error {
 	if err := f.prepareHeader(false); err != nil {
 		return err
 	}
-	want := f.e.binder.Sum(bind.KindFile, f.hdr.FileID[:], p)
+	want := bt.b.Sum(bind.KindFile, f.hdr.FileID[:], p)
 	if f.links != nil {
 		return f.linked.addLink(want)
 	}
@@ -135,10 +140,15 @@ func (f *File) DropBinding(p Place) error {
 	if f.closed {
 		return ErrClosed
 	}
-	if f.e.binder == nil || !f.hasHeader {
+	if !f.hasHeader {
 		return nil
 	}
-	want := f.e.binder.Sum(bind.KindFile, f.hdr.FileID[:], p)
+	return f.e.bind.drop(f, p)
+}
+
+// drop is DropBinding under f.mu, for a file with a header.
+func (bt boundTo) drop(f *File, p Place) error {
+	want := bt.b.Sum(bind.KindFile, f.hdr.FileID[:], p)
 	if f.links != nil {
 		return f.linked.dropLink(want)
 	}
@@ -168,9 +178,14 @@ func (f *File) DropBinding(p Place) error {
 func (f *File) Bindings() int {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if f.e.binder == nil || !f.hasHeader {
+	if !f.hasHeader {
 		return 0
 	}
+	return f.e.bind.count(f)
+}
+
+// count is Bindings under f.mu, for a file with a header.
+func (boundTo) count(f *File) int {
 	if f.links != nil {
 		return len(f.links.Bindings)
 	}
@@ -193,17 +208,22 @@ func (f *File) DropBindingsExcept(keep ...Place) error {
 	if f.closed {
 		return ErrClosed
 	}
-	if f.e.binder == nil || !f.hasHeader || len(keep) == 0 {
+	if !f.hasHeader || len(keep) == 0 {
 		return nil
 	}
+	return f.e.bind.dropExcept(f, keep)
+}
+
+// dropExcept is DropBindingsExcept under f.mu, for a file with a header.
+func (bt boundTo) dropExcept(f *File, keep []Place) error {
 	h := f.hdr
 	if f.links != nil {
 		list := make([]bind.Binding, len(keep))
 		for i, p := range keep {
-			if err := f.e.checkPlace(&h, f.links, p); err != nil {
+			if err := bt.checkPlace(&h, f.links, p); err != nil {
 				return err
 			}
-			list[i] = f.e.binder.Sum(bind.KindFile, h.FileID[:], p)
+			list[i] = bt.b.Sum(bind.KindFile, h.FileID[:], p)
 		}
 		if len(list) == len(f.links.Bindings) {
 			return nil
@@ -215,10 +235,10 @@ func (f *File) DropBindingsExcept(keep ...Place) error {
 	}
 	var kept [content.BindingSlots]bind.Binding
 	for i, p := range keep {
-		if err := f.e.checkPlace(&h, nil, p); err != nil {
+		if err := bt.checkPlace(&h, nil, p); err != nil {
 			return err
 		}
-		kept[i] = f.e.binder.Sum(bind.KindFile, h.FileID[:], p)
+		kept[i] = bt.b.Sum(bind.KindFile, h.FileID[:], p)
 	}
 	if kept == h.Bindings {
 		return nil

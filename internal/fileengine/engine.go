@@ -174,7 +174,7 @@ type Engine struct {
 	// path) and enough to give every worker two chunks.
 	windowChunks int
 	helpers      chan struct{} // semaphore: one token per running helper goroutine
-	binder       *bind.Binder  // nil: v1, no location binding (bound.go)
+	bind         binding       // location binding or none (binding.go)
 	links        LinkStore     // links files (links.go); nil without binding
 
 	bufs      bufPools
@@ -196,10 +196,10 @@ func NewEngine(suite *content.Suite, opts Options) *Engine {
 		parallel:    opts.Parallel.Enabled,
 		maxWorkers:  opts.Parallel.MaxWorkers,
 		minChunks:   opts.Parallel.MinChunks,
-		binder:      opts.Binder,
+		bind:        newBinding(opts.Binder),
 		links:       opts.Links,
 	}
-	if (e.binder != nil) != suite.Bound() {
+	if e.bind.bound() != suite.Bound() {
 		panic("core: a binder needs a bound suite and a bound suite a binder")
 	}
 	e.lay = layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize(), header: int64(suite.HeaderSize()), tagged: suite.Roots(), compact: suite.Compact()}
@@ -258,8 +258,8 @@ func (e *Engine) open(b Backing, p Place, at bool) (*File, error) {
 // openWith is open; unrooted skips the check of a clean header's size
 // (OpenUnrooted).
 func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) {
-	if e.binder != nil && !at {
-		return nil, errNoPlace
+	if err := e.bind.opening(at); err != nil {
+		return nil, err
 	}
 	fi, err := b.Stat()
 	if err != nil {
@@ -288,13 +288,8 @@ func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) 
 	if err != nil {
 		return nil, fmt.Errorf("core: %w", err)
 	}
-	if e.binder != nil {
-		if f.links, err = e.loadLinks(&h); err != nil {
-			return nil, err
-		}
-		if err := e.checkPlace(&h, f.links, p); err != nil {
-			return nil, err
-		}
+	if f.links, err = e.bind.admit(e, &h, p); err != nil {
+		return nil, err
 	}
 	fc, err := e.suite.FileOf(h) // the key of the header's epoch
 	if err != nil {

@@ -140,7 +140,7 @@ func (f *File) Reload() error {
 	if err := f.settleLocked(); err != nil {
 		return err
 	}
-	nf, err := f.e.openWith(f.b, f.place, f.e.binder != nil, false)
+	nf, err := f.e.openWith(f.b, f.place, f.e.bind.bound(), false)
 	if err != nil {
 		return err
 	}
@@ -229,9 +229,7 @@ func (f *File) prepareHeader(withHoles bool) error {
 			h.Root = root
 		}
 	}
-	if f.e.binder != nil {
-		h.Bindings[0] = f.e.binder.Sum(bind.KindFile, h.FileID[:], f.place)
-	}
+	f.e.bind.stamp(&h, f.place)
 	fc, err := f.e.suite.FileOf(h)
 	if err != nil {
 		return fmt.Errorf("core: file key: %w", err)

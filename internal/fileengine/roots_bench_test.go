@@ -26,7 +26,7 @@ func BenchmarkRootsPaired(b *testing.B) {
 			b.Fatal(err)
 		}
 		bo := Options{Parallel: par}
-		bo.Binder = roots.binder
+		bo.Binder = roots.bind.(boundTo).b
 		return roots, NewEngine(s, bo)
 	}
 	writer := func(e *Engine, req int) func(*testing.B) {
