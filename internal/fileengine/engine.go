@@ -175,6 +175,7 @@ type Engine struct {
 	windowChunks int
 	helpers      chan struct{} // semaphore: one token per running helper goroutine
 	bind         binding       // location binding or none (binding.go)
+	roots        rootScheme    // file roots or none (scheme.go)
 	links        LinkStore     // links files (links.go); nil without binding
 
 	bufs      bufPools
@@ -203,6 +204,7 @@ func NewEngine(suite *content.Suite, opts Options) *Engine {
 		panic("core: a binder needs a bound suite and a bound suite a binder")
 	}
 	e.lay = layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize(), header: int64(suite.HeaderSize()), tagged: suite.Roots(), compact: suite.Compact()}
+	e.roots = newRootScheme(e.lay.tagged, e.lay.maxSize)
 	if e.rand == nil {
 		e.rand = rand.Reader
 	}
@@ -270,10 +272,8 @@ func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) 
 	if err != nil {
 		return nil, fmt.Errorf("core: backing file of %d bytes: %w", cipherSize, err)
 	}
-	if e.lay.tagged && size > e.lay.maxSize {
-		// Past content.MaxRootsChunks the root's cost is unbounded: a
-		// backing file (hostile input) that long is refused, not hashed.
-		return nil, fmt.Errorf("core: backing file of %d bytes holds %d bytes: %w", cipherSize, size, ErrTooLarge)
+	if err := e.roots.admitSize(cipherSize, size); err != nil {
+		return nil, err
 	}
 	f := &File{e: e, b: withFdSpace(b), size: size, place: p, tail: tailCache{bufs: &e.bufs, chunkSize: e.chunkSize}}
 	f.reads, f.rooted, f.holes, f.space, f.linked = fileReads{f}, fileRoots{f}, fileHoles{f: f}, fileSpace{f: f}, fileLinks{f}
@@ -296,7 +296,7 @@ func (e *Engine) openWith(b Backing, p Place, at, unrooted bool) (*File, error) 
 		return nil, fmt.Errorf("core: file key: %w", err)
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
-	f.rooted.newRootState(false)
+	e.roots.opened(f, false)
 	if unrooted {
 		return f, nil
 	}

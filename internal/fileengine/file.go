@@ -81,31 +81,7 @@ func (f *File) EnsureID() (content.FileID, error) {
 
 // Sync flushes the backing file. With file roots, a file this File
 // changed gets its clean header first (roots.go: finalize).
-func (f *File) Sync() error {
-	if f.e.Roots() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.closed {
-			return ErrClosed
-		}
-		if f.rt != nil && f.rt.wrote {
-			return f.rooted.finalize(true)
-		}
-		if err := f.b.Sync(); err != nil {
-			return fmt.Errorf("core: sync: %w", err)
-		}
-		return nil
-	}
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	if f.closed {
-		return ErrClosed
-	}
-	if err := f.b.Sync(); err != nil {
-		return fmt.Errorf("core: sync: %w", err)
-	}
-	return nil
-}
+func (f *File) Sync() error { return f.e.roots.sync(f) }
 
 // Close releases cached plaintext and pooled buffers. It does not close the backing.
 // With file roots, a file this File changed gets its clean header first
@@ -180,9 +156,7 @@ func (f *File) settleLocked() error {
 // withHoles. A new header gets a fresh random file ID. Called with mu held
 // for writing, before any chunk that needs it is written.
 func (f *File) prepareHeader(withHoles bool) error {
-	if f.e.Roots() {
-		withHoles = false // a hole is a zero tag entry, no flag
-	}
+	withHoles = f.e.roots.holeFlag(withHoles) // roots: a hole is a zero tag entry, no flag
 	if f.hasHeader {
 		if !withHoles || f.holes.sparse() {
 			return nil
@@ -212,22 +186,8 @@ func (f *File) prepareHeader(withHoles bool) error {
 		h.Flags = content.FlagSparse
 	}
 	h.Epoch = f.e.suite.Epoch() // a new file: the current master-key epoch
-	if f.e.Roots() {
-		// Before a write, born DIRTY: the clean header comes at fsync
-		// or the last close (finalize), after the data. Otherwise (a
-		// header for xattrs or a binding) born clean, as the empty file
-		// it is, so that the close makes no header write (no mtime
-		// change after a rename or a setxattr).
-		h.Gen = 1
-		if f.forData {
-			h.Flags = content.FlagDirty
-		} else {
-			root, err := f.e.suite.Root(h.FileID, 0, h.Gen, nil)
-			if err != nil {
-				return fmt.Errorf("core: file root: %w", err)
-			}
-			h.Root = root
-		}
+	if err := f.e.roots.fill(f, &h); err != nil {
+		return err
 	}
 	f.e.bind.stamp(&h, f.place)
 	fc, err := f.e.suite.FileOf(h)
@@ -242,7 +202,7 @@ func (f *File) prepareHeader(withHoles bool) error {
 		return err
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
-	f.rooted.newRootState(true)
+	f.e.roots.opened(f, true)
 	return nil
 }
 

@@ -104,12 +104,9 @@ func (fr fileRoots) root(size int64, gen uint64) ([content.RootSize]byte, error)
 }
 
 // newRootState is the state of a File just opened on header h (or of a
-// new file when fresh).
+// new file when fresh), in an engine with roots (scheme.go: withRoots).
 func (fr fileRoots) newRootState(fresh bool) {
 	f := fr.f
-	if !f.e.Roots() {
-		return
-	}
 	f.rt = &rootState{}
 	if fresh {
 		// A new header: DIRTY before a write (to be made clean by this
