@@ -203,7 +203,7 @@ func NewEngine(suite *content.Suite, opts Options) *Engine {
 	if e.bind.bound() != suite.Bound() {
 		panic("core: a binder needs a bound suite and a bound suite a binder")
 	}
-	e.lay = layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize(), header: int64(suite.HeaderSize()), tagged: suite.Roots(), compact: suite.Compact()}
+	e.lay = newLayout(layout{chunk: int64(e.chunkSize), cipherChunk: int64(e.cipherChunk), overhead: int64(e.overhead), maxSize: suite.MaxPlainSize(), header: int64(suite.HeaderSize())}, suite.Roots(), suite.Compact())
 	e.roots = newRootScheme(e.lay.tagged, e.lay.maxSize)
 	if e.rand == nil {
 		e.rand = rand.Reader

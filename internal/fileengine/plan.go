@@ -4,6 +4,12 @@ import "github.com/encryptfs/encryptfs/internal/crypto/content"
 
 // layout is the chunk geometry of a vault: where plaintext chunks sit in the
 // backing file. Pure arithmetic, shared by the write plan and the engine.
+//
+// The on-disk layout (v1: no tag blocks; file roots; compact roots) is
+// chosen once, by newLayout, and is data, not branches: the per-chunk
+// functions (cipherOffset, runEnd, cipherSize) read the tables below
+// instead of asking which layout they are in, with no interface call in
+// the read and write loops. The zero tables are the v1 layout.
 type layout struct {
 	chunk       int64 // plaintext bytes of a full chunk
 	cipherChunk int64 // stored bytes of a full chunk
@@ -17,6 +23,49 @@ type layout struct {
 	// after chunk content.CompactHeadEntries-1, each only once the file
 	// has a chunk after it (content.NewCompactRootsSuite).
 	compact bool
+
+	// tagBlock is the bytes of tag block before each group of
+	// content.TagEntries chunks: 0 (v1) or content.TagBlockSize.
+	tagBlock int64
+	// group is the chunks of a group stored back to back: 0 (v1: one
+	// run, group-1 is all ones) or content.TagEntries.
+	group uint64
+	// headTags is the tag bytes stored before each of the first
+	// content.CompactHeadEntries chunks (in the compact layout, the
+	// pieces of block 0 before them).
+	headTags [content.CompactHeadEntries]int64
+	// headEnd is, plus one, the last chunk of the run of chunk i among
+	// the first content.CompactHeadEntries (0: no bound, v1).
+	headEnd [content.CompactHeadEntries]uint64
+	// short is the bytes of block 0 not stored in a file of n chunks,
+	// n <= content.CompactHeadEntries (compact layout: its pieces).
+	short [content.CompactHeadEntries + 1]int64
+}
+
+// newLayout is the layout of a file format: v1 (neither tagged nor
+// compact), file roots (tagged) or compact roots (both).
+func newLayout(l layout, tagged, compact bool) layout {
+	l.tagged, l.compact = tagged, compact
+	if !tagged {
+		return l
+	}
+	l.tagBlock, l.group = content.TagBlockSize, content.TagEntries
+	for i := range l.headTags {
+		l.headTags[i], l.headEnd[i] = content.TagBlockSize, content.TagEntries
+	}
+	if !compact {
+		return l
+	}
+	const pieceA = content.CompactHeadEntries * content.TagSize
+	for i := range l.headTags {
+		l.headTags[i], l.headEnd[i] = pieceA, content.CompactHeadEntries
+	}
+	l.headTags[0], l.headEnd[0] = 0, 1
+	for n := range l.short {
+		l.short[n] = content.TagBlockSize - pieceA // piece B not stored
+	}
+	l.short[1] = content.TagBlockSize // nor piece A
+	return l
 }
 
 // groupStart is where the bytes of group g (its tag block and chunks)
@@ -77,29 +126,20 @@ func (l layout) groupOf(off int64) uint64 {
 // chunks of files of at most maxSize bytes, so it cannot overflow.
 func (l layout) cipherOffset(i uint64) int64 {
 	off := l.header + int64(i)*l.cipherChunk
-	switch {
-	case l.compact && i == 0:
-	case l.compact && i < content.CompactHeadEntries:
-		off += content.CompactHeadEntries * content.TagSize
-	case l.tagged:
-		off += int64(i/content.TagEntries+1) * content.TagBlockSize
+	if i < content.CompactHeadEntries {
+		return off + l.headTags[i]
 	}
-	return off
+	return off + int64(i/content.TagEntries+1)*l.tagBlock
 }
 
 // runEnd bounds a run of chunks starting at i that is stored back to back:
 // with tag blocks, a run ends at its group's last chunk, and in a compact
 // layout also at chunk 0 and chunk content.CompactHeadEntries-1.
 func (l layout) runEnd(i, last uint64) uint64 {
-	switch {
-	case l.compact && i == 0:
-		return 0
-	case l.compact && i < content.CompactHeadEntries:
-		return min(last, content.CompactHeadEntries-1)
-	case l.tagged:
-		return min(last, i|(content.TagEntries-1))
+	if i < content.CompactHeadEntries {
+		return min(last, l.headEnd[i]-1)
 	}
-	return last
+	return min(last, i|(l.group-1))
 }
 
 // cipherSize is the backing size of a file of size plaintext bytes.
@@ -109,14 +149,9 @@ func (l layout) cipherSize(size int64) int64 {
 	}
 	chunks := (size + l.chunk - 1) / l.chunk
 	n := l.header + size + chunks*l.overhead
-	if l.tagged {
-		n += (chunks + content.TagEntries - 1) / content.TagEntries * content.TagBlockSize
-	}
-	if l.compact && chunks <= content.CompactHeadEntries {
-		n -= content.TagBlockSize - content.CompactHeadEntries*content.TagSize // piece B not stored
-		if chunks == 1 {
-			n -= content.CompactHeadEntries * content.TagSize // nor piece A
-		}
+	n += (chunks + content.TagEntries - 1) / content.TagEntries * l.tagBlock
+	if chunks <= content.CompactHeadEntries {
+		n -= l.short[chunks]
 	}
 	return n
 }

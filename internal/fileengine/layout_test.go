@@ -1,0 +1,78 @@
+package fileengine
+
+import (
+	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
+)
+
+// The layout tables (newLayout) must place every byte where the
+// per-format branches they replaced did: these are those branches.
+
+func refCipherOffset(l layout, i uint64) int64 {
+	off := l.header + int64(i)*l.cipherChunk
+	switch {
+	case l.compact && i == 0:
+	case l.compact && i < content.CompactHeadEntries:
+		off += content.CompactHeadEntries * content.TagSize
+	case l.tagged:
+		off += int64(i/content.TagEntries+1) * content.TagBlockSize
+	}
+	return off
+}
+
+func refRunEnd(l layout, i, last uint64) uint64 {
+	switch {
+	case l.compact && i == 0:
+		return 0
+	case l.compact && i < content.CompactHeadEntries:
+		return min(last, content.CompactHeadEntries-1)
+	case l.tagged:
+		return min(last, i|(content.TagEntries-1))
+	}
+	return last
+}
+
+func refCipherSize(l layout, size int64) int64 {
+	if size == 0 {
+		return 0
+	}
+	chunks := (size + l.chunk - 1) / l.chunk
+	n := l.header + size + chunks*l.overhead
+	if l.tagged {
+		n += (chunks + content.TagEntries - 1) / content.TagEntries * content.TagBlockSize
+	}
+	if l.compact && chunks <= content.CompactHeadEntries {
+		n -= content.TagBlockSize - content.CompactHeadEntries*content.TagSize
+		if chunks == 1 {
+			n -= content.CompactHeadEntries * content.TagSize
+		}
+	}
+	return n
+}
+
+func TestLayoutTablesMatchBranches(t *testing.T) {
+	const C = 4096
+	base := layout{chunk: C, cipherChunk: C + 32, overhead: 32, maxSize: 1 << 40, header: 68}
+	for _, f := range []struct {
+		name            string
+		tagged, compact bool
+	}{{"v1", false, false}, {"roots", true, false}, {"compact", true, true}} {
+		l := newLayout(base, f.tagged, f.compact)
+		for i := uint64(0); i < 3*content.TagEntries+5; i++ {
+			if got, want := l.cipherOffset(i), refCipherOffset(l, i); got != want {
+				t.Fatalf("%s: cipherOffset(%d) = %d, want %d", f.name, i, got, want)
+			}
+			for _, last := range []uint64{i, i + 1, i + 15, i + 300, 1 << 40} {
+				if got, want := l.runEnd(i, last), refRunEnd(l, i, last); got != want {
+					t.Fatalf("%s: runEnd(%d, %d) = %d, want %d", f.name, i, last, got, want)
+				}
+			}
+		}
+		for _, n := range []int64{0, 1, C - 1, C, C + 1, 2 * C, 15*C + 1, 16 * C, 16*C + 1, 17 * C, 256 * C, 256*C + 1, 1000*C + 7} {
+			if got, want := l.cipherSize(n), refCipherSize(l, n); got != want {
+				t.Fatalf("%s: cipherSize(%d) = %d, want %d", f.name, n, got, want)
+			}
+		}
+	}
+}
