@@ -33,6 +33,33 @@ func refRunEnd(l layout, i, last uint64) uint64 {
 	return last
 }
 
+func refEntryOffset(l layout, i uint64) int64 {
+	switch {
+	case l.compact && i < content.CompactHeadEntries:
+		return l.header + l.cipherChunk + int64(i)*content.TagSize
+	case l.compact && i < content.TagEntries:
+		return l.header + content.CompactHeadEntries*(l.cipherChunk+content.TagSize) + int64(i-content.CompactHeadEntries)*content.TagSize
+	}
+	return l.tagBlockOffset(i/content.TagEntries) + int64(i%content.TagEntries)*content.TagSize
+}
+
+func refEntryRunEnd(l layout, i uint64) uint64 {
+	if l.compact && i < content.CompactHeadEntries {
+		return content.CompactHeadEntries - 1
+	}
+	return i | (content.TagEntries - 1)
+}
+
+func refEntryStored(l layout, i, n uint64) bool {
+	switch {
+	case l.compact && i < content.CompactHeadEntries:
+		return n >= 2
+	case l.compact && i < content.TagEntries:
+		return n > content.CompactHeadEntries
+	}
+	return true
+}
+
 func refCipherSize(l layout, size int64) int64 {
 	if size == 0 {
 		return 0
@@ -62,6 +89,19 @@ func TestLayoutTablesMatchBranches(t *testing.T) {
 		for i := uint64(0); i < 3*content.TagEntries+5; i++ {
 			if got, want := l.cipherOffset(i), refCipherOffset(l, i); got != want {
 				t.Fatalf("%s: cipherOffset(%d) = %d, want %d", f.name, i, got, want)
+			}
+			if f.tagged {
+				if got, want := l.entryOffset(i), refEntryOffset(l, i); got != want {
+					t.Fatalf("%s: entryOffset(%d) = %d, want %d", f.name, i, got, want)
+				}
+				if got, want := l.entryRunEnd(i), refEntryRunEnd(l, i); got != want {
+					t.Fatalf("%s: entryRunEnd(%d) = %d, want %d", f.name, i, got, want)
+				}
+				for n := uint64(0); n < 20; n++ {
+					if got, want := l.entryStored(i, n), refEntryStored(l, i, n); got != want {
+						t.Fatalf("%s: entryStored(%d, %d) = %v, want %v", f.name, i, n, got, want)
+					}
+				}
 			}
 			for _, last := range []uint64{i, i + 1, i + 15, i + 300, 1 << 40} {
 				if got, want := l.runEnd(i, last), refRunEnd(l, i, last); got != want {

@@ -40,6 +40,14 @@ type layout struct {
 	// short is the bytes of block 0 not stored in a file of n chunks,
 	// n <= content.CompactHeadEntries (compact layout: its pieces).
 	short [content.CompactHeadEntries + 1]int64
+
+	// Tag block 0 as two pieces, entries [0, content.CompactHeadEntries)
+	// and the rest (tagged layouts): where each starts, the last entry
+	// of piece A, and the chunks a file needs for each to be stored.
+	// FileRoots: one block after the header, always stored.
+	pieceA, pieceB           int64
+	pieceAEnd                uint64
+	pieceANeeds, pieceBNeeds uint64
 }
 
 // newLayout is the layout of a file format: v1 (neither tagged nor
@@ -50,6 +58,8 @@ func newLayout(l layout, tagged, compact bool) layout {
 		return l
 	}
 	l.tagBlock, l.group = content.TagBlockSize, content.TagEntries
+	l.pieceA, l.pieceB = l.header, l.header+content.CompactHeadEntries*content.TagSize
+	l.pieceAEnd = content.TagEntries - 1
 	for i := range l.headTags {
 		l.headTags[i], l.headEnd[i] = content.TagBlockSize, content.TagEntries
 	}
@@ -61,6 +71,10 @@ func newLayout(l layout, tagged, compact bool) layout {
 		l.headTags[i], l.headEnd[i] = pieceA, content.CompactHeadEntries
 	}
 	l.headTags[0], l.headEnd[0] = 0, 1
+	l.pieceA = l.header + l.cipherChunk
+	l.pieceB = l.header + content.CompactHeadEntries*(l.cipherChunk+content.TagSize)
+	l.pieceAEnd = content.CompactHeadEntries - 1
+	l.pieceANeeds, l.pieceBNeeds = 2, content.CompactHeadEntries+1
 	for n := range l.short {
 		l.short[n] = content.TagBlockSize - pieceA // piece B not stored
 	}
@@ -82,10 +96,10 @@ func (l layout) tagBlockOffset(g uint64) int64 { return l.groupStart(g) }
 // entryOffset is where chunk i's tag entry is stored (tagged layouts).
 func (l layout) entryOffset(i uint64) int64 {
 	switch {
-	case l.compact && i < content.CompactHeadEntries:
-		return l.header + l.cipherChunk + int64(i)*content.TagSize
-	case l.compact && i < content.TagEntries:
-		return l.header + content.CompactHeadEntries*(l.cipherChunk+content.TagSize) + int64(i-content.CompactHeadEntries)*content.TagSize
+	case i < content.CompactHeadEntries:
+		return l.pieceA + int64(i)*content.TagSize
+	case i < content.TagEntries:
+		return l.pieceB + int64(i-content.CompactHeadEntries)*content.TagSize
 	}
 	return l.tagBlockOffset(i/content.TagEntries) + int64(i%content.TagEntries)*content.TagSize
 }
@@ -93,8 +107,8 @@ func (l layout) entryOffset(i uint64) int64 {
 // entryRunEnd is the last entry stored back to back with entry i: the end
 // of its tag block, or of its piece of a compact block 0.
 func (l layout) entryRunEnd(i uint64) uint64 {
-	if l.compact && i < content.CompactHeadEntries {
-		return content.CompactHeadEntries - 1
+	if i < content.CompactHeadEntries {
+		return l.pieceAEnd
 	}
 	return i | (content.TagEntries - 1)
 }
@@ -105,10 +119,10 @@ func (l layout) entryRunEnd(i uint64) uint64 {
 // exist only once the file has a chunk after them.
 func (l layout) entryStored(i, n uint64) bool {
 	switch {
-	case l.compact && i < content.CompactHeadEntries:
-		return n >= 2
-	case l.compact && i < content.TagEntries:
-		return n > content.CompactHeadEntries
+	case i < content.CompactHeadEntries:
+		return n >= l.pieceANeeds
+	case i < content.TagEntries:
+		return n >= l.pieceBNeeds
 	}
 	return true
 }
