@@ -304,9 +304,7 @@ func (f *File) restoreHeader(h content.Header) {
 // cache may be stale and the size is re-derived from the backing file.
 func (f *File) afterFailedWrite() {
 	f.tail.drop()
-	if f.rt != nil {
-		f.rt.trusted = false // the tag entries may not match the chunks now
-	}
+	f.e.roots.distrust(f) // the tag entries may not match the chunks now
 	if fi, err := f.b.Stat(); err == nil {
 		if size, err := f.e.suite.PlainSize(fi.Size()); err == nil {
 			f.size = size

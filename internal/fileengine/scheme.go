@@ -27,6 +27,13 @@ type rootScheme interface {
 	fill(f *File, h *content.Header) error
 	// sync is File.Sync.
 	sync(f *File) error
+	// distrust marks f's tag entries as possibly out of step with its
+	// chunks (after a failed write): rebuilt before the clean header.
+	distrust(f *File)
+	// emptied drops f's tag entries once f is truncated to its header.
+	emptied(f *File)
+	// punch turns f's stored chunks [first, end) into holes.
+	punch(fs *fileSpace, first, end uint64) error
 }
 
 // newRootScheme is the scheme of a suite with (roots) or without roots.
@@ -44,6 +51,11 @@ func (noRoots) admitSize(int64, int64) error      { return nil }
 func (noRoots) opened(*File, bool)                {}
 func (noRoots) holeFlag(withHoles bool) bool      { return withHoles }
 func (noRoots) fill(*File, *content.Header) error { return nil }
+
+func (noRoots) distrust(*File) {}
+func (noRoots) emptied(*File)  {}
+
+func (noRoots) punch(fs *fileSpace, first, end uint64) error { return fs.punchRun(first, end) }
 
 // sync needs only the read lock: nothing of the File changes.
 func (noRoots) sync(f *File) error {
@@ -110,4 +122,25 @@ func (withRoots) sync(f *File) error {
 		return fmt.Errorf("core: sync: %w", err)
 	}
 	return nil
+}
+
+func (withRoots) distrust(f *File) {
+	if f.rt != nil {
+		f.rt.trusted = false
+	}
+}
+
+func (withRoots) emptied(f *File) {
+	if f.rt != nil {
+		f.rt.tags.cut(0)
+	}
+}
+
+// punch: a hole is a zero tag entry (punchTagged); a file without a
+// header has no root state and no stored chunk to punch.
+func (withRoots) punch(fs *fileSpace, first, end uint64) error {
+	if fs.f.rt != nil {
+		return fs.punchTagged(first, end)
+	}
+	return fs.punchRun(first, end)
 }

@@ -154,11 +154,7 @@ func (fs *fileSpace) trimReserved() {
 // punchStored turns stored chunks [first, end) into holes: deallocated when
 // the backing can punch holes, else overwritten with zeros.
 func (fs *fileSpace) punchStored(first, end uint64) error {
-	f := fs.f
-	if f.rt != nil {
-		return fs.punchTagged(first, end)
-	}
-	return fs.punchRun(first, end)
+	return fs.f.e.roots.punch(fs, first, end)
 }
 
 // punchTagged is punchStored for a file with roots: the holes' tag

@@ -51,9 +51,7 @@ func (f *File) truncateToEmpty() error {
 		return fmt.Errorf("core: truncate backing: %w", err)
 	}
 	f.size = 0
-	if f.rt != nil {
-		f.rt.tags.cut(0)
-	}
+	f.e.roots.emptied(f)
 	f.tail.drop()
 	f.holes.forgetHoles(0)
 	if err := f.holes.clearSparse(); err != nil {

@@ -66,9 +66,7 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	f.zeroHoleEntries(&pl)
 	if err := f.store(&pl, p, off, newSize); err != nil {
 		f.holes.forgetHoles(0)
-		if f.rt != nil {
-			f.rt.trusted = false // entries may be ahead of the chunks: rebuilt before the clean header
-		}
+		f.e.roots.distrust(f) // entries may be ahead of the chunks: rebuilt before the clean header
 		if !pl.growing {
 			f.afterFailedWrite()
 		} else if f.undoGrow(oldSize, hadHeader) && pl.setSparse && hadHeader {
