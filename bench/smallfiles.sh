@@ -49,7 +49,7 @@ if [ -n "${TREE:-}" ]; then
 else
 	tar -C "$(go env GOROOT)/src" -cf "$WORK/tree.tar" net crypto runtime
 fi
-TOP=$(tar -tf "$WORK/tree.tar" | sed 's|/.*||' | sort -u)
+TOP=$(tar -tf "$WORK/tree.tar" | sed 's|/.*||' | sort -u | tr '\n' ' ')
 mkdir "$WORK/ref"
 tar -C "$WORK/ref" -xf "$WORK/tree.tar"
 (cd "$WORK/ref" && find . -type f -print0 >"$WORK/files")
