@@ -9,10 +9,15 @@
 set -euo pipefail
 A=$1 B=$2 ROUNDS=${ROUNDS:-5} T=${TRANSPORT:-classic}
 W=$(mktemp -d /tmp/ddab.XXXX); mount -t tmpfs -o size=3g tmpfs "$W"
-trap 'for m in "$W"/m*; do mountpoint -q "$m" && umount "$m"; done; umount "$W"; rmdir "$W"' EXIT
+cleanup() {
+	for m in "$W"/m*; do mountpoint -q "$m" && umount "$m"; done
+	umount "$W"
+	rmdir "$W"
+}
+trap cleanup EXIT
 echo pw > "$W/pw"
 for x in 0 1; do bin=$A; [ $x = 1 ] && bin=$B; mkdir "$W/c$x" "$W/m$x"; "$bin" init --passfile "$W/pw" "$W/c$x" >/dev/null 2>&1; done
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
   for x in 0 1; do
     bin=$A; [ $x = 1 ] && bin=$B
     "$bin" mount -f --passfile "$W/pw" --transport "$T" "$W/c$x" "$W/m$x" 2>/dev/null & pid=$!

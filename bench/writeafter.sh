@@ -19,7 +19,7 @@ mnt() { mkdir -p "$W/c$1" "$W/m$1"; [ -e "$W/c$1/encryptfs.conf" ] || "$BIN" ini
   for _ in $(seq 100); do mountpoint -q "$W/m$1" && return; sleep 0.1; done; echo "no mount"; exit 1; }
 unm() { umount "$W/m$1"; wait $PID || true; }
 dd1() { rm -f "$W/m$1/f"; dd if=/dev/zero of="$W/m$1/f" bs=128k count=8000 conv=fsync 2>&1 | awk '/copied/ {print $(NF-1), $NF}'; rm -f "$W/m$1/f"; }
-smallrows() { mnt s; tar -C "$W/ms" -xf "$W/tree.tar"; md5sum $(cd "$W/ms" && find . -type f | head -2000 | sed "s|^|$W/ms/|") >/dev/null; ls -lR "$W/ms" >/dev/null; du -s "$W/ms" >/dev/null; rm -rf "$W/ms/$TREE"; unm s; rm -rf "$W/cs"; }
+smallrows() { mnt s; tar -C "$W/ms" -xf "$W/tree.tar"; find "$W/ms" -type f -print0 | head -z -n 2000 | xargs -0 md5sum >/dev/null; ls -lR "$W/ms" >/dev/null; du -s "$W/ms" >/dev/null; rm -rf "$W/ms/$TREE"; unm s; rm -rf "$W/cs"; }
 for r in $(seq "$ROUNDS"); do
   echo 3 > /proc/sys/vm/drop_caches
   mnt a; echo "round $r (a) quiet:          $(dd1 a)"; unm a
