@@ -15,6 +15,12 @@
 #                      the same on a format-1 vault (init --format 1): the
 #                      cost of format 2 (binding, file roots, freshness)
 #                      is the ratio of each encryptfs column to its v1 twin
+#   encryptfs-d-classic, encryptfs-d-uring (on --only)
+#                      the same daemonized (mount without -f, as a user
+#                      or fstab runs it) instead of -f (as systemd runs it)
+#   encryptfs-b-classic, encryptfs-b-uring (on --only, with ENCRYPTFS_B)
+#                      another encryptfs binary, e.g. an older commit: an
+#                      A/B of two builds beside the peers, in one run
 #
 # Rows:
 #   WRITE        dd 1000 MiB of zeros, bs=128k conv=fsync          MiB/s
@@ -28,6 +34,11 @@
 #   UNTAR MD5 LS RSYNC DU RM on linux-source-6.1 without drivers/ and
 #                Documentation/ (about 38k files): tar -x, md5sum -c,
 #                ls -lR, rsync -an from the plain copy, du -s, rm -rf   s
+#   (The streaming rows run first in odd rounds and after the small-file
+#   rows in even ones; WRITE is reported for each place separately.)
+#   memory       the daemon's RSS once mounted, and its peak during each
+#                row (VmHWM, reset through /proc/PID/clear_refs between
+#                rows), MiB
 #   checks       md5 mismatches and rsync's changed entries (both must be 0:
 #                contents, sizes, mtimes, modes and owners survive)
 #   sizes        du -sm of the ciphertext dir, and the ciphertext bytes of an
@@ -47,9 +58,11 @@
 #                run of well under a minute
 #   --only LIST  columns, comma-separated, from: tmpfs loopback gocryptfs
 #                securefs encfs cryfs encryptfs-classic encryptfs-uring
-#                encryptfs-v1-classic encryptfs-v1-uring
+#                encryptfs-v1-classic encryptfs-v1-uring encryptfs-d-classic
+#                encryptfs-d-uring encryptfs-b-classic encryptfs-b-uring
 #   --no-fio     leave the fio rows out
 # Environment: ENCRYPTFS=/path/bin (default: go build ./cmd/encryptfs here),
+#   ENCRYPTFS_B=/path/bin and B_NAME=label for the encryptfs-b-* columns,
 #   TARBALL=/usr/src/linux-source-6.1.tar.xz, TMPFS_SIZE=12g,
 #   RESULTS_DIR=bench/results.
 # Missing tools are installed with apt-get when running as root. Columns that
@@ -63,7 +76,8 @@ set -euo pipefail
 export LC_ALL=C
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-ALL_COLUMNS=(tmpfs loopback gocryptfs securefs encfs cryfs encryptfs-classic encryptfs-uring encryptfs-v1-classic encryptfs-v1-uring)
+ALL_COLUMNS=(tmpfs loopback gocryptfs securefs encfs cryfs encryptfs-classic encryptfs-uring encryptfs-v1-classic encryptfs-v1-uring
+	encryptfs-d-classic encryptfs-d-uring encryptfs-b-classic encryptfs-b-uring)
 DEFAULT_COLUMNS=(tmpfs loopback gocryptfs securefs encryptfs-classic encryptfs-uring encryptfs-v1-classic encryptfs-v1-uring)
 URING_PARAM=${URING_PARAM:-/sys/module/fuse/parameters/enable_uring} # overridable to test the skip
 PASSWORD="benchmark password"
@@ -264,6 +278,20 @@ if [[ " ${COLUMNS[*]} " == *" encryptfs-"* ]]; then
 		ENCRYPTFS_BIN=$WORK/encryptfs
 	fi
 fi
+ENCRYPTFS_B_BIN=""
+if [[ " ${COLUMNS[*]} " == *" encryptfs-b-"* ]]; then
+	[ -n "${ENCRYPTFS_B:-}" ] || die "the encryptfs-b-* columns need ENCRYPTFS_B=/path/to/another/encryptfs"
+	[ -x "$ENCRYPTFS_B" ] || die "ENCRYPTFS_B=$ENCRYPTFS_B is not executable"
+	ENCRYPTFS_B_BIN=$ENCRYPTFS_B
+fi
+
+# bin_of COL: the encryptfs binary of an encryptfs column.
+bin_of() {
+	case $1 in
+	encryptfs-b-*) echo "$ENCRYPTFS_B_BIN" ;;
+	*) echo "$ENCRYPTFS_BIN" ;;
+	esac
+}
 
 URING_NOTE=""
 # uring_ready: FUSE over io_uring can be used; sets URING_NOTE if not.
@@ -349,8 +377,8 @@ EOF
 for col in "${COLUMNS[@]}"; do
 	case $col in
 	tmpfs) RUN+=("$col") ;;
-	encryptfs-classic | encryptfs-v1-classic) RUN+=("$col") ;;
-	encryptfs-uring | encryptfs-v1-uring)
+	encryptfs-*classic) RUN+=("$col") ;;
+	encryptfs-*uring)
 		if uring_ready; then RUN+=("$col"); else skip "$col" "$URING_NOTE"; fi
 		;;
 	loopback)
@@ -377,6 +405,7 @@ version_of() {
 	case $1 in
 	tmpfs) uname -r ;;
 	loopback) echo "go-fuse $(gofuse_version) example/loopback, passthrough off" ;;
+	encryptfs-b-*) echo "${B_NAME:-$ENCRYPTFS_B_BIN}" ;;
 	encryptfs-*) echo "$COMMIT" ;;
 	gocryptfs) gocryptfs -version 2>/dev/null | head -n 1 | cut -d';' -f1 ;;
 	securefs | encfs | cryfs) dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo "?" ;;
@@ -424,7 +453,7 @@ fs_init() {
 	mkdir -p "$cipher" || return 1
 	case $col in
 	encryptfs-v1-*) "$ENCRYPTFS_BIN" init --format 1 --passfile "$WORK/passfile" --kdf-memory 8 --kdf-time 1 "$cipher" ;;
-	encryptfs-*) "$ENCRYPTFS_BIN" init --passfile "$WORK/passfile" --kdf-memory 8 --kdf-time 1 "$cipher" ;;
+	encryptfs-*) "$(bin_of "$col")" init --passfile "$WORK/passfile" --kdf-memory 8 --kdf-time 1 "$cipher" ;;
 	gocryptfs) gocryptfs -init -q -scryptn 10 -passfile "$WORK/passfile" "$cipher" ;;
 	securefs) securefs create --pass "$PASSWORD" --rounds 1 "$cipher" ;;
 	*) return 0 ;; # encfs and cryfs create on first mount
@@ -442,8 +471,16 @@ fs_mount() {
 	mkdir -p "$mnt" || return 1
 	contains "$mnt" "${MOUNTS[@]}" || MOUNTS+=("$mnt")
 	case $col in
+	encryptfs-d-*)
+		# Daemonized: the command returns once mounted, and the daemon
+		# is its child that lives on (found below by its command line).
+		"$ENCRYPTFS_BIN" mount --transport "${col##*-}" --passfile "$WORK/passfile" "$cipher" "$mnt" >>"$log" 2>&1 ||
+			{ echo "$col: mount failed: $(tail -n 3 "$log" | tr '\n' ' ')" >&2; return 1; }
+		PID_OF[$mnt]=$(daemon_of "$ENCRYPTFS_BIN" "$mnt") ||
+			{ echo "$col: no daemon process found for $mnt" >&2; return 1; }
+		;;
 	encryptfs-*)
-		"$ENCRYPTFS_BIN" mount -f --transport "${col##*-}" --passfile "$WORK/passfile" "$cipher" "$mnt" >>"$log" 2>&1 &
+		"$(bin_of "$col")" mount -f --transport "${col##*-}" --passfile "$WORK/passfile" "$cipher" "$mnt" >>"$log" 2>&1 &
 		;;
 	loopback) "$LOOPBACK_BIN" "$mnt" "$cipher" >>"$log" 2>&1 & ;;
 	gocryptfs) gocryptfs -f -q -passfile "$WORK/passfile" "$cipher" "$mnt" >>"$log" 2>&1 & ;;
@@ -454,7 +491,7 @@ fs_mount() {
 			cryfs -f "$cipher" "$mnt" <"$WORK/passfile" >>"$log" 2>&1 &
 		;;
 	esac
-	PID_OF[$mnt]=$!
+	[[ $col == encryptfs-d-* ]] || PID_OF[$mnt]=$!
 	# Up to 2 minutes: cryfs's scrypt takes 20 s on a busy machine.
 	for i in $(seq 1200); do
 		is_mounted "$mnt" && break
@@ -476,7 +513,22 @@ fs_mount() {
 		grep -q "$want" "$log" && return 0
 		sleep 0.1
 	done
+	# A daemonized mount logs to syslog; its /proc/mounts entry says the
+	# transport nowhere, so trust the flag there.
+	[[ $col == encryptfs-d-* ]] && return 0
 	echo "$col: the mount log does not say '$want': $(tail -n 3 "$log" | tr '\n' ' ')" >&2
+	return 1
+}
+
+# daemon_of BIN MNT: the PID of the running BIN whose command line ends
+# with MNT (the daemonized mount we just started; there is one).
+daemon_of() {
+	local bin=$1 mnt=$2 p args
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/exe" 2>/dev/null)" = "$(readlink -f "$bin")" ] || continue
+		args=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+		[[ $args == *" $mnt " ]] && { echo "${p#/proc/}"; return 0; }
+	done
 	return 1
 }
 
@@ -553,17 +605,47 @@ EOF
 	rm -f "$mnt/fio.dat"
 }
 
-# run_suite ROUND COL CIPHER MNT: every row but the sizes, for one column.
-run_suite() {
-	local round=$1 col=$2 cipher=$3 mnt=$4 t n
+# DAEMON: the PID of the column's daemon while its suite runs ("" for
+# tmpfs); the memory rows read its /proc/PID/status.
+DAEMON=""
+
+# rss_status FIELD: the daemon's FIELD (VmRSS, VmHWM) in MiB, or nothing.
+rss_status() {
+	[ -n "$DAEMON" ] || return 0
+	awk -v f="$1:" '$1 == f { printf "%.1f", $2 / 1024 }' "/proc/$DAEMON/status" 2>/dev/null || true
+}
+
+# rss_reset: start a new peak (Linux's clear_refs 5 resets VmHWM to VmRSS).
+rss_reset() {
+	[ -n "$DAEMON" ] || return 0
+	echo 5 >"/proc/$DAEMON/clear_refs" 2>/dev/null || true
+}
+
+# rss_peak ROUND COL METRIC: record the daemon's peak RSS since the last
+# rss_reset as rss_METRIC_MiB, and start a new peak.
+rss_peak() {
+	local v
+	v=$(rss_status VmHWM)
+	[ -z "$v" ] || record "$1" "$2" "rss_$3_MiB" "$v"
+	rss_reset
+}
+
+# run_stream ROUND COL MNT WRITE_METRIC: the streaming rows. WRITE is
+# recorded as WRITE_METRIC, which says whether it ran first or after the
+# small-file rows.
+run_stream() {
+	local round=$1 col=$2 mnt=$3 write_metric=$4
 
 	drop_caches
-	timed_dd "$round" "$col" write_MiBps "$((WRITE_COUNT * 131072))" \
+	rss_reset
+	timed_dd "$round" "$col" "$write_metric" "$((WRITE_COUNT * 131072))" \
 		if=/dev/zero of="$mnt/zero" bs=128k count="$WRITE_COUNT" conv=fsync
+	rss_peak "$round" "$col" write
 	dd if="$mnt/zero" iflag=nocache count=0 status=none # drop this file's pages
 	timed_dd "$round" "$col" read_MiBps "$((WRITE_COUNT * 131072))" if="$mnt/zero" of=/dev/null bs=128k
 	drop_caches
 	timed_dd "$round" "$col" read_cold_MiBps "$((WRITE_COUNT * 131072))" if="$mnt/zero" of=/dev/null bs=128k
+	rss_peak "$round" "$col" read
 	rm -f "$mnt/zero"
 
 	timed_dd "$round" "$col" stream_write_MiBps "$((STREAM_COUNT * 4096))" \
@@ -572,15 +654,46 @@ run_suite() {
 	timed_dd "$round" "$col" urandom_MiBps "$((URANDOM_COUNT * 4096))" \
 		if=/dev/urandom of="$mnt/random" bs=4k count="$URANDOM_COUNT" conv=fsync
 	rm -f "$mnt/random"
+	rss_peak "$round" "$col" stream
+}
+
+# run_suite ROUND COL CIPHER MNT: every row but the sizes, for one column:
+# in odd rounds the streaming rows first, in even rounds after the
+# small-file rows (a large write after 38k small files is a case of its
+# own: the issue of WRITE after the small-file rows).
+run_suite() {
+	local round=$1 col=$2 cipher=$3 mnt=$4 rss
+	rss=$(rss_status VmRSS)
+	[ -z "$rss" ] || record "$round" "$col" rss_idle_MiB "$rss"
+	if ((round % 2 == 1)); then
+		run_stream "$round" "$col" "$mnt" write_MiBps
+		run_smallfiles "$round" "$col" "$cipher" "$mnt"
+	else
+		run_smallfiles "$round" "$col" "$cipher" "$mnt"
+		run_stream "$round" "$col" "$mnt" write_late_MiBps
+	fi
+	if [ "$FIO" = 1 ]; then
+		rss_reset
+		run_fio "$round" "$col" "$mnt"
+		rss_peak "$round" "$col" fio
+	fi
+}
+
+# run_smallfiles ROUND COL CIPHER MNT: the rows on the kernel tree.
+run_smallfiles() {
+	local round=$1 col=$2 cipher=$3 mnt=$4 t n
 
 	drop_caches
+	rss_reset
 	t=$(now)
 	tar -xf "$WORK/tree.tar" -C "$mnt"
 	record "$round" "$col" untar_s "$(elapsed "$t")"
+	rss_peak "$round" "$col" untar
 
 	t=$(now)
 	(cd "$mnt/$TREE" && { md5sum -c --quiet "$WORK/ref.md5" >"$WORK/md5.out" 2>&1 || true; })
 	record "$round" "$col" md5_s "$(elapsed "$t")"
+	rss_peak "$round" "$col" md5
 	n=$(wc -l <"$WORK/md5.out")
 	record "$round" "$col" md5_bad "$n"
 	[ "$n" = 0 ] || cp "$WORK/md5.out" "$WORK/logs/md5-$col-r$round.txt"
@@ -588,6 +701,7 @@ run_suite() {
 	t=$(now)
 	ls -lR "$mnt/$TREE" >/dev/null
 	record "$round" "$col" ls_s "$(elapsed "$t")"
+	rss_peak "$round" "$col" ls
 
 	t=$(now)
 	rsync -an --itemize-changes "$WORK/ref/$TREE/" "$mnt/$TREE/" >"$WORK/rsync.out"
@@ -597,20 +711,19 @@ run_suite() {
 	if [ "$n" != 0 ]; then
 		note "$col: rsync reports $n changed entries, e.g.: $(head -n 3 "$WORK/rsync.out" | tr '\n' ' ')"
 	fi
+	rss_peak "$round" "$col" rsync
 
 	t=$(now)
 	du -s "$mnt/$TREE" >/dev/null
 	record "$round" "$col" du_s "$(elapsed "$t")"
+	rss_peak "$round" "$col" du
 	sync
 	record "$round" "$col" du_MiB "$(du -sm "$cipher" | cut -f1)"
 
 	t=$(now)
 	rm -rf "${mnt:?}/$TREE"
 	record "$round" "$col" rm_s "$(elapsed "$t")"
-
-	if [ "$FIO" = 1 ]; then
-		run_fio "$round" "$col" "$mnt"
-	fi
+	rss_peak "$round" "$col" rm
 }
 
 # measure_sizes ROUND COL CIPHER MNT LOG: ciphertext bytes of an empty, a
@@ -655,6 +768,7 @@ for round in $(seq "$ROUNDS"); do
 		# set -e, outside any condition, so that the first failing step
 		# stops this column's suite; a signal interrupts the wait at once
 		# and the cleanup stops the whole job before unmounting.
+		DAEMON=${PID_OF[$mnt]:-}
 		set -m
 		(
 			set -e

@@ -23,7 +23,8 @@ OURS = ["encryptfs-classic", "encryptfs-uring"]
 # (metric, label, kind): kind thr = MiB/s, higher is better; time = s and
 # size = bytes or MiB, lower is better; check = must be 0, no ratio.
 ROWS = [
-    ("write_MiBps", "WRITE dd bs=128k conv=fsync, MiB/s", "thr"),
+    ("write_MiBps", "WRITE dd bs=128k conv=fsync, MiB/s (streaming rows first: odd rounds)", "thr"),
+    ("write_late_MiBps", "WRITE after the small-file rows, MiB/s (even rounds)", "thr"),
     ("read_MiBps", "READ, the file's page cache dropped, MiB/s", "thr"),
     ("read_cold_MiBps", "READ after drop_caches, MiB/s", "thr"),
     ("stream_write_MiBps", "stream_write 4 KiB writes (dd bs=4k), MiB/s", "thr"),
@@ -46,8 +47,15 @@ FIO_ROWS = [
     for bs in ("4k", "128k", "1m")
     for rw in ("write", "read", "randwrite", "randread")
 ]
+# The daemon's memory: RSS once mounted, then the peak during each row.
+MEM_ROWS = [("rss_idle_MiB", "RSS once mounted, MiB", "mem")] + [
+    ("rss_%s_MiB" % m, "peak RSS during %s, MiB" % label, "mem")
+    for m, label in (("write", "WRITE"), ("read", "READ and READ cold"), ("stream", "stream and urandom"),
+                     ("untar", "UNTAR"), ("md5", "MD5"), ("ls", "LS -lR"), ("rsync", "RSYNC"),
+                     ("du", "DU"), ("rm", "RM"), ("fio", "fio"))
+]
 SHORT = {
-    "write_MiBps": "WRITE", "read_MiBps": "READ", "read_cold_MiBps": "READ cold",
+    "write_MiBps": "WRITE", "write_late_MiBps": "WRITE late", "read_MiBps": "READ", "read_cold_MiBps": "READ cold",
     "stream_write_MiBps": "stream 4k", "urandom_MiBps": "urandom 4k",
     "untar_s": "UNTAR", "md5_s": "MD5", "ls_s": "LS -lR", "rsync_s": "RSYNC",
     "du_s": "DU", "rm_s": "RM",
@@ -59,6 +67,8 @@ def fmt(v, kind):
         return "-"
     if kind == "time":
         return "%.2f" % v
+    if kind == "mem":
+        return "%.0f" % v if v >= 10 else "%.1f" % v
     if kind in ("check", "size") or abs(v) >= 100:
         return "%.0f" % v
     return "%.1f" % v
@@ -88,9 +98,16 @@ def main():
     skipped = [x.split(":", 1)[0] for x in meta.get("skipped", [])]
     shown = columns + [c for c in skipped if c not in columns]
     ours = [c for c in shown if c in OURS]
-    # The format-1 twin of each of ours, when it ran: the cost of format 2.
-    twins = [(c, c.replace("encryptfs-", "encryptfs-v1-")) for c in ours
-             if c.replace("encryptfs-", "encryptfs-v1-") in columns]
+    # Pairs of encryptfs columns, each shown as a ratio of medians: the
+    # format-1 twin of each of ours (the cost of format 2), the same
+    # daemonized (-d-) over -f, and ours over another build (-b-).
+    pairs = []
+    for kind_, label in (("v1", "v2 cost"), ("d", "daemonized / -f"), ("b", "A/B")):
+        for c in ours:
+            other = c.replace("encryptfs-", "encryptfs-%s-" % kind_)
+            if other not in columns:
+                continue
+            pairs.append((other, c, label) if kind_ == "d" else (c, other, label))
 
     def med(col, metric):
         vs = values.get((col, metric))
@@ -119,7 +136,7 @@ def main():
             return "-", None
         r = ours_v / best
         worse = r < 1 if kind == "thr" else r > 1
-        mark = (" slower" if kind != "size" else " larger") if worse else ""
+        mark = (" slower" if kind not in ("size", "mem") else " larger") if worse else ""
         speed = r if kind == "thr" else (1 / r if r else None)
         return "%.2f%s (%s)" % (r, mark, who), speed
 
@@ -135,12 +152,17 @@ def main():
     for s in meta.get("failed", []):
         out.append("- **FAILED** %s" % s)
     out.append("- Ratio columns: encryptfs / the best peer (%s) of the medians, the peer named; for MiB/s rows > 1 is better, for seconds and sizes < 1 is better; \"slower\" marks a row where encryptfs loses. tmpfs and the no-crypto loopback are references, not peers." % (", ".join(peers) or "none ran"))
-    if twins:
+    labels = {p[2] for p in pairs}
+    if "v2 cost" in labels:
         out.append("- v2 cost columns: the default vault (format 2: location binding, file roots, freshness) / a format-1 vault (init --format 1) on the same transport, medians of the same run.")
+    if "daemonized / -f" in labels:
+        out.append("- daemonized / -f columns: the default vault mounted without -f (the daemon forks off, as a user or fstab runs it) / with -f (as systemd runs it).")
+    if "A/B" in labels:
+        out.append("- A/B columns: this build / the encryptfs-b build (%s) on the same transport, medians of the same run." % (meta.get("version.encryptfs-b-classic") or meta.get("version.encryptfs-b-uring") or ["?"])[0])
     out.append("")
 
     def table(rows, fio=False):
-        head = ["row"] + shown + ["%s / best peer" % c for c in ours] + ["%s / %s (v2 cost)" % tw for tw in twins]
+        head = ["row"] + shown + ["%s / best peer" % c for c in ours] + ["%s / %s (%s)" % p for p in pairs]
         out.append("| " + " | ".join(head) + " |")
         out.append("|" + "---|" * len(head))
         chart = []
@@ -160,8 +182,8 @@ def main():
                 text, speed = ratio(c, metric, kind)
                 cells.append("skipped" if c in skipped else text)
                 speeds.append(speed)
-            for c, v1 in twins:
-                cells.append(twin_ratio(c, v1, metric, kind))
+            for a, b, _ in pairs:
+                cells.append(twin_ratio(a, b, metric, kind))
             out.append("| " + " | ".join(cells) + " |")
             if kind in ("thr", "time") and any(s is not None for s in speeds):
                 chart.append((SHORT.get(metric) or label.replace("fio ", "fio "), speeds))
@@ -169,13 +191,14 @@ def main():
         return chart
 
     def twin_ratio(col, v1, metric, kind):
-        """format 2 / format 1 of the medians; "slower" where v2 loses."""
+        """col / v1 of the medians (e.g. format 2 / format 1); "slower"
+        (or "larger") where col loses."""
         a, b = med(col, metric), med(v1, metric)
         if a is None or not b or kind == "check":
             return "-"
         r = a / b
         worse = r < 1 if kind == "thr" else r > 1
-        return "%.2f%s" % (r, (" slower" if kind != "size" else " larger") if worse and abs(r - 1) > 0.005 else "")
+        return "%.2f%s" % (r, (" slower" if kind not in ("size", "mem") else " larger") if worse and abs(r - 1) > 0.005 else "")
 
     def fio_cell(col, metric):
         """% of tmpfs, per round, median (min..max), then MiB/s."""
@@ -199,6 +222,10 @@ def main():
         out.append("fio (psync, buffered, the file's page cache dropped before each job; one file of the given size per job): tmpfs in MiB/s; the other columns as a percentage of tmpfs in the same round, median (min..max), then the median MiB/s.")
         out.append("")
         chart += table(FIO_ROWS, fio=True)
+    if any(values.get((c, m)) for c in columns for m, _, _ in MEM_ROWS):
+        out.append("The daemon's memory (VmRSS once mounted; VmHWM during each row, reset between rows through /proc/PID/clear_refs), MiB; for the daemonized columns the forked daemon's.")
+        out.append("")
+        table(MEM_ROWS)
     print("\n".join(out))
 
     with open(dat_path, "w") as f:
