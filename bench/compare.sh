@@ -615,6 +615,14 @@ rss_status() {
 	awk -v f="$1:" '$1 == f { printf "%.1f", $2 / 1024 }' "/proc/$DAEMON/status" 2>/dev/null || true
 }
 
+# cpu_ticks: the daemon's CPU time so far (user + system, every thread),
+# in clock ticks, or nothing.
+cpu_ticks() {
+	[ -n "$DAEMON" ] || return 0
+	# Fields 14 and 15 of /proc/PID/stat; the name (field 2) has no spaces here.
+	awk '{ print $14 + $15 }' "/proc/$DAEMON/stat" 2>/dev/null || true
+}
+
 # rss_reset: start a new peak (Linux's clear_refs 5 resets VmHWM to VmRSS).
 rss_reset() {
 	[ -n "$DAEMON" ] || return 0
@@ -636,10 +644,17 @@ rss_peak() {
 run_stream() {
 	local round=$1 col=$2 mnt=$3 write_metric=$4
 
+	local c0 c1
 	drop_caches
 	rss_reset
+	c0=$(cpu_ticks)
 	timed_dd "$round" "$col" "$write_metric" "$((WRITE_COUNT * 131072))" \
 		if=/dev/zero of="$mnt/zero" bs=128k count="$WRITE_COUNT" conv=fsync
+	c1=$(cpu_ticks)
+	# The daemon's CPU seconds for the write: if a slower WRITE costs the
+	# daemon no more CPU, the time went elsewhere (the kernel, the
+	# backing store).
+	[ -z "$c0" ] || record "$round" "$col" "cpu_${write_metric%_MiBps}_s" "$(awk -v a="$c0" -v b="$c1" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", (b - a) / hz }')"
 	rss_peak "$round" "$col" write
 	dd if="$mnt/zero" iflag=nocache count=0 status=none # drop this file's pages
 	timed_dd "$round" "$col" read_MiBps "$((WRITE_COUNT * 131072))" if="$mnt/zero" of=/dev/null bs=128k

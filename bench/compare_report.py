@@ -25,6 +25,8 @@ OURS = ["encryptfs-classic", "encryptfs-uring"]
 ROWS = [
     ("write_MiBps", "WRITE dd bs=128k conv=fsync, MiB/s (streaming rows first: odd rounds)", "thr"),
     ("write_late_MiBps", "WRITE after the small-file rows, MiB/s (even rounds)", "thr"),
+    ("cpu_write_s", "the daemon's CPU s during WRITE (odd rounds)", "time"),
+    ("cpu_write_late_s", "the daemon's CPU s during WRITE after the small-file rows (even rounds)", "time"),
     ("read_MiBps", "READ, the file's page cache dropped, MiB/s", "thr"),
     ("read_cold_MiBps", "READ after drop_caches, MiB/s", "thr"),
     ("stream_write_MiBps", "stream_write 4 KiB writes (dd bs=4k), MiB/s", "thr"),
@@ -185,7 +187,7 @@ def main():
             for a, b, _ in pairs:
                 cells.append(twin_ratio(a, b, metric, kind))
             out.append("| " + " | ".join(cells) + " |")
-            if kind in ("thr", "time") and any(s is not None for s in speeds):
+            if kind in ("thr", "time") and not metric.startswith("cpu_") and any(s is not None for s in speeds):
                 chart.append((SHORT.get(metric) or label.replace("fio ", "fio "), speeds))
         out.append("")
         return chart
