@@ -9,7 +9,8 @@
 #     docs/where-to-keep-a-vault.md run them, on 127.0.0.1 only),
 #     openssh-client (ssh-keygen makes the SSH keys of the key slot tests),
 #     stress-ng (its fsize stressor runs against a mount: forwardfs),
-#     litmus (the WebDAV suites run against serve webdav: internal/cli).
+#     litmus and davfs2 (the WebDAV suites and a davfs2 mount run against
+#     serve webdav: internal/cli).
 #   - Go: go.mod asks for a newer Go than Debian 12 ships. A Go of 1.21 or
 #     newer (which can fetch the go.mod toolchain itself) is used if present,
 #     /usr/local/go first; otherwise Debian's golang-go is installed from
@@ -39,7 +40,7 @@ setup_go_ok() {
 
 setup_main() {
 	local p missing=() mirror
-	for p in fuse3 gcc libc6-dev git ca-certificates attr rsync rclone syncthing openssh-client stress-ng litmus; do
+	for p in fuse3 gcc libc6-dev git ca-certificates attr rsync rclone syncthing openssh-client stress-ng litmus davfs2; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 	done
 	if [ ${#missing[@]} -gt 0 ]; then
