@@ -226,7 +226,7 @@ for ROUND in $(seq "$ROUNDS"); do
 
 		t=$(now)
 		curl_codes "$WORK/mkcol.conf" -X MKCOL
-		curl_codes "$WORK/put.conf" --parallel --parallel-max 4
+		curl_codes "$WORK/put.conf" --parallel --parallel-max 4 --no-progress-meter
 		record "PUT tree" "$(elapsed "$t")"
 
 		for _ in $(seq 10); do
@@ -241,7 +241,7 @@ for ROUND in $(seq "$ROUNDS"); do
 		drop_caches
 		rm -rf "$WORK/back"
 		t=$(now)
-		curl_codes "$WORK/get.conf" --parallel --parallel-max 4 --create-dirs
+		curl_codes "$WORK/get.conf" --parallel --parallel-max 4 --no-progress-meter --create-dirs
 		record "GET tree" "$(elapsed "$t")"
 		diff -r "$WORK/src" "$WORK/back" >/dev/null || die "$COL: the tree came back different"
 
