@@ -55,19 +55,24 @@ func (f *vaultFS) Mkdir(_ context.Context, name string, _ os.FileMode) error {
 }
 
 // OpenFile opens a file or a directory (a listing).
-func (f *vaultFS) OpenFile(_ context.Context, name string, flag int, perm os.FileMode) (webdav.File, error) {
+func (f *vaultFS) OpenFile(ctx context.Context, name string, flag int, perm os.FileMode) (webdav.File, error) {
 	writes := flag&(os.O_WRONLY|os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0
 	if writes && f.readOnly {
 		return nil, errReadOnly
 	}
-	fi, err := f.stat(name)
+	memo := memoOf(ctx)
+	fi, known := memo.stat(name)
+	var err error
+	if !known || flag != os.O_RDONLY {
+		fi, err = f.stat(name)
+	}
 	switch {
 	case err == nil && fi.IsDir():
 		// O_RDWR alone is x/net/webdav's open for PROPPATCH.
 		if flag&(os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND) != 0 {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: errIsDir}
 		}
-		return &dirFile{fs: f, v: f.v, name: name, info: fi}, nil
+		return &dirFile{fs: f, v: f.v, name: name, info: fi, memo: memo}, nil
 	case err != nil && !(errors.Is(err, fs.ErrNotExist) && flag&os.O_CREATE != 0):
 		return nil, davErr(err)
 	}
@@ -75,7 +80,7 @@ func (f *vaultFS) OpenFile(_ context.Context, name string, flag int, perm os.Fil
 	if err != nil {
 		return nil, davErr(err)
 	}
-	return &file{File: vf, fs: f, base: path.Base("/" + name), writable: writes}, nil
+	return &file{File: vf, fs: f, base: path.Base("/" + name), writable: writes, memo: memo}, nil
 }
 
 // errIsDir refuses writing to a collection as if it were a file.
@@ -135,7 +140,10 @@ func (f *vaultFS) Rename(_ context.Context, oldName, newName string) error {
 // and FIFOs are not shown (WebDAV has no such resources, and a symlink
 // would have to be followed, which the vault never does): they are not
 // found.
-func (f *vaultFS) Stat(_ context.Context, name string) (os.FileInfo, error) {
+func (f *vaultFS) Stat(ctx context.Context, name string) (os.FileInfo, error) {
+	if fi, ok := memoOf(ctx).stat(name); ok {
+		return fi, nil
+	}
 	fi, err := f.stat(name)
 	return fi, davErr(err)
 }
@@ -203,6 +211,7 @@ type file struct {
 	fs       *vaultFS
 	base     string
 	writable bool
+	memo     *listMemo // a PROPFIND's, else nil
 }
 
 // Readdir of a regular file fails, as on an *os.File.
@@ -215,6 +224,9 @@ func (f *file) Stat() (fs.FileInfo, error) {
 	fi, err := f.File.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if f.memo != nil {
+		return sniffingInfo{named{fi, f.base}, f.File}, nil
 	}
 	return named{fi, f.base}, nil
 }
@@ -236,6 +248,7 @@ type dirFile struct {
 	name string
 	info fs.FileInfo
 	ents []fs.FileInfo // nil until the first Readdir
+	memo *listMemo     // a PROPFIND's, else nil
 	read bool
 	pos  int
 }
@@ -273,6 +286,7 @@ func (d *dirFile) Readdir(count int) ([]fs.FileInfo, error) {
 				continue
 			}
 			d.ents = append(d.ents, named{fi, e.Name()})
+			d.memo.putStat(path.Join(clean(d.name), e.Name()), named{fi, e.Name()})
 		}
 		d.read = true
 	}

@@ -109,7 +109,9 @@ func (f *vaultFS) patch(name string, patches []webdav.Proppatch) ([]webdav.Props
 }
 
 // DeadProps and Patch make an open file a webdav.DeadPropsHolder.
-func (f *file) DeadProps() (map[xml.Name]webdav.Property, error) { return f.fs.deadProps(f.Name()) }
+func (f *file) DeadProps() (map[xml.Name]webdav.Property, error) {
+	return f.memo.deadProps(f.Name(), func() (map[xml.Name]webdav.Property, error) { return f.fs.deadProps(f.Name()) })
+}
 
 // Patch sets or removes dead properties of the file.
 func (f *file) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
@@ -117,7 +119,9 @@ func (f *file) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {
 }
 
 // DeadProps and Patch make a collection a webdav.DeadPropsHolder.
-func (d *dirFile) DeadProps() (map[xml.Name]webdav.Property, error) { return d.fs.deadProps(d.name) }
+func (d *dirFile) DeadProps() (map[xml.Name]webdav.Property, error) {
+	return d.memo.deadProps(d.name, func() (map[xml.Name]webdav.Property, error) { return d.fs.deadProps(d.name) })
+}
 
 // Patch sets or removes dead properties of the collection.
 func (d *dirFile) Patch(p []webdav.Proppatch) ([]webdav.Propstat, error) {

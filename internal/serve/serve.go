@@ -125,6 +125,9 @@ func (h *handler) serve(w *recorder, r *http.Request) (string, error) {
 	var davErr error
 	dav := *h.dav // shares the lock system; the Logger is this request's
 	dav.Logger = func(_ *http.Request, err error) { davErr = err }
+	if r.Method == "PROPFIND" {
+		r = r.WithContext(withListMemo(r.Context()))
+	}
 	dav.ServeHTTP(w, r)
 	return user, davErr
 }
