@@ -71,7 +71,6 @@ func seenDir(stateDir string) string {
 // mountSessionOptions are freshOptions for a mount with flags m.
 func mountSessionOptions(a *App, dir string, c *session.Config, m mountFlags, use session.FreshnessUse, logger *log.Logger) session.Options {
 	o := a.freshOptions(dir, c, use, m.stateDir, logger)
-	o.SharedStorage = m.sharedStorage
 	o.FreshnessStrict = m.freshness == "strict"
 	return o
 }

@@ -40,6 +40,7 @@ func (v *Vault) Root() (*Dir, error) {
 		return nil, err
 	}
 	rp := v.tree.RootPlace()
+	v.learnAt(id, rp)
 	return &Dir{v: v, fd: fd, id: id, place: func() (Place, error) { return rp, nil }}, nil
 }
 
@@ -114,6 +115,7 @@ func (d *Dir) Sub(n Name) (*Dir, error) {
 		backing.Close(sub)
 		return nil, err
 	}
+	d.v.changes.learn(id, d.id, n.Backing)
 	return &Dir{v: d.v, fd: sub, id: id, owned: true, place: func() (Place, error) { return p, nil }}, nil
 }
 
@@ -185,18 +187,23 @@ func (d *Dir) Create(n Name, flags int, mode uint32, o OpenOptions) (*File, erro
 		return nil, err
 	}
 	o.Want = FileKey{}
-	f, _, err := d.v.adopt(fd, d.Place(n), true, o)
+	f, _, err := d.v.adopt(fd, d.Place(n), n.Backing, true, o)
 	if err != nil {
 		d.v.tree.Unlink(d.treeDir(), n, 0)
 		return nil, err
 	}
+	d.v.changes.made(d.id, n.Backing, nil)
 	return f, nil
 }
 
 // Mkdir creates directory n in d with mode (permission bits, setgid,
 // sticky) and a new directory ID bound to its place, and returns the ID.
 func (d *Dir) Mkdir(n Name, mode uint32) ([]byte, error) {
-	return d.v.tree.Mkdir(d.treeDir(), n, mode)
+	id, err := d.v.tree.Mkdir(d.treeDir(), n, mode)
+	if err == nil {
+		d.v.changes.made(d.id, n.Backing, id)
+	}
+	return id, err
 }
 
 // Remove removes entry n: an empty directory (Rmdir) or any other entry
@@ -207,7 +214,7 @@ func (d *Dir) Remove(n Name) error {
 		return err
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		return d.v.tree.Rmdir(d.treeDir(), n)
+		return d.Rmdir(n)
 	}
 	return d.Unlink(n, 0)
 }
@@ -216,26 +223,54 @@ func (d *Dir) Remove(n Name) error {
 // with location binding, a file's binding to this name is dropped once
 // the unlink is durable.
 func (d *Dir) Unlink(n Name, mode uint32) error {
-	return d.v.tree.Unlink(d.treeDir(), n, mode)
+	f := d.v.openAt(d.fd, n.Backing)
+	err := d.v.tree.Unlink(d.treeDir(), n, mode)
+	if err == nil {
+		if f != nil {
+			f.places.move(dirLink{string(d.id), n.Backing}, dirLink{})
+		}
+		d.v.changes.removed(d.id, n.Backing)
+	}
+	if f != nil {
+		f.Release()
+	}
+	return err
 }
 
 // Rename moves n of d to tn of to, with rename(2) semantics and flags
 // (RENAME_NOREPLACE, RENAME_EXCHANGE); with location binding the one
 // object moved is rebound.
 func (d *Dir) Rename(n Name, to *Dir, tn Name, flags uint) error {
-	return d.v.tree.Rename(d.treeDir(), n, to.treeDir(), tn, flags)
+	err := d.v.tree.Rename(d.treeDir(), n, to.treeDir(), tn, flags)
+	if err == nil && d.v.changes != nil {
+		d.v.renamed(d, n, to, tn, flags&unix.RENAME_EXCHANGE != 0)
+	}
+	return err
 }
 
 // Link makes tn in to a hard link to n of d (with location binding, bound
 // to its new name first).
 func (d *Dir) Link(n Name, to *Dir, tn Name) error {
-	return d.v.tree.Link(d.treeDir(), n, to.treeDir(), tn)
+	err := d.v.tree.Link(d.treeDir(), n, to.treeDir(), tn)
+	if err == nil && d.v.changes != nil {
+		if f := d.v.openAt(to.fd, tn.Backing); f != nil {
+			f.places.add(dirLink{string(to.id), tn.Backing})
+			f.Release()
+		}
+		d.v.changes.touched(d.id, n.Backing)
+		d.v.changes.made(to.id, tn.Backing, nil)
+	}
+	return err
 }
 
 // Symlink creates n in d as a symlink to target, stored encrypted and
 // bound to (d, n).
 func (d *Dir) Symlink(n Name, target string) error {
-	return d.v.tree.Symlink(d.treeDir(), n, target)
+	err := d.v.tree.Symlink(d.treeDir(), n, target)
+	if err == nil {
+		d.v.changes.made(d.id, n.Backing, nil)
+	}
+	return err
 }
 
 // Readlink decrypts the target of symlink n.

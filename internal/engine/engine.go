@@ -65,6 +65,9 @@ type Vault struct {
 	core  *fileengine.Engine
 	fs    *backing.FS
 	files *fileengine.Table[*File]
+	// changes is told what each operation changed (SetChanges); nil
+	// without freshness.
+	changes *changes
 
 	mu     sync.Mutex
 	rootfd int // CIPHERDIR, opened on first use; -1 before

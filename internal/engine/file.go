@@ -22,16 +22,30 @@ func (f *File) Stat() (unix.Stat_t, error) { return backing.Fstat(f.fd) }
 func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.file.ReadAt(p, off) }
 
 // WriteAt writes plaintext at off, growing the file as needed.
-func (f *File) WriteAt(p []byte, off int64) (int, error) { return f.file.WriteAt(p, off) }
+func (f *File) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.file.WriteAt(p, off)
+	if n > 0 {
+		f.changed()
+	}
+	return n, err
+}
 
 // Size is the plaintext size.
 func (f *File) Size() (int64, error) { return f.file.Size() }
 
 // Truncate sets the plaintext size.
-func (f *File) Truncate(size int64) error { return f.file.Truncate(size) }
+func (f *File) Truncate(size int64) error {
+	err := f.file.Truncate(size)
+	f.changed()
+	return err
+}
 
 // PunchHole makes [off, off+length) read as zeros, the size unchanged.
-func (f *File) PunchHole(off, length int64) error { return f.file.PunchHole(off, length) }
+func (f *File) PunchHole(off, length int64) error {
+	err := f.file.PunchHole(off, length)
+	f.changed()
+	return err
+}
 
 // ReserveSpace reserves the backing space of the chunks of the plaintext
 // range [off, end), so that a later write there cannot fail for lack of
@@ -44,7 +58,10 @@ func (f *File) ReserveSpace(off, end int64) error {
 }
 
 // Sync flushes the file to the backing store.
-func (f *File) Sync() error { return f.file.Sync() }
+func (f *File) Sync() error {
+	f.changed()
+	return f.file.Sync()
+}
 
 // Settle writes what the file owes its backing (with file roots: the
 // clean header, the space reserved ahead given back).

@@ -30,7 +30,13 @@ func (v *Vault) RootPlace() Place { return v.tree.RootPlace() }
 // ReadDirID reads the ID of directory fd found at place p (with location
 // binding it must be bound there: bind.ErrMisplaced otherwise; without
 // binding p is not looked at).
-func (v *Vault) ReadDirID(fd int, p Place) ([]byte, error) { return v.tree.DirIDs().Read(fd, p) }
+func (v *Vault) ReadDirID(fd int, p Place) ([]byte, error) {
+	id, err := v.tree.DirIDs().Read(fd, p)
+	if err == nil {
+		v.learnAt(id, p)
+	}
+	return id, err
+}
 
 // MayBeAlias reports whether plain may be shown for an alias (a conflict
 // copy's name, or with showBad an undecryptable entry's), so that a name
@@ -61,11 +67,21 @@ func (d *Dir) ResolveAlias(plain string, showBad bool) (Name, unix.Stat_t, error
 
 // Rmdir removes the empty directory n: its ID file, the directory, its
 // long-name sidecar (tree's ErrNotEmpty if anything else is in it).
-func (d *Dir) Rmdir(n Name) error { return d.v.tree.Rmdir(d.treeDir(), n) }
+func (d *Dir) Rmdir(n Name) error {
+	err := d.v.tree.Rmdir(d.treeDir(), n)
+	if err == nil {
+		d.v.changes.removed(d.id, n.Backing)
+	}
+	return err
+}
 
 // Mknod creates a FIFO, socket, device node or empty regular file n.
 func (d *Dir) Mknod(n Name, mode uint32, dev uint64) error {
-	return d.v.tree.Mknod(d.treeDir(), n, mode, dev)
+	err := d.v.tree.Mknod(d.treeDir(), n, mode, dev)
+	if err == nil {
+		d.v.changes.made(d.id, n.Backing, nil)
+	}
+	return err
 }
 
 // LinkSize is symlink n's plaintext target length, computed from the

@@ -32,6 +32,9 @@ type File struct {
 	// Wrote: written through since it was opened (the mount's page-cache
 	// rule).
 	Wrote atomic.Bool
+	// places are its names, for the changes told (changes.go); unused
+	// without Changes.
+	places filePlaces
 }
 
 // OpenOptions say how a door opens a regular file.
@@ -106,7 +109,7 @@ func (d *Dir) openOnce(n Name, o OpenOptions) (*File, FileKey, error) {
 	if err != nil {
 		return nil, FileKey{}, err
 	}
-	return d.v.adopt(fd, d.Place(n), writable, o)
+	return d.v.adopt(fd, d.Place(n), n.Backing, writable, o)
 }
 
 // sameInode reports whether st is the inode key.
@@ -129,12 +132,12 @@ func openBacking(dirfd int, name string, flags int, noAtime bool) (int, error) {
 	return fd, err
 }
 
-// adopt puts a freshly opened backing fd into the table at place p, or, if
-// its inode is open already, closes fd and shares that file (whose header
-// must then bind it to p as well). It owns fd. writable says whether fd is
-// read-write. The key it returns is fd's inode, also on a failure of the
-// table.
-func (v *Vault) adopt(fd int, p Place, writable bool, o OpenOptions) (*File, FileKey, error) {
+// adopt puts a freshly opened backing fd into the table at place p (backing
+// name b), or, if its inode is open already, closes fd and shares that
+// file (whose header must then bind it to p as well). It owns fd. writable
+// says whether fd is read-write. The key it returns is fd's inode, also on
+// a failure of the table.
+func (v *Vault) adopt(fd int, p Place, b string, writable bool, o OpenOptions) (*File, FileKey, error) {
 	st, err := backing.Fstat(fd)
 	if err != nil {
 		backing.Close(fd)
@@ -154,9 +157,46 @@ func (v *Vault) adopt(fd int, p Place, writable bool, o OpenOptions) (*File, Fil
 	f, err := v.files.AcquireAt(key, v.tree.NewFile(fd, &st), p, writable, o.ForWrite, func(cf *fileengine.File) *File {
 		f := &File{v: v, key: key, fd: fd, file: cf}
 		f.Mode.Store(st.Mode)
+		if v.changes != nil {
+			cf.SetOnHeader(f.headerWritten)
+		}
 		return f
 	})
+	if err == nil && v.changes != nil {
+		f.places.add(dirLink{string(p.ParentID), b})
+	}
 	return f, key, err
+}
+
+// openAt is the open file at backing name b of dirfd, with a reference,
+// or nil (none open, or no Changes to tell).
+func (v *Vault) openAt(dirfd int, b string) *File {
+	if v.changes == nil {
+		return nil
+	}
+	st, err := backing.Fstatat(dirfd, b)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil
+	}
+	f, _ := v.files.Lookup(FileKey{Dev: uint64(st.Dev), Ino: st.Ino})
+	return f
+}
+
+// renamed tells a rename done of n in d to tn in to, and moves the places
+// of an open file it moved.
+func (v *Vault) renamed(d *Dir, n Name, to *Dir, tn Name, exchange bool) {
+	from, dst := dirLink{string(d.id), n.Backing}, dirLink{string(to.id), tn.Backing}
+	if f := v.openAt(to.fd, tn.Backing); f != nil {
+		f.places.move(from, dst)
+		f.Release()
+	}
+	if exchange {
+		if f := v.openAt(d.fd, n.Backing); f != nil {
+			f.places.move(dst, from)
+			f.Release()
+		}
+	}
+	v.changes.renamed(d.id, n.Backing, to.id, tn.Backing, exchange)
 }
 
 // rebindSource is the tree's FileSource with location binding
@@ -168,7 +208,7 @@ func (v *Vault) rebindSource(dirfd int, backingName string, p Place) (*fileengin
 	if err != nil {
 		return nil, nil, err
 	}
-	f, _, err := v.adopt(fd, p, true, OpenOptions{})
+	f, _, err := v.adopt(fd, p, backingName, true, OpenOptions{})
 	if err != nil {
 		return nil, nil, err
 	}

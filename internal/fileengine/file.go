@@ -45,6 +45,22 @@ type File struct {
 	holes  fileHoles // SPARSE and the hole rule (holes.go)
 	space  fileSpace // reserving and punching backing space (space.go)
 	linked fileLinks // the links file (links.go)
+
+	// onHeader, if set (SetOnHeader), is told the file ID and gen of
+	// each header written, under the write lock.
+	onHeader func(id []byte, gen uint64)
+}
+
+// SetOnHeader makes f tell fn the file ID and gen of each header it
+// writes from now on (freshness: what this device wrote), so that no one
+// parses the written bytes for them. Set it before f is shared.
+func (f *File) SetOnHeader(fn func(id []byte, gen uint64)) { f.onHeader = fn }
+
+// wroteHeader tells onHeader of header h, now on disk.
+func (f *File) wroteHeader(h *content.Header) {
+	if f.onHeader != nil {
+		f.onHeader(h.FileID[:], h.Gen)
+	}
 }
 
 // Size returns the plaintext size.
@@ -202,6 +218,7 @@ func (f *File) prepareHeader(withHoles bool) error {
 		return err
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
+	f.wroteHeader(&h)
 	f.e.roots.opened(f, true)
 	return nil
 }
@@ -224,6 +241,7 @@ func (f *File) writeHeader(h content.Header) (kept bool, err error) {
 		return writeFullAt(f.b, f.e.suite.MarshalHeader(f.hdr), 0) == nil, err
 	}
 	f.hdr = h
+	f.wroteHeader(&h)
 	return false, nil
 }
 

@@ -1,6 +1,7 @@
 package fresh
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 
@@ -48,30 +49,32 @@ func (v *Vault) batch(all bool) error {
 	v.batchMu.Lock()
 	defer v.batchMu.Unlock()
 	touched, expects := v.noted.take()
+	v.batches.Add(1) // an open file tells its next content change again
 	v.mu.Lock()
 	all = all || v.fullPending
+	v.fullPending = false // Told.All during this batch sets it again
 	v.mu.Unlock()
 	if !all && len(touched) == 0 {
 		return nil
 	}
 	err := v.record(all, touched, expects)
-	if err == nil && all {
-		v.mu.Lock()
-		v.fullPending = false
-		v.mu.Unlock()
-	}
 	if err != nil {
 		// Nothing noted is lost to a failed batch (a full disk, a
 		// manifests directory the storage replaced): the next batch
 		// takes the names again, and Close keeps them in the local
 		// state for the next mount (unrecorded.go).
 		v.noted.requeue(touched, expects)
+		if all {
+			v.mu.Lock()
+			v.fullPending = true
+			v.mu.Unlock()
+		}
 	}
 	return err
 }
 
 // record is batch's work on the names it took.
-func (v *Vault) record(all bool, touched map[string]map[string]bool, expects map[string]map[string]expected) error {
+func (v *Vault) record(all bool, touched map[dirID]map[string]bool, expects map[dirID]map[string]expected) error {
 	v.mu.Lock()
 	if v.own == nil {
 		v.mu.Unlock()
@@ -136,38 +139,67 @@ func (v *Vault) record(all bool, touched map[string]map[string]bool, expects map
 	return v.state.save(v.stateDir)
 }
 
-// recordTouched records the noted names, directory by directory. A
-// directory gone since (removed, or renamed with an ancestor) is skipped:
-// its parent's record says where it went.
-func (v *Vault) recordTouched(touched map[string]map[string]bool, expects map[string]map[string]expected,
+// recordTouched records the noted names, directory by directory, each
+// directory found by its ID: where the engine last saw it (Reader.Locate),
+// checked by the ID read there, else by one walk of the tree for all
+// those it did not find. A directory the walk does not find either is
+// gone (removed, or removed with an ancestor): skipped, as its parent's
+// record says it is gone.
+func (v *Vault) recordTouched(touched map[dirID]map[string]bool, expects map[dirID]map[string]expected,
 	record func(int, [fc.IDSize]byte, []string, map[string]expected) error) error {
-	dirs := make([]string, 0, len(touched))
+	ids := make([]dirID, 0, len(touched))
 	for d := range touched {
-		dirs = append(dirs, d)
+		ids = append(ids, d)
 	}
-	slices.Sort(dirs)
-	root, err := v.openRoot()
-	if err != nil {
-		return err
+	slices.SortFunc(ids, func(a, b dirID) int { return bytes.Compare(a[:], b[:]) })
+	namesOf := func(d dirID) []string {
+		var out []string
+		for n := range touched[d] {
+			out = append(out, n)
+		}
+		slices.Sort(out)
+		return out
 	}
-	defer backing.Close(root)
-	for _, d := range dirs {
-		fd, err := backing.OpenDir(root, d)
-		if err != nil {
+	lost := map[dirID]bool{}
+	for _, d := range ids {
+		fd, ok := v.locate(d)
+		if !ok {
+			lost[d] = true
 			continue
 		}
-		var names []string
-		for n := range touched[d] {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		err = record(fd, readDirID(fd), names, expects[d])
+		err := record(fd, d, namesOf(d), expects[d])
 		backing.Close(fd)
 		if err != nil {
 			return err
 		}
 	}
-	return nil
+	if len(lost) == 0 {
+		return nil
+	}
+	return v.walk(func(w walkDir) error {
+		if !lost[w.id] {
+			return nil
+		}
+		delete(lost, w.id) // a second directory of one ID (a copy) is not it
+		return record(w.fd, w.id, namesOf(w.id), expects[w.id])
+	})
+}
+
+// locate opens directory d where the engine last saw it, if the ID read
+// there is d: never a directory found by the locator alone.
+func (v *Vault) locate(d dirID) (int, bool) {
+	if v.r.Locate == nil {
+		return -1, false
+	}
+	fd, err := v.r.Locate(d[:])
+	if err != nil {
+		return -1, false
+	}
+	if readDirID(fd) != d {
+		backing.Close(fd)
+		return -1, false
+	}
+	return fd, true
 }
 
 // allDevices are the devices with manifests, and this one.
@@ -241,6 +273,10 @@ type walkDir struct {
 	fd   int
 	id   [fc.IDSize]byte
 	path string // plaintext, "/" for the root
+	// parent and name: where it lies (hasParent false for the root).
+	parent    dirID
+	name      string
+	hasParent bool
 }
 
 // walk calls fn for every directory of the vault, root first
@@ -251,9 +287,11 @@ func (v *Vault) walk(fn func(walkDir) error) error {
 		return err
 	}
 	defer backing.Close(root)
-	return tree.Walk(root, "/", tree.Walker{
+	return tree.Walk(root, walkData{path: "/"}, tree.Walker{
 		Enter: func(d *tree.WalkDir) (bool, error) {
-			if err := fn(walkDirOf(d)); err != nil {
+			w := walkDirOf(d)
+			v.found(w)
+			if err := fn(w); err != nil {
 				return false, err
 			}
 			return true, d.ListErr
@@ -262,7 +300,8 @@ func (v *Vault) walk(fn func(walkDir) error) error {
 			if err != nil || !recorded(n) || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 				return false, nil, nil
 			}
-			return true, v.plainPath(walkDirOf(d), n), nil
+			w := walkDirOf(d)
+			return true, walkData{path: v.plainPath(w, n), parent: w.id, name: n, hasParent: true}, nil
 		},
 		OpenFailed: func(_ *tree.WalkDir, _ string, _ any, err error) error {
 			if errors.Is(err, unix.ENOENT) {
@@ -273,9 +312,32 @@ func (v *Vault) walk(fn func(walkDir) error) error {
 	})
 }
 
+// walkData is what the walk keeps of a directory: its plaintext path, and
+// its parent's ID and its backing name there (none for the root).
+type walkData struct {
+	path      string
+	parent    dirID
+	name      string
+	hasParent bool
+}
+
 // walkDirOf is the walk's directory d as fn sees it.
 func walkDirOf(d *tree.WalkDir) walkDir {
-	return walkDir{fd: d.Fd, id: dirIDOf(d.ID), path: d.Data.(string)}
+	w := d.Data.(walkData)
+	return walkDir{fd: d.Fd, id: dirIDOf(d.ID), path: w.path, parent: w.parent, name: w.name, hasParent: w.hasParent}
+}
+
+// found tells the engine where the walk found w (Reader.Found), so that
+// the next batch locates it without a walk.
+func (v *Vault) found(w walkDir) {
+	if v.r.Found == nil {
+		return
+	}
+	if !w.hasParent {
+		v.r.Found(w.id[:], nil, "")
+		return
+	}
+	v.r.Found(w.id[:], w.parent[:], w.name)
 }
 
 // plainPath is the plaintext path of backing name n in d (the backing

@@ -12,10 +12,11 @@
 // what went back is "rolled back", what a sync in flight could explain is
 // "behind".
 //
-// The writer is fed by the session's backing.Observer (Observe): it notes
-// which names changed and, in batches (Flush: every few seconds, and at
-// unmount), reads them back and records them. It never sits in the path
-// of an operation beyond one readlink per observed change.
+// The writer is told by the session's engine, by (directory ID, backing
+// name), what each operation changed (Changes, told.go): it notes those
+// names and, in batches (Flush: every few seconds, and at unmount), finds
+// each directory again by its ID, reads the names back and records them.
+// It never sits in the path of an operation beyond a map insert.
 package fresh
 
 import (
@@ -24,8 +25,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/encryptfs/encryptfs/internal/backing"
@@ -81,10 +82,6 @@ type Options struct {
 	// machine did not end cleanly (its own unrecorded changes would look
 	// the same) or this device records the vault for the first time.
 	Strict bool
-	// SharedStorage: others change CIPHERDIR too (the mount's
-	// --shared-storage), so the path of a backing fd is asked of the
-	// kernel each time rather than cached (pathcache.go).
-	SharedStorage bool
 }
 
 // DefaultGrace is Options.Grace's default: a day, longer than a sync tool
@@ -95,7 +92,6 @@ const DefaultGrace = 24 * time.Hour
 // Vault is freshness for one open vault.
 type Vault struct {
 	dir      string // CIPHERDIR as given
-	real     string // CIPHERDIR with symlinks resolved (what /proc/self/fd shows)
 	root     int    // CIPHERDIR's fd: every freshness file is reached beneath it
 	o        Options
 	stateDir string
@@ -105,8 +101,8 @@ type Vault struct {
 	lock     *os.File // nil: another process holds the state (read-only)
 
 	batchMu sync.Mutex   // one batch at a time
-	noted   notedChanges // what the observer noted since the last batch (noted.go)
-	paths   *pathCache   // nil with SharedStorage
+	noted   notedChanges // what the engine told since the last batch (noted.go)
+	batches atomic.Uint64 // batches that took v.noted (Told.Batches)
 	mu      sync.Mutex   // guards the rest
 	state   *State
 	own     map[[fc.IDSize]byte]fc.EpochEntry
@@ -149,11 +145,6 @@ func New(dir string, masterKey []byte, o Options) (*Vault, error) {
 	if err != nil {
 		return nil, err
 	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return nil, err
-	}
-	real, _ = filepath.Abs(real)
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("fresh: state directory: %w", err)
 	}
@@ -172,12 +163,9 @@ func New(dir string, masterKey []byte, o Options) (*Vault, error) {
 		}
 		return nil, err
 	}
-	v := &Vault{dir: dir, real: real, root: root, o: o, stateDir: o.StateDir, keyed: keyed, self: [fc.IDSize]byte(st.Device),
+	v := &Vault{dir: dir, root: root, o: o, stateDir: o.StateDir, keyed: keyed, self: [fc.IDSize]byte(st.Device),
 		lock: lock, state: st,
-		noted: notedChanges{touched: map[string]map[string]bool{}, expects: map[string]map[string]expected{}}}
-	if !o.SharedStorage {
-		v.paths = newPathCache()
-	}
+		noted: notedChanges{touched: map[dirID]map[string]bool{}, expects: map[dirID]map[string]expected{}}}
 	if lock != nil && !ok {
 		lock.Close()
 		v.lock = nil

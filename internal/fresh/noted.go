@@ -1,30 +1,37 @@
 package fresh
 
-import "sync"
+import (
+	"sync"
+
+	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
+)
+
+// dirID is a directory ID as noted.
+type dirID = [fc.IDSize]byte
 
 // notedChanges is what this device changed since the last batch: the
-// (backing directory, backing name) pairs the observer saw, and what
+// (directory ID, backing name) pairs the engine told (told.go), and what
 // the device made of each (expect.go). It owns the rule that an
 // operation never waits for a batch or a check: its lock is held only
 // to add a name or to take them all, never across I/O.
 type notedChanges struct {
 	mu      sync.Mutex
-	touched map[string]map[string]bool     // backing dir (relative) -> names
-	expects map[string]map[string]expected // what this device made of them (expect.go)
+	touched map[dirID]map[string]bool     // directory ID -> backing names
+	expects map[dirID]map[string]expected // what this device made of them (expect.go)
 }
 
 // take returns the noted names and expectations and starts afresh (a
 // batch records what it took; requeue gives back what it could not).
-func (c *notedChanges) take() (map[string]map[string]bool, map[string]map[string]expected) {
+func (c *notedChanges) take() (map[dirID]map[string]bool, map[dirID]map[string]expected) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	touched, expects := c.touched, c.expects
-	c.touched, c.expects = map[string]map[string]bool{}, map[string]map[string]expected{}
+	c.touched, c.expects = map[dirID]map[string]bool{}, map[dirID]map[string]expected{}
 	return touched, expects
 }
 
 // touch notes name of dir (a long name's sidecar stands for its entry).
-func (c *notedChanges) touch(dir, name string) {
+func (c *notedChanges) touch(dir dirID, name string) {
 	name, ok := recordedName(name)
 	if !ok {
 		return
@@ -38,7 +45,7 @@ func (c *notedChanges) touch(dir, name string) {
 }
 
 // expectAt sets the expectation of name in dir (nil forgets it).
-func (c *notedChanges) expectAt(dir, name string, e *expected) {
+func (c *notedChanges) expectAt(dir dirID, name string, e *expected) {
 	name, ok := recordedName(name)
 	if !ok {
 		return
@@ -51,7 +58,7 @@ func (c *notedChanges) expectAt(dir, name string, e *expected) {
 // expectRenamed moves the expectation of a renamed name: the new name is
 // what the old one was (or unknown), the old one is gone (or, for an
 // exchange, what the new one was).
-func (c *notedChanges) expectRenamed(fromDir, from, toDir, to string, exchange bool) {
+func (c *notedChanges) expectRenamed(fromDir dirID, from string, toDir dirID, to string, exchange bool) {
 	from, ok1 := recordedName(from)
 	to, ok2 := recordedName(to)
 	c.mu.Lock()
@@ -77,7 +84,7 @@ func (c *notedChanges) expectRenamed(fromDir, from, toDir, to string, exchange b
 // expectLocked sets the expectation of name in dir (both as touch normalizes
 // them); e nil forgets it (a change whose outcome is not known here).
 // Called with c.mu held.
-func (c *notedChanges) expectLocked(dir, name string, e *expected) {
+func (c *notedChanges) expectLocked(dir dirID, name string, e *expected) {
 	if e == nil {
 		if c.expects[dir] != nil {
 			delete(c.expects[dir], name)
@@ -95,7 +102,7 @@ func (c *notedChanges) expectLocked(dir, name string, e *expected) {
 
 // requeue puts the names and expectations of a failed batch back among
 // the noted ones; what was noted since wins.
-func (c *notedChanges) requeue(touched map[string]map[string]bool, expects map[string]map[string]expected) {
+func (c *notedChanges) requeue(touched map[dirID]map[string]bool, expects map[dirID]map[string]expected) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for d, names := range touched {
@@ -122,7 +129,7 @@ func (c *notedChanges) list() []Unrecorded {
 	var out []Unrecorded
 	for d, names := range c.touched {
 		for n := range names {
-			u := Unrecorded{Dir: d, Name: n}
+			u := Unrecorded{ID: fc.EncodeID(d[:]), Name: n}
 			if e, ok := c.expects[d][n]; ok {
 				u.Expect = &UnrecordedExpect{Present: e.present, Known: e.known, Gen: e.gen}
 				if e.known {

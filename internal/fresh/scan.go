@@ -25,6 +25,13 @@ type Reader struct {
 	Header func(b []byte) (fileID [fc.IDSize]byte, gen uint64, err error)
 	// Name decrypts backing name b of the directory dirfd (ID dirID).
 	Name func(dirfd int, dirID []byte, b string) (string, error)
+	// Locate opens the directory with ID id where the engine last saw
+	// it (engine.Vault.Locate); the batch checks the ID it finds there.
+	// nil, or an error: the batch finds it by walking the tree.
+	Locate func(id []byte) (int, error)
+	// Found tells the engine where a walk found directory id: at
+	// backing name name of parent (nil parent: the root).
+	Found func(id, parent []byte, name string)
 }
 
 // actual is the state of one backing name as found on disk.

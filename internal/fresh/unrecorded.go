@@ -1,7 +1,9 @@
 package fresh
 
 import (
+	"github.com/encryptfs/encryptfs/internal/backing"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
+	"github.com/encryptfs/encryptfs/internal/tree"
 )
 
 // Changes a batch could not record. A batch fails when CIPHERDIR cannot
@@ -17,7 +19,13 @@ import (
 // Unrecorded is one name a batch could not record, as kept in the local
 // state.
 type Unrecorded struct {
-	Dir, Name string
+	// ID is the directory's ID (EncodeID). Dir is what a state written
+	// before kept instead, the directory's backing path ("" for the
+	// root): read only when ID is empty, and resolved once at Start
+	// (noteUnrecorded).
+	ID   string `json:",omitempty"`
+	Dir  string `json:",omitempty"`
+	Name string
 	// Expect is what the device made of it (expect.go), if known.
 	Expect *UnrecordedExpect `json:",omitempty"`
 }
@@ -30,18 +38,58 @@ type UnrecordedExpect struct {
 }
 
 // noteUnrecorded takes the names a previous mount could not record back
-// among the noted ones.
+// among the noted ones. A directory an older state names by backing path
+// is found by that path once, here, and known by the ID read there; one
+// that cannot be found so makes the next batch record the whole tree.
 func (v *Vault) noteUnrecorded(us []Unrecorded) {
+	byPath := map[string]dirID{}
 	for _, u := range us {
-		v.noted.touch(u.Dir, u.Name)
+		d, ok := v.unrecordedDir(u, byPath)
+		if !ok {
+			v.mu.Lock()
+			v.fullPending = true
+			v.mu.Unlock()
+			continue
+		}
+		v.noted.touch(d, u.Name)
 		if u.Expect != nil {
 			e := expected{present: u.Expect.Present, known: u.Expect.Known && len(u.Expect.ID) == fc.IDSize, gen: u.Expect.Gen}
 			if e.known {
 				e.id = [fc.IDSize]byte(u.Expect.ID)
 			}
-			v.noted.expectAt(u.Dir, u.Name, &e)
+			v.noted.expectAt(d, u.Name, &e)
 		}
 	}
+}
+
+// unrecordedDir is u's directory ID: decoded, or read at u's backing path
+// (an older state; byPath keeps what was read).
+func (v *Vault) unrecordedDir(u Unrecorded, byPath map[string]dirID) (dirID, bool) {
+	if u.ID != "" {
+		id, ok := fc.DecodeID(u.ID)
+		if !ok || len(id) != fc.IDSize {
+			return dirID{}, false
+		}
+		return dirID(id), true
+	}
+	if d, ok := byPath[u.Dir]; ok {
+		return d, true
+	}
+	fd, err := backing.OpenDir(v.root, u.Dir)
+	if err != nil {
+		return dirID{}, false
+	}
+	defer backing.Close(fd)
+	r := tree.ReadDirIDFile(fd)
+	if r.Err != nil {
+		return dirID{}, false
+	}
+	f, err := tree.ParseDirIDFile(r.Raw)
+	if err != nil || len(f.ID) != fc.IDSize {
+		return dirID{}, false
+	}
+	byPath[u.Dir] = dirID(f.ID)
+	return byPath[u.Dir], true
 }
 
 // HasUnrecorded reports whether the state directory dir keeps changes

@@ -8,8 +8,10 @@ import (
 )
 
 // newFresh is New with freshness (Options.Freshness, which withParams
-// sets from the feature flag "Freshness", freshopts.go): the tree writes through an FS that freshness
-// observes, and freshness reads headers and names through the session.
+// sets from the feature flag "Freshness", freshopts.go): the engine tells
+// freshness what each operation changed, by (directory ID, name)
+// (engine.Changes), and freshness reads headers and names, and finds
+// directories by ID, through the session.
 // A writer (not Offline) starts batching once the session is built; Close
 // ends it.
 func newFresh(dir string, p config.Params, masterKey []byte, o Options) (*Session, error) {
@@ -28,13 +30,13 @@ func newFresh(dir string, p config.Params, masterKey []byte, o Options) (*Sessio
 		return nil, err
 	}
 	o.Freshness, o.FreshnessUse = nil, FreshnessOff // built once, here
-	o.Backing = fv.Observe(o.Backing)
 	s, err := New(dir, p, masterKey, o)
 	if err != nil {
 		fv.Close()
 		return nil, err
 	}
 	s.fresh = fv
+	s.vault.SetChanges(fv.Changes())
 	fv.SetReader(freshReader(s))
 	if !fo.Offline {
 		if err := fv.Start(); err != nil {
@@ -75,6 +77,8 @@ func freshReader(s *Session) fresh.Reader {
 			}
 			return n.Plain, err
 		},
+		Locate: s.vault.Locate,
+		Found:  s.vault.Found,
 	}
 }
 

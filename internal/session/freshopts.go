@@ -47,9 +47,7 @@ func (o Options) freshnessFor(p config.Params) *fresh.Options {
 		VaultID:  p.VaultID,
 		Offline:  o.FreshnessUse == FreshnessCheck,
 		Log:      o.FreshnessLog,
-
-		SharedStorage: o.SharedStorage,
-		Strict:        o.FreshnessStrict,
+		Strict:   o.FreshnessStrict,
 	}
 }
 

@@ -88,9 +88,6 @@ type Options struct {
 	// errors (the mount's log); nil: none.
 	FreshnessStateDir string
 	FreshnessLog      func(string)
-	// SharedStorage: others change CIPHERDIR too (mount --shared-storage);
-	// freshness then caches no backing paths (fresh.Options).
-	SharedStorage bool
 	// FreshnessStrict: a recording session refuses a vault that went
 	// back (fresh.Options.Strict, fresh.ErrRolledBack).
 	FreshnessStrict bool

@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Changes is told, by (directory ID, backing name), what each operation
+// of the engine changed in CIPHERDIR, once the change is made: freshness
+// (internal/fresh) records those names in its batches. It is chosen once
+// from the config (SetChanges; nil without the feature flag "Freshness"),
+// so that a vault without freshness pays nothing for it.
+//
+// Why here and not at the syscalls: the engine knows each change's
+// directory ID and name, which is what freshness records; a syscall only
+// knows fds, whose paths would have to be found again.
+type Changes interface {
+	// Touched: name of dirID changed (its contents, xattrs or links).
+	Touched(dirID []byte, name string)
+	// Made: name of dirID was created (or replaced): what it is now is
+	// the disk's to say.
+	Made(dirID []byte, name string)
+	// Removed: this device unlinked or removed name of dirID.
+	Removed(dirID []byte, name string)
+	// Renamed: from of fromID now is to of toID (exchange: the two
+	// swapped).
+	Renamed(fromID []byte, from string, toID []byte, to string, exchange bool)
+	// Header: this device wrote the header (fileID, gen) of the file at
+	// name of dirID.
+	Header(dirID []byte, name string, fileID []byte, gen uint64)
+	// All: a change the engine cannot name (a repair by fd): record
+	// every directory.
+	All()
+	// Batches counts the batches that took the changes told so far: an
+	// open file tells its first content change after each (File.changed).
+	Batches() *atomic.Uint64
+}
+
+// changes is the vault's Changes with the directory locator it feeds
+// (locate.go). A nil *changes tells nothing.
+type changes struct {
+	c       Changes
+	batches *atomic.Uint64
+	links   dirLinks
+}
+
+// SetChanges makes v tell c what each operation changes, and learn where
+// its directories lie (Locate). The session calls it once, right after
+// New and before any door uses v.
+func (v *Vault) SetChanges(c Changes) {
+	v.changes = &changes{c: c, batches: c.Batches(), links: dirLinks{up: map[string]dirLink{}, down: map[dirLink]string{}}}
+}
+
+func (c *changes) touched(dirID []byte, name string) {
+	if c != nil {
+		c.c.Touched(dirID, name)
+	}
+}
+
+// learn records that directory id lies at name of parent.
+func (c *changes) learn(id, parent []byte, name string) {
+	if c != nil {
+		c.links.learn(id, parent, name)
+	}
+}
+
+// all tells a change the engine cannot name.
+func (c *changes) all() {
+	if c != nil {
+		c.c.All()
+	}
+}
+
+// made notes a new entry; a new directory id lies there.
+func (c *changes) made(dirID []byte, name string, id []byte) {
+	if c == nil {
+		return
+	}
+	if id != nil {
+		c.links.learn(id, dirID, name)
+	}
+	c.c.Made(dirID, name)
+}
+
+// removed notes a removed entry (and forgets a directory there).
+func (c *changes) removed(dirID []byte, name string) {
+	if c == nil {
+		return
+	}
+	c.links.drop(dirID, name)
+	c.c.Removed(dirID, name)
+}
+
+func (c *changes) renamed(fromID []byte, from string, toID []byte, to string, exchange bool) {
+	if c == nil {
+		return
+	}
+	c.links.renamed(fromID, from, toID, to, exchange)
+	c.c.Renamed(fromID, from, toID, to, exchange)
+}
+
+// self notes directory id's own entry in its parent (its xattrs); a
+// directory the locator does not know makes the next batch record all.
+// The root has no entry: nothing.
+func (c *changes) self(id []byte) {
+	if c == nil {
+		return
+	}
+	l, ok, root := c.links.of(id)
+	switch {
+	case root:
+	case ok:
+		c.c.Touched([]byte(l.parent), l.name)
+	default:
+		c.c.All()
+	}
+}
+
+// filePlaces is where an open file lies, as the engine's own operations
+// say (open, create, rename, link, unlink): the names its changes are
+// told at. mu guards locs; noted is the batch count + 1 of its last
+// content change told (File.changed).
+type filePlaces struct {
+	mu    sync.Mutex
+	locs  []dirLink
+	noted atomic.Uint64
+}
+
+// add notes that the file is (also) at l.
+func (p *filePlaces) add(l dirLink) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, x := range p.locs {
+		if x == l {
+			return
+		}
+	}
+	p.locs = append(p.locs, l)
+}
+
+// move replaces from with to (to "": from is gone).
+func (p *filePlaces) move(from, to dirLink) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.locs[:0]
+	for _, x := range p.locs {
+		if x != from && x != to {
+			out = append(out, x)
+		}
+	}
+	if to.name != "" {
+		out = append(out, to)
+	}
+	p.locs = out
+}
+
+// each calls fn for each place.
+func (p *filePlaces) each(fn func(dirLink)) {
+	p.mu.Lock()
+	locs := append([]dirLink(nil), p.locs...)
+	p.mu.Unlock()
+	for _, l := range locs {
+		fn(l)
+	}
+}
+
+// changed tells the file's first content change since the last batch:
+// on the write path it costs two atomic loads.
+func (f *File) changed() {
+	c := f.v.changes
+	if c == nil {
+		return
+	}
+	g := c.batches.Load() + 1
+	if f.places.noted.Load() == g {
+		return
+	}
+	f.places.noted.Store(g)
+	f.places.each(func(l dirLink) { c.c.Touched([]byte(l.parent), l.name) })
+}
+
+// headerWritten tells the header the file engine wrote for f.
+func (f *File) headerWritten(id []byte, gen uint64) {
+	c := f.v.changes
+	f.places.each(func(l dirLink) { c.c.Header([]byte(l.parent), l.name, id, gen) })
+}

@@ -1,0 +1,100 @@
+package fresh
+
+import (
+	"strings"
+	"sync/atomic"
+
+	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
+	"github.com/encryptfs/encryptfs/internal/crypto/names"
+)
+
+// Feeding the writer: the session's engine tells freshness, by (directory
+// ID, backing name), what each of its operations changed, once the change
+// is made (internal/engine, changes.go; Changes). Each change notes a
+// name in v.noted with what this device made of it (expect.go); the
+// batch finds the directories again by ID (batch.go) and reads the names
+// back. Telling costs a map insert under a lock, never I/O.
+
+// Told is what the engine tells (engine.Changes): the session hands it to
+// the engine once (Vault.Changes).
+type Told struct{ v *Vault }
+
+// Changes returns what the session's engine tells its changes to.
+func (v *Vault) Changes() Told { return Told{v} }
+
+// dirKey is a directory ID as noted (a 16-byte ID; ok false otherwise).
+func dirKey(id []byte) (k [fc.IDSize]byte, ok bool) {
+	if len(id) != fc.IDSize {
+		return k, false
+	}
+	return [fc.IDSize]byte(id), true
+}
+
+// Touched: name of dirID changed (contents, xattrs, links).
+func (t Told) Touched(dirID []byte, name string) {
+	if d, ok := dirKey(dirID); ok {
+		t.v.noted.touch(d, name)
+	}
+}
+
+// Made: name of dirID was created: what it is now is the disk's to say.
+func (t Told) Made(dirID []byte, name string) {
+	if d, ok := dirKey(dirID); ok {
+		t.v.noted.touch(d, name)
+		t.v.noted.expectAt(d, name, nil)
+	}
+}
+
+// Removed: this device removed name of dirID.
+func (t Told) Removed(dirID []byte, name string) {
+	if d, ok := dirKey(dirID); ok {
+		t.v.noted.touch(d, name)
+		t.v.noted.expectAt(d, name, &expected{})
+	}
+}
+
+// Renamed: from of fromID is now to of toID (exchange: swapped).
+func (t Told) Renamed(fromID []byte, from string, toID []byte, to string, exchange bool) {
+	fd, ok1 := dirKey(fromID)
+	td, ok2 := dirKey(toID)
+	if !ok1 || !ok2 {
+		t.All()
+		return
+	}
+	t.v.noted.touch(fd, from)
+	t.v.noted.touch(td, to)
+	t.v.noted.expectRenamed(fd, from, td, to, exchange)
+}
+
+// Header: this device wrote the header (fileID, gen) of the file at name
+// of dirID: its version of the file (expect.go).
+func (t Told) Header(dirID []byte, name string, fileID []byte, gen uint64) {
+	d, ok := dirKey(dirID)
+	id, ok2 := dirKey(fileID)
+	if !ok || !ok2 {
+		return
+	}
+	t.v.noted.touch(d, name)
+	t.v.noted.expectAt(d, name, &expected{present: true, known: true, id: id, gen: gen})
+}
+
+// All: a change the engine cannot name (a repair by fd): the next batch
+// records every directory.
+func (t Told) All() {
+	t.v.mu.Lock()
+	t.v.fullPending = true
+	t.v.mu.Unlock()
+}
+
+// Batches counts the batches that took the noted names (an open file
+// tells its first content change after each).
+func (t Told) Batches() *atomic.Uint64 { return &t.v.batches }
+
+// recordedName is the name a manifest records for backing name name (a
+// long name's sidecar stands for its entry), and whether it records one.
+func recordedName(name string) (string, bool) {
+	if long, ok := strings.CutSuffix(name, names.LongNameSuffix); ok && names.IsLongName(long) {
+		name = long
+	}
+	return name, recorded(name)
+}
