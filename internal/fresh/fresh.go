@@ -100,10 +100,10 @@ type Vault struct {
 	self     [fc.IDSize]byte
 	lock     *os.File // nil: another process holds the state (read-only)
 
-	batchMu sync.Mutex   // one batch at a time
-	noted   notedChanges // what the engine told since the last batch (noted.go)
+	batchMu sync.Mutex    // one batch at a time
+	noted   notedChanges  // what the engine told since the last batch (noted.go)
 	batches atomic.Uint64 // batches that took v.noted (Told.Batches)
-	mu      sync.Mutex   // guards the rest
+	mu      sync.Mutex    // guards the rest
 	state   *State
 	own     map[[fc.IDSize]byte]fc.EpochEntry
 	started bool

@@ -1,0 +1,80 @@
+package fresh_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	fr "github.com/encryptfs/encryptfs/internal/fresh"
+)
+
+// TestOldUnrecordedState: a local state written before freshness was told
+// changes by directory ID keeps a failed batch's names by backing path
+// (Unrecorded.Dir). The next mount finds each such directory by its path
+// once, and records just those names, as it does for a state written now:
+// the file written in the failed mount is recorded, a deletion the
+// storage made before is not adopted.
+func TestOldUnrecordedState(t *testing.T) {
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, state := newVault(t)
+	mnt, s, unmount := mountWriter(t, dir, state)
+	must(os.Mkdir(filepath.Join(mnt, "sub"), 0o755))
+	must(os.WriteFile(filepath.Join(mnt, "b"), []byte("b"), 0o644))
+	must(s.Freshness().Flush())
+	must(unmount())
+	must(os.Remove(backingName(t, dir, "b"))) // the storage deletes b
+
+	mnt, _, unmount = mountWriter(t, dir, state)
+	must(os.WriteFile(filepath.Join(mnt, "sub", "c"), []byte("written in the second mount"), 0o644))
+	man := ownManifests(t, dir)
+	must(os.Rename(man, man+".aside"))
+	must(os.WriteFile(man, []byte("in the way"), 0o600))
+	if err := unmount(); err == nil {
+		t.Fatal("the last batch wrote through a file in place of the manifests directory")
+	}
+	must(os.Remove(man))
+	must(os.Rename(man+".aside", man))
+
+	// Write the state as before: each directory by its backing path.
+	sub, err := filepath.Rel(dir, backingName(t, dir, "sub"))
+	must(err)
+	p := filepath.Join(state, "state.json")
+	b, err := os.ReadFile(p)
+	must(err)
+	var st map[string]any
+	must(json.Unmarshal(b, &st))
+	us, _ := st["Unrecorded"].([]any)
+	if len(us) == 0 {
+		t.Fatalf("the failed mount kept no unrecorded names:\n%s", b)
+	}
+	for _, u := range us {
+		m := u.(map[string]any)
+		if m["ID"] == nil {
+			t.Fatalf("an unrecorded name without its directory's ID: %v", m)
+		}
+		delete(m, "ID")
+		m["Dir"] = sub
+	}
+	b, err = json.Marshal(st)
+	must(err)
+	must(os.WriteFile(p, b, 0o600))
+
+	o := options(state, false)
+	o.FreshnessStrict = true
+	_, _, unmount = mountWith(t, dir, o)
+	must(unmount())
+	rep := status(t, dir, state)
+	if rep.Status == fr.OK || !strings.Contains(rep.String(), "/b: deleted") {
+		t.Fatalf("b's deletion was adopted:\n%s", rep)
+	}
+	if strings.Contains(rep.String(), "/sub/c") {
+		t.Fatalf("sub/c, kept by path in the old state, is not recorded:\n%s", rep)
+	}
+}
