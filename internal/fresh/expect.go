@@ -6,22 +6,22 @@ import (
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
 )
 
-// What this device did to a name, as the observed events say (not as the
+// What this device did to a name, as the engine told it (not as the
 // disk says at the batch): a batch records a name from the disk, but the
 // disk is the storage's, and whoever writes CIPHERDIR could put an older
 // header back, or delete a file, or put a deleted one back, in the
 // seconds between the device's change and the batch that records it. A
 // batch that recorded that state as the device's own would hide it from
-// every later check (format.md §15). So each observed change leaves an
+// every later check (format.md §15). So each change told leaves an
 // expectation, and the batch records the device's change where the disk
 // contradicts it:
-//   - a header this device wrote (its first bytes, authenticated with the
-//     session's header parser) at a generation the disk no longer shows;
+//   - a header this device wrote (its file ID and gen, told by the file
+//     engine as it wrote them) at a generation the disk no longer shows;
 //   - a file this device wrote and did not remove or rename, missing;
 //   - an object this device removed (unlinked, or renamed away), present
 //     again.
-// Xattrs are not covered: a value is only known encrypted at the event,
-// and the record holds a digest of every value (docs/format.md §15).
+// Xattrs are not covered: the record holds a digest of every value,
+// which only the batch computes (docs/format.md §15).
 
 // expected is what this device last made of one name.
 type expected struct {

@@ -12,8 +12,8 @@ import (
 
 // The freshness files in CIPHERDIR (format.md §15). They are not part of
 // the plaintext tree, so they are written through the free functions of
-// internal/backing, not the observed backing FS (the writer never observes
-// itself); but like every file of CIPHERDIR they are reached from the
+// internal/backing, not the session's backing FS (crash replay models
+// the vault's changes, not freshness's records); but like every file of CIPHERDIR they are reached from the
 // root's fd beneath it, with no symlink followed and no FIFO opened: a
 // sync peer or a cloud provider writes CIPHERDIR, and the daemon often
 // runs as root.
@@ -111,9 +111,9 @@ func (v *Vault) dirRecords(devs [][fc.IDSize]byte, dirID [fc.IDSize]byte) dirRec
 
 // unobserved makes freshness's own changes (its manifests and epochs in
 // CIPHERDIR, its state directory outside it): a nil *backing.FS, which
-// reports nothing. Freshness is itself an observer of the vault's changes
-// (observe.go) and must not be fed its own records, and crash replay
-// models the vault's changes, not freshness's records.
+// reports nothing. Freshness is told the vault's changes by the engine
+// (told.go), not its own records, and crash replay models the vault's
+// changes, not freshness's records.
 func unobserved() *backing.FS { return nil }
 
 // openOwnManifests opens this device's manifests directory, creating it

@@ -107,8 +107,10 @@ type Vault struct {
 	state   *State
 	own     map[[fc.IDSize]byte]fc.EpochEntry
 	started bool
-	// fullPending: Start's whole-tree batch failed (no space); the
-	// next batches record the whole tree until one succeeds.
+	// fullPending: the next batches record the whole tree until one
+	// succeeds: Start's whole-tree batch failed (no space), the engine
+	// told a change it could not name (Told.All), or an older state's
+	// unrecorded directory could not be found (noteUnrecorded).
 	fullPending bool
 	stop        chan struct{}
 	done        chan struct{}

@@ -80,9 +80,9 @@ func exact(a actual, r *fc.Record) bool {
 // xattrs, at r's gen or newer (a file may be newer than its record:
 // records are written in batches, and a header cannot be forged forward).
 // A record of an empty file (no header yet, zero ID) holds for the file
-// once written: its first write gives it a header and an ID, and the
-// mount's writes through the FUSE layer are not observed (only the
-// tree's changes are). The ID is fixed from then on (truncate keeps the
+// once written: its first write gives it a header and an ID, which a
+// batch may record after the write (records lag behind, as gens do).
+// The ID is fixed from then on (truncate keeps the
 // header), so only this one transition needs the exception; putting
 // another file's contents there fails location binding.
 func holds(a actual, r *fc.Record) bool {
