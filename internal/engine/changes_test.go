@@ -100,6 +100,24 @@ func TestChangesTold(t *testing.T) {
 	if got := c.take(); !slices.Contains(got, at("touched", m)) || slices.Contains(got, at("touched", n)) {
 		t.Errorf("truncate after rename told %q, want %q", got, at("touched", m))
 	}
+	// A file replaced by a rename, still open, no longer tells that name.
+	h := create(t, d, "h", "replaced")
+	old, err := d.Open(h, engine.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Release()
+	k := create(t, d, "k", "replacing")
+	if err := d.Rename(k, d, h, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.take()
+	if _, err := old.WriteAt([]byte("z"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.take(); slices.Contains(got, at("touched", h)) || slices.Contains(got, at("header", h)) {
+		t.Errorf("a write to the file a rename replaced told %q", got)
+	}
 	if err := d.Unlink(m, 0); err != nil {
 		t.Fatal(err)
 	}

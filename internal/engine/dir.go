@@ -241,9 +241,17 @@ func (d *Dir) Unlink(n Name, mode uint32) error {
 // (RENAME_NOREPLACE, RENAME_EXCHANGE); with location binding the one
 // object moved is rebound.
 func (d *Dir) Rename(n Name, to *Dir, tn Name, flags uint) error {
+	exchange := flags&unix.RENAME_EXCHANGE != 0
+	var replaced *File // an open file the rename may replace at tn
+	if !exchange {
+		replaced = d.v.openAt(to.fd, tn.Backing)
+	}
 	err := d.v.tree.Rename(d.treeDir(), n, to.treeDir(), tn, flags)
 	if err == nil && d.v.changes != nil {
-		d.v.renamed(d, n, to, tn, flags&unix.RENAME_EXCHANGE != 0)
+		d.v.renamed(d, n, to, tn, exchange, replaced)
+	}
+	if replaced != nil {
+		replaced.Release()
 	}
 	return err
 }

@@ -169,9 +169,10 @@ func (v *Vault) adopt(fd int, p Place, b string, writable bool, o OpenOptions) (
 }
 
 // openAt is the open file at backing name b of dirfd, with a reference,
-// or nil (none open, or no Changes to tell).
+// or nil (none open, or no Changes to tell). With no file open it costs
+// no syscall (an rm -rf).
 func (v *Vault) openAt(dirfd int, b string) *File {
-	if v.changes == nil {
+	if v.changes == nil || v.files.Len() == 0 {
 		return nil
 	}
 	st, err := backing.Fstatat(dirfd, b)
@@ -183,10 +184,15 @@ func (v *Vault) openAt(dirfd int, b string) *File {
 }
 
 // renamed tells a rename done of n in d to tn in to, and moves the places
-// of an open file it moved.
-func (v *Vault) renamed(d *Dir, n Name, to *Dir, tn Name, exchange bool) {
+// of an open file it moved (and drops tn from those of an open file it
+// replaced).
+func (v *Vault) renamed(d *Dir, n Name, to *Dir, tn Name, exchange bool, replaced *File) {
 	from, dst := dirLink{string(d.id), n.Backing}, dirLink{string(to.id), tn.Backing}
-	if f := v.openAt(to.fd, tn.Backing); f != nil {
+	moved := v.openAt(to.fd, tn.Backing)
+	if replaced != nil && replaced != moved {
+		replaced.places.move(dst, dirLink{})
+	}
+	if f := moved; f != nil {
 		f.places.move(from, dst)
 		f.Release()
 	}
