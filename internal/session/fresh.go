@@ -36,7 +36,10 @@ func newFresh(dir string, p config.Params, masterKey []byte, o Options) (*Sessio
 		return nil, err
 	}
 	s.fresh = fv
-	s.vault.SetChanges(fv.Changes())
+	if !fo.Offline {
+		// Only a writer is told: an offline session records nothing.
+		s.vault.SetChanges(fv.Changes())
+	}
 	fv.SetReader(freshReader(s))
 	if !fo.Offline {
 		if err := fv.Start(); err != nil {
