@@ -185,4 +185,9 @@ func TestLocate(t *testing.T) {
 	}
 	check(bid, false)
 	check([]byte("no such directory"), false)
+	// The session's last batch runs after the engine closed.
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check(a.ID(), true)
 }

@@ -164,11 +164,9 @@ func (v *Vault) Locate(id []byte) (int, error) {
 	if !ok {
 		return -1, errNotLocated
 	}
-	root, err := v.root()
-	if err != nil {
-		return -1, err
-	}
-	fd, err := backing.OpenDir(root, "")
+	// CIPHERDIR opened anew: the session's last batch runs after the
+	// engine closed (the files' last headers told first).
+	fd, err := backing.OpenRoot(v.dir)
 	for _, n := range p {
 		if err != nil {
 			break
