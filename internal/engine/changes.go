@@ -28,6 +28,9 @@ type Changes interface {
 	// Header: this device wrote the header (fileID, gen) of the file at
 	// name of dirID.
 	Header(dirID []byte, name string, fileID []byte, gen uint64)
+	// Gone: the directory with ID dirID was removed (or replaced by a
+	// rename): the names told in it need no record.
+	Gone(dirID []byte)
 	// All: a change the engine cannot name (a repair by fd): record
 	// every directory.
 	All()
@@ -87,16 +90,21 @@ func (c *changes) removed(dirID []byte, name string) {
 	if c == nil {
 		return
 	}
-	c.links.drop(dirID, name)
 	c.c.Removed(dirID, name)
+	if id := c.links.drop(dirID, name); id != "" {
+		c.c.Gone([]byte(id))
+	}
 }
 
 func (c *changes) renamed(fromID []byte, from string, toID []byte, to string, exchange bool) {
 	if c == nil {
 		return
 	}
-	c.links.renamed(fromID, from, toID, to, exchange)
+	gone := c.links.renamed(fromID, from, toID, to, exchange)
 	c.c.Renamed(fromID, from, toID, to, exchange)
+	if gone != "" {
+		c.c.Gone([]byte(gone))
+	}
 }
 
 // self notes directory id's own entry in its parent (its xattrs); a

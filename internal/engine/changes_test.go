@@ -47,6 +47,7 @@ func (c *told) Renamed(f []byte, fn string, t []byte, tn string, x bool) {
 func (c *told) Header(d []byte, n string, id []byte, gen uint64) {
 	c.add(fmt.Sprintf("header %x/%s", d, n))
 }
+func (c *told) Gone(d []byte)           { c.add(fmt.Sprintf("gone %x", d)) }
 func (c *told) All()                    { c.mu.Lock(); c.all++; c.mu.Unlock() }
 func (c *told) Batches() *atomic.Uint64 { return &c.batches }
 
@@ -131,7 +132,8 @@ func TestChangesTold(t *testing.T) {
 // hands out a directory whose ID is not the one asked for.
 func TestLocate(t *testing.T) {
 	v, dir := newVault(t, true)
-	v.SetChanges(&told{})
+	c := &told{}
+	v.SetChanges(c)
 	d := root(t, v)
 	an, _ := d.NewName("a")
 	if _, err := d.Mkdir(an, 0o755); err != nil {
@@ -180,8 +182,12 @@ func TestLocate(t *testing.T) {
 	v.Found(a.ID(), d.ID(), "elsewhere")
 	v.Found(bid, a.ID(), bn.Backing)
 	check(bid, true)
+	c.take()
 	if err := a.Rmdir(bn); err != nil {
 		t.Fatal(err)
+	}
+	if got := c.take(); !slices.Contains(got, fmt.Sprintf("gone %x", bid)) {
+		t.Errorf("rmdir told %q, want the directory gone", got)
 	}
 	check(bid, false)
 	check([]byte("no such directory"), false)

@@ -79,15 +79,18 @@ func (l *dirLinks) learnRoot(id []byte) {
 	l.root = string(id)
 }
 
-// drop forgets the directory at name of parent (removed).
-func (l *dirLinks) drop(parent []byte, name string) {
+// drop forgets the directory at name of parent (removed) and returns its
+// ID ("" if none is known there).
+func (l *dirLinks) drop(parent []byte, name string) string {
 	at := dirLink{string(parent), name}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if k, ok := l.down[at]; ok {
+	k, ok := l.down[at]
+	if ok {
 		delete(l.down, at)
 		delete(l.up, k)
 	}
+	return k
 }
 
 // forget drops id's link (found stale).
@@ -101,8 +104,9 @@ func (l *dirLinks) forget(id string) {
 }
 
 // renamed moves the directory at from (if one is known) to to; exchange
-// swaps the two; otherwise a directory replaced at to is gone.
-func (l *dirLinks) renamed(fromID []byte, from string, toID []byte, to string, exchange bool) {
+// swaps the two; otherwise a directory replaced at to is gone, and its ID
+// is returned.
+func (l *dirLinks) renamed(fromID []byte, from string, toID []byte, to string, exchange bool) (gone string) {
 	a, b := dirLink{string(fromID), from}, dirLink{string(toID), to}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -118,7 +122,10 @@ func (l *dirLinks) renamed(fromID []byte, from string, toID []byte, to string, e
 	}
 	if okB && exchange {
 		l.up[kb], l.down[a] = a, kb
+	} else if okB && kb != ka {
+		gone = kb
 	}
+	return gone
 }
 
 // of returns id's link (ok), or root set if id is the root's.

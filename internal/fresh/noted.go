@@ -44,6 +44,14 @@ func (c *notedChanges) touch(dir dirID, name string) {
 	c.touched[dir][name] = true
 }
 
+// gone forgets the names noted in directory dir (removed).
+func (c *notedChanges) gone(dir dirID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.touched, dir)
+	delete(c.expects, dir)
+}
+
 // expectAt sets the expectation of name in dir (nil forgets it).
 func (c *notedChanges) expectAt(dir dirID, name string, e *expected) {
 	name, ok := recordedName(name)

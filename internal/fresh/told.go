@@ -78,6 +78,15 @@ func (t Told) Header(dirID []byte, name string, fileID []byte, gen uint64) {
 	t.v.noted.expectAt(d, name, &expected{present: true, known: true, id: id, gen: gen})
 }
 
+// Gone: the directory dirID was removed (or replaced by a rename): the
+// names noted in it are not looked for (the batch would skip them, after
+// a walk of the whole tree that does not find it).
+func (t Told) Gone(dirID []byte) {
+	if d, ok := dirKey(dirID); ok {
+		t.v.noted.gone(d)
+	}
+}
+
 // All: a change the engine cannot name (a repair by fd): the next batch
 // records every directory.
 func (t Told) All() {
