@@ -17,6 +17,15 @@ import (
 // the file written in the failed mount is recorded, a deletion the
 // storage made before is not adopted.
 func TestOldUnrecordedState(t *testing.T) {
+	t.Run("found", func(t *testing.T) { testOldUnrecordedState(t, false) })
+	t.Run("gone", func(t *testing.T) { testOldUnrecordedState(t, true) })
+}
+
+// testOldUnrecordedState is TestOldUnrecordedState; gone: the state's
+// path names no directory any more, and the mount records the whole tree
+// (the deletion is adopted, as after a crash, and nothing else is left
+// unrecorded).
+func testOldUnrecordedState(t *testing.T, gone bool) {
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -45,6 +54,9 @@ func TestOldUnrecordedState(t *testing.T) {
 	// Write the state as before: each directory by its backing path.
 	sub, err := filepath.Rel(dir, backingName(t, dir, "sub"))
 	must(err)
+	if gone {
+		sub += "-not-there"
+	}
 	p := filepath.Join(state, "state.json")
 	b, err := os.ReadFile(p)
 	must(err)
@@ -71,6 +83,12 @@ func TestOldUnrecordedState(t *testing.T) {
 	_, _, unmount = mountWith(t, dir, o)
 	must(unmount())
 	rep := status(t, dir, state)
+	if gone {
+		if rep.Status != fr.OK {
+			t.Fatalf("the whole tree is not recorded:\n%s", rep)
+		}
+		return
+	}
 	if rep.Status == fr.OK || !strings.Contains(rep.String(), "/b: deleted") {
 		t.Fatalf("b's deletion was adopted:\n%s", rep)
 	}
