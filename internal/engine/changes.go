@@ -124,6 +124,9 @@ func (c *changes) self(id []byte) {
 	}
 }
 
+// link is where entry n of d lies, as changes are told.
+func (d *Dir) link(n Name) dirLink { return dirLink{string(d.id), n.Backing} }
+
 // filePlaces is where an open file lies, as the engine's own operations
 // say (open, create, rename, link, unlink): the names its changes are
 // told at. mu guards locs; noted is the batch count + 1 of its last

@@ -187,7 +187,7 @@ func (d *Dir) Create(n Name, flags int, mode uint32, o OpenOptions) (*File, erro
 		return nil, err
 	}
 	o.Want = FileKey{}
-	f, _, err := d.v.adopt(fd, d.Place(n), n.Backing, true, o)
+	f, _, err := d.v.adopt(fd, d.Place(n), d.link(n), true, o)
 	if err != nil {
 		d.v.tree.Unlink(d.treeDir(), n, 0)
 		return nil, err
@@ -227,7 +227,7 @@ func (d *Dir) Unlink(n Name, mode uint32) error {
 	err := d.v.tree.Unlink(d.treeDir(), n, mode)
 	if err == nil {
 		if f != nil {
-			f.places.move(dirLink{string(d.id), n.Backing}, dirLink{})
+			f.places.move(d.link(n), dirLink{})
 		}
 		d.v.changes.removed(d.id, n.Backing)
 	}
@@ -262,7 +262,7 @@ func (d *Dir) Link(n Name, to *Dir, tn Name) error {
 	err := d.v.tree.Link(d.treeDir(), n, to.treeDir(), tn)
 	if err == nil && d.v.changes != nil {
 		if f := d.v.openAt(to.fd, tn.Backing); f != nil {
-			f.places.add(dirLink{string(to.id), tn.Backing})
+			f.places.add(to.link(tn))
 			f.Release()
 		}
 		d.v.changes.touched(d.id, n.Backing)

@@ -109,7 +109,7 @@ func (d *Dir) openOnce(n Name, o OpenOptions) (*File, FileKey, error) {
 	if err != nil {
 		return nil, FileKey{}, err
 	}
-	return d.v.adopt(fd, d.Place(n), n.Backing, writable, o)
+	return d.v.adopt(fd, d.Place(n), d.link(n), writable, o)
 }
 
 // sameInode reports whether st is the inode key.
@@ -132,12 +132,12 @@ func openBacking(dirfd int, name string, flags int, noAtime bool) (int, error) {
 	return fd, err
 }
 
-// adopt puts a freshly opened backing fd into the table at place p (backing
-// name b), or, if its inode is open already, closes fd and shares that
+// adopt puts a freshly opened backing fd into the table at place p (the
+// name at, for the changes told), or, if its inode is open already, closes fd and shares that
 // file (whose header must then bind it to p as well). It owns fd. writable
 // says whether fd is read-write. The key it returns is fd's inode, also on
 // a failure of the table.
-func (v *Vault) adopt(fd int, p Place, b string, writable bool, o OpenOptions) (*File, FileKey, error) {
+func (v *Vault) adopt(fd int, p Place, at dirLink, writable bool, o OpenOptions) (*File, FileKey, error) {
 	st, err := backing.Fstat(fd)
 	if err != nil {
 		backing.Close(fd)
@@ -163,7 +163,7 @@ func (v *Vault) adopt(fd int, p Place, b string, writable bool, o OpenOptions) (
 		return f
 	})
 	if err == nil && v.changes != nil {
-		f.places.add(dirLink{string(p.ParentID), b})
+		f.places.add(at)
 	}
 	return f, key, err
 }
@@ -187,7 +187,7 @@ func (v *Vault) openAt(dirfd int, b string) *File {
 // of an open file it moved (and drops tn from those of an open file it
 // replaced).
 func (v *Vault) renamed(d *Dir, n Name, to *Dir, tn Name, exchange bool, replaced *File) {
-	from, dst := dirLink{string(d.id), n.Backing}, dirLink{string(to.id), tn.Backing}
+	from, dst := d.link(n), to.link(tn)
 	moved := v.openAt(to.fd, tn.Backing)
 	if replaced != nil && replaced != moved {
 		replaced.places.move(dst, dirLink{})
@@ -214,7 +214,7 @@ func (v *Vault) rebindSource(dirfd int, backingName string, p Place) (*fileengin
 	if err != nil {
 		return nil, nil, err
 	}
-	f, _, err := v.adopt(fd, p, backingName, true, OpenOptions{})
+	f, _, err := v.adopt(fd, p, dirLink{string(p.ParentID), backingName}, true, OpenOptions{})
 	if err != nil {
 		return nil, nil, err
 	}
