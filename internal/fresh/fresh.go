@@ -271,8 +271,9 @@ func (v *Vault) log(s string) {
 }
 
 // Flush records every change noted since the last batch: the manifests
-// of the directories changed, then the epoch (fsync, syncfs and unmount
-// call it; so does a timer).
+// of the directories changed, then the epoch. The writer's timer calls it
+// (Options.Interval) and Close does a last batch; an fsync or syncfs
+// through the mount does not (docs/format.md §15, "Not covered yet").
 func (v *Vault) Flush() error { return v.batch(false) }
 
 // startBatch is Start's batch. A batch that fails for want of space (a
