@@ -80,12 +80,7 @@ func TestMountRecords(t *testing.T) {
 			s.Close()
 		}
 	})
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	must(os.MkdirAll(filepath.Join(mnt, "d", "e"), 0o755))
 	must(os.WriteFile(filepath.Join(mnt, "d", "empty"), nil, 0o644))
 	must(os.WriteFile(filepath.Join(mnt, "d", "f"), []byte("contents"), 0o644))
@@ -128,5 +123,15 @@ func TestMountRecords(t *testing.T) {
 	}
 	if rep.Status != fresh.Behind || !found {
 		t.Fatalf("long-named file deleted: %s", rep)
+	}
+}
+
+// mustFor returns a check that fails t at once on a non-nil error.
+func mustFor(t *testing.T) func(error) {
+	return func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

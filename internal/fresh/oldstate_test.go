@@ -26,12 +26,7 @@ func TestOldUnrecordedState(t *testing.T) {
 // (the deletion is adopted, as after a crash, and nothing else is left
 // unrecorded).
 func testOldUnrecordedState(t *testing.T, gone bool) {
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	dir, state := newVault(t)
 	mnt, s, unmount := mountWriter(t, dir, state)
 	must(os.Mkdir(filepath.Join(mnt, "sub"), 0o755))

@@ -82,12 +82,7 @@ func ownManifests(t *testing.T, dir string) string {
 func TestPlantedSymlinksWriteNothingOutside(t *testing.T) {
 	dir, state := newVault(t)
 	mnt, s, unmount := mountWriter(t, dir, state)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	must(os.WriteFile(filepath.Join(mnt, "a"), []byte("one"), 0o644))
 	must(s.Freshness().Flush())
 

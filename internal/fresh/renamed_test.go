@@ -17,12 +17,7 @@ import (
 // directory's xattrs put back as the earlier batch recorded them are
 // reported rolled back.
 func TestRenamedDirXattr(t *testing.T) {
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	dir, state := newVault(t)
 	mnt, s, unmount := mountWriter(t, dir, state)
 	must(os.MkdirAll(filepath.Join(mnt, "top", "a"), 0o755))

@@ -41,12 +41,7 @@ func backingName(t *testing.T, dir, name string) string {
 //   - a file written through the mount deleted;
 //   - a file removed through the mount put back.
 func TestBatchRecordsWhatTheDeviceDid(t *testing.T) {
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	cases := []struct {
 		name string
 		// act changes file f through the mount and, as the storage,
@@ -118,12 +113,7 @@ func mustRead(t *testing.T, p string) []byte {
 // kept in the local state: the next mount records just those, and the
 // deletion stays reported.
 func TestFailedLastBatchAdoptsNothing(t *testing.T) {
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := mustFor(t)
 	dir, state := newVault(t)
 	mnt, s, unmount := mountWriter(t, dir, state)
 	must(os.WriteFile(filepath.Join(mnt, "a"), []byte("a"), 0o644))
