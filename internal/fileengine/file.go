@@ -164,7 +164,13 @@ func (f *File) Settle() error {
 
 // settleLocked is Settle with mu held for writing.
 func (f *File) settleLocked() error {
+	// The unsaved tag entries first: they lie inside the space reserved
+	// ahead, and a write there cannot fail for want of space.
+	saveErr := f.rooted.saveEntries()
 	f.space.trimReserved()
+	if saveErr != nil {
+		return saveErr
+	}
 	return f.rooted.finalize(false)
 }
 

@@ -295,45 +295,51 @@ func (fr fileRoots) setEntry(i uint64, stored []byte) {
 // writeEntries writes the entries of chunks [first, last] (one group) of
 // a file of size bytes to their tag block (zeros for a block not in the
 // table); in a compact layout, only to the pieces of block 0 that the
-// file has (layout.entryStored).
+// file has (layout.entryStored). A no-op without roots.
 func (fr fileRoots) writeEntries(first, last uint64, size int64) error {
-	return fr.entryWrite(first, last, size)()
-}
-
-// entryWrite returns the write of the entries of chunks [first, last] (one
-// group) of a file of size bytes, as writeEntries, for sealAndWrite, which
-// may run it on another goroutine: the block was made before the sealing
-// (blockFor), and the entries written are not touched by the sealing of
-// other windows. A no-op without roots.
-func (fr fileRoots) entryWrite(first, last uint64, size int64) func() error {
 	f := fr.f
 	rs := f.rt
 	if rs == nil {
-		return func() error { return nil }
+		return nil
 	}
 	l, n := f.e.lay, f.e.chunksOf(size)
-	type run struct {
-		b   []byte
-		off int64
-	}
-	var runs [2]run // at most two pieces of one block
-	k := 0
 	for i := first; i <= last; {
 		end := min(last, l.entryRunEnd(i))
 		if l.entryStored(i, n) {
-			runs[k] = run{rs.tags.entries(i, end, f.e.zeroStore), l.entryOffset(i)}
-			k++
-		}
-		i = end + 1
-	}
-	return func() error {
-		for _, r := range runs[:k] {
-			if err := writeFullAt(f.b, r.b, r.off); err != nil {
+			if err := writeFullAt(f.b, rs.tags.entries(i, end, f.e.zeroStore), l.entryOffset(i)); err != nil {
 				return err
 			}
 		}
-		return nil
+		i = end + 1
 	}
+	return nil
+}
+
+// saveEntries stores the entries that writes set and left unsaved
+// (sealAndWrite: tagTable.markUnsaved), block by block in offset order,
+// each block's unsaved range in one write per piece. Called before a
+// clean header (finalize) and before the space reserved ahead is given
+// back (settleLocked): the entries lie between chunks, inside that
+// space. Entries past the file's last chunk are not written (a truncate
+// cut them, with their chunks). Called with mu held for writing.
+func (fr fileRoots) saveEntries() error {
+	f := fr.f
+	rs := f.rt
+	if rs == nil || !rs.trusted {
+		return nil // untrusted entries are rebuilt from the chunks (finalize)
+	}
+	n := f.e.chunksOf(f.size)
+	for _, g := range rs.tags.unsavedGroups() {
+		b := rs.tags.blocks[g]
+		first, last := g*content.TagEntries+uint64(b.lo), min(g*content.TagEntries+uint64(b.hi), n-1)
+		if n > 0 && first <= last {
+			if err := fr.writeEntries(first, last, f.size); err != nil {
+				return err
+			}
+		}
+		b.unsaved = false
+	}
+	return nil
 }
 
 // finalize writes a clean header for a file this File changed: the
@@ -350,6 +356,9 @@ func (fr fileRoots) finalize(durable bool) error {
 	rs := f.rt
 	if rs == nil || !rs.wrote || !f.hasHeader {
 		return nil
+	}
+	if err := fr.saveEntries(); err != nil {
+		return err
 	}
 	if !rs.trusted {
 		if err := fr.rebuildEntries(); err != nil {

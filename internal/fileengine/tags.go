@@ -24,6 +24,11 @@ type tagBlock struct {
 	entries [content.TagBlockSize]byte
 	hash    [sha256.Size]byte
 	stale   bool // entries changed since hash was taken
+	// unsaved: entries [lo, hi] of the block were set by a write and
+	// not yet stored (markUnsaved; fileRoots.saveEntries stores them
+	// before a clean header).
+	unsaved bool
+	lo, hi  uint16
 }
 
 // zeroEntry is the entry of a chunk whose block is not in the table. Read only.
@@ -59,6 +64,30 @@ func (t *tagTable) blockFor(i uint64) *tagBlock {
 func (t *tagTable) set(i uint64, tag []byte) {
 	at := i % content.TagEntries * content.TagSize
 	copy(t.blocks[i/content.TagEntries].entries[at:at+content.TagSize], tag)
+}
+
+// markUnsaved records that the entries of chunks [first, last] (one
+// block, in the table) are newer in memory than on the backing file.
+func (t *tagTable) markUnsaved(first, last uint64) {
+	b := t.blocks[first/content.TagEntries]
+	lo, hi := uint16(first%content.TagEntries), uint16(last%content.TagEntries)
+	if !b.unsaved {
+		b.unsaved, b.lo, b.hi = true, lo, hi
+		return
+	}
+	b.lo, b.hi = min(b.lo, lo), max(b.hi, hi)
+}
+
+// unsavedGroups returns, sorted, the blocks with unsaved entries.
+func (t *tagTable) unsavedGroups() []uint64 {
+	var gs []uint64
+	for g, b := range t.blocks {
+		if b.unsaved {
+			gs = append(gs, g)
+		}
+	}
+	slices.Sort(gs)
+	return gs
 }
 
 // entries returns the stored bytes of the entries of chunks [first, last]

@@ -248,29 +248,25 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 			return err
 		}
 		stored, at := j.stored, e.cipherOffset(wFirst)
-		// With roots, the window's tag entries follow in one write to its
-		// group's tag block: after the chunks, so that the entries never
-		// make the backing file longer than its chunks (a crash between
-		// the two would leave an impossible size). Either order is safe
-		// for the content: the header is DIRTY (markDirty) until
-		// finalize has made both durable.
-		entries := j.f.rooted.entryWrite(wFirst, wLast, j.newSize)
+		// With roots, the window's tag entries are stored later, all at
+		// once, before the clean header (fileRoots.saveEntries, at fsync
+		// or the last close): until then the header is DIRTY (markDirty)
+		// and the file reads with v1's rules, which never look at the
+		// stored entries, so a write pays no entry write of its own (one
+		// or two 16-byte pwrites per write of a small file, one per
+		// window of a large one).
+		if rs := j.f.rt; rs != nil {
+			rs.tags.markUnsaved(wFirst, wLast)
+		}
 		if !pipelined {
 			if err := writeFullAt(j.f.b, stored, at); err != nil {
-				return err
-			}
-			if err := entries(); err != nil {
 				return err
 			}
 			continue
 		}
 		inflight = make(chan error, 1)
 		go func(done chan<- error) {
-			err := writeFullAt(j.f.b, stored, at)
-			if err == nil {
-				err = entries()
-			}
-			done <- err
+			done <- writeFullAt(j.f.b, stored, at)
 		}(inflight)
 	}
 	return wait()
