@@ -152,8 +152,10 @@ func (fr fileRoots) loadRoots() error {
 	buf := e.bufs.get(content.TagBlockSize)
 	defer e.bufs.put(buf)
 	block := (*buf)[:content.TagBlockSize]
+	var only *[]byte // a file of one chunk: its plaintext, for the tail cache
+	defer func() { e.bufs.put(only) }()
 	err := fr.forDataGroups(0, e.tagBlocksOf(f.size), func(g uint64) error {
-		if err := fr.readTagBlock(block, g); err != nil {
+		if err := fr.readTagBlock(block, g, &only); err != nil {
 			return fmt.Errorf("core: tag block %d: %w", g, err)
 		}
 		rs.tags.load(g, block)
@@ -170,6 +172,13 @@ func (fr fileRoots) loadRoots() error {
 		return fmt.Errorf("core: tag blocks: %w", err)
 	}
 	rs.loaded, rs.trusted = true, true
+	if only != nil {
+		// Authenticated by its AEAD and, through its entry, by the root
+		// just checked: what the first read would have found, read again
+		// and opened. So the read (or an append) that loaded the roots
+		// costs one backing read of the chunk, not two.
+		f.tail.set(*only)
+	}
 	return nil
 }
 
@@ -177,8 +186,10 @@ func (fr fileRoots) loadRoots() error {
 // (content.TagBlockSize bytes): the stored block, or for block 0 of a
 // compact layout its stored pieces (zeros for the entries past them: the
 // chunks they name do not exist), and for a file of one chunk entry 0
-// from chunk 0 itself, whose AEAD tag it is. Called with mu held.
-func (fr fileRoots) readTagBlock(block []byte, g uint64) error {
+// from chunk 0 itself, whose AEAD tag it is: then, if the chunk opens,
+// *only is set to its plaintext (a buffer of the engine's pools, for the
+// tail cache once the root is checked). Called with mu held.
+func (fr fileRoots) readTagBlock(block []byte, g uint64, only **[]byte) error {
 	f := fr.f
 	l := f.e.lay
 	if !l.compact || g > 0 {
@@ -194,6 +205,15 @@ func (fr fileRoots) readTagBlock(block []byte, g uint64) error {
 			return err
 		}
 		copy(block, f.fc.ChunkTag(stored))
+		plain := f.e.bufs.get(f.e.chunkSize)
+		out, err := f.fc.Open((*plain)[:0], stored, 0, true)
+		if err != nil {
+			// The read that follows reads it again and reports it.
+			f.e.bufs.put(plain)
+			return nil
+		}
+		*plain = out
+		*only = plain
 		return nil
 	}
 	for i := uint64(0); i < content.TagEntries; i = l.entryRunEnd(i) + 1 {

@@ -202,3 +202,35 @@ func TestCompactTamperOneChunk(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactOneChunkReadOnce: the first read of a clean file of one
+// chunk checks its root from the chunk (its tag is the file's only
+// entry) and keeps the plaintext it opened for the read, so the open and
+// the read cost two backing reads (header, chunk), not three; a chunk
+// whose body was damaged still fails the read.
+func TestCompactOneChunkReadOnce(t *testing.T) {
+	for _, alg := range testAlgorithms {
+		t.Run(string(alg), func(t *testing.T) {
+			e := newCompactEngine(t, alg, sequential(13))
+			plain := randomBytes(rand.New(rand.NewPCG(13, 13)), 3000)
+			m := rootsFile(t, e, plain)
+			r0, _ := m.Counts()
+			f := openRoots(t, e, m)
+			got, err := readAll(f)
+			if err != nil || !bytes.Equal(got, plain) {
+				t.Fatalf("read: %v (%d bytes, want %d)", err, len(got), len(plain))
+			}
+			mustClose(t, f)
+			if r1, _ := m.Counts(); r1-r0 != 2 {
+				t.Fatalf("open and read of a 1-chunk file: %d backing reads, want 2 (header, chunk)", r1-r0)
+			}
+			bad := bytes.Clone(m.Bytes())
+			bad[e.lay.header+int64(e.nonceSize)] ^= 1 // the body, not the tag
+			f = openRoots(t, e, NewMemBackingFrom(bad))
+			defer mustClose(t, f)
+			if _, err := readAll(f); !isAuthError(err) {
+				t.Fatalf("read of a damaged chunk: %v, want an authentication error", err)
+			}
+		})
+	}
+}
