@@ -491,6 +491,10 @@ func (fr fileRoots) forDataGroups(from, to uint64, fn func(g uint64) error) erro
 	f := fr.f
 	l := f.e.lay
 	ds, seek := f.b.(dataSeeker)
+	// One group: reading it (zeros if it is a hole) is what the seeks
+	// would find, for one read instead of two lseeks and a read; so a
+	// small file's roots cost no seek (format 2 paid two per open).
+	seek = seek && to-from > 1
 	for g := from; g < to; {
 		if !seek {
 			if err := fn(g); err != nil {

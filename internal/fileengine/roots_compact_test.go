@@ -234,3 +234,39 @@ func TestCompactOneChunkReadOnce(t *testing.T) {
 		})
 	}
 }
+
+// seekCounter is a MemBacking that counts SeekData calls.
+type seekCounter struct {
+	*MemBacking
+	seeks int
+}
+
+func (s *seekCounter) SeekData(off int64) (int64, error) {
+	s.seeks++
+	return s.MemBacking.SeekData(off)
+}
+
+// TestCompactSmallFileNoSeek: loading the roots of a file of one group
+// reads its tag block (or pieces) without asking the backing where its
+// data is (two lseeks per open of a small file).
+func TestCompactSmallFileNoSeek(t *testing.T) {
+	const cs = 4 << 10
+	e := newCompactEngine(t, content.AES256GCM, sequential(14))
+	r := rand.New(rand.NewPCG(14, 14))
+	for _, size := range []int{1, cs, 3*cs + 7, 40 * cs} {
+		plain := randomBytes(r, size)
+		sc := &seekCounter{MemBacking: rootsFile(t, e, plain)}
+		f, err := e.OpenAt(sc, testPlace)
+		if err != nil {
+			t.Fatalf("OpenAt: %v", err)
+		}
+		got, err := readAll(f)
+		mustClose(t, f)
+		if err != nil || !bytes.Equal(got, plain) {
+			t.Fatalf("%d bytes: read %v", size, err)
+		}
+		if sc.seeks != 0 {
+			t.Fatalf("%d bytes (one group): %d SeekData calls, want 0", size, sc.seeks)
+		}
+	}
+}
