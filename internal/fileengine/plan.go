@@ -48,6 +48,10 @@ type layout struct {
 	pieceA, pieceB           int64
 	pieceAEnd                uint64
 	pieceANeeds, pieceBNeeds uint64
+
+	// readGaps is the bytes between the chunks of one read (readEnd):
+	// the pieces of tag block 0 in a compact layout, else 0.
+	readGaps int64
 }
 
 // newLayout is the layout of a file format: v1 (neither tagged nor
@@ -79,6 +83,7 @@ func newLayout(l layout, tagged, compact bool) layout {
 		l.short[n] = content.TagBlockSize - pieceA // piece B not stored
 	}
 	l.short[1] = content.TagBlockSize // nor piece A
+	l.readGaps = content.TagBlockSize
 	return l
 }
 
@@ -154,6 +159,18 @@ func (l layout) runEnd(i, last uint64) uint64 {
 		return min(last, l.headEnd[i]-1)
 	}
 	return min(last, i|(l.group-1))
+}
+
+// readEnd bounds a run of chunks starting at i that one backing read
+// fetches: runEnd, except that in a compact layout the chunks of group 0
+// are one run, read with the pieces of tag block 0 between them (at most
+// readGaps bytes, not looked at), so a read across chunk 0 and 1 (or 15
+// and 16) is one pread, as in the other layouts.
+func (l layout) readEnd(i, last uint64) uint64 {
+	if l.compact && i < content.TagEntries {
+		return min(last, content.TagEntries-1)
+	}
+	return l.runEnd(i, last)
 }
 
 // cipherSize is the backing size of a file of size plaintext bytes.

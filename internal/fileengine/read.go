@@ -90,12 +90,12 @@ func (rd fileReads) readLocked(p []byte, off int64) error {
 	// does not cap the parallel speed-up.
 	win := uint64(e.windowChunks)
 	window := func(wFirst uint64) (wLast uint64, start, end int64) {
-		wLast = e.lay.runEnd(wFirst, min(wFirst+win-1, readLast))
+		wLast = e.lay.readEnd(wFirst, min(wFirst+win-1, readLast))
 		start = e.cipherOffset(wFirst)
 		end = e.cipherOffset(wLast) + int64(e.plainLen(wLast, f.size)+e.overhead)
 		return wLast, start, end
 	}
-	windowBytes := int(min(readLast-first+1, win)) * e.cipherChunk
+	windowBytes := int(min(readLast-first+1, win))*e.cipherChunk + int(e.lay.readGaps)
 	bufs := [2]*[]byte{e.bufs.get(windowBytes)}
 	defer e.bufs.put(bufs[0])
 	pipelined := e.parallel && readLast-first+1 > win
@@ -152,7 +152,7 @@ type openJob struct {
 	first    uint64 // chunk index of run position 0
 	fileLast uint64
 	sparse   bool
-	stored   []byte // the stored chunks of the run, back to back
+	stored   []byte // the stored bytes of the run, from its first chunk to its last
 	p        []byte // destination: plaintext bytes [off, off+len(p))
 	off      int64
 }
@@ -166,7 +166,7 @@ func (j *openJob) work(lo, hi int) error {
 		i := j.first + uint64(k)
 		plainStart := int64(i) * cs
 		plainLen := e.plainLen(i, f.size)
-		pos := k * e.cipherChunk
+		pos := int(e.cipherOffset(i) - e.cipherOffset(j.first)) // past the pieces of tag block 0 in the run (readEnd)
 		stored := j.stored[pos : pos+plainLen+e.overhead]
 		final := i == j.fileLast
 		if plainStart >= j.off && plainStart+int64(plainLen) <= reqEnd {

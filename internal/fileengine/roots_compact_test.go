@@ -3,6 +3,7 @@ package fileengine
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"testing"
 
@@ -268,5 +269,40 @@ func TestCompactSmallFileNoSeek(t *testing.T) {
 		if sc.seeks != 0 {
 			t.Fatalf("%d bytes (one group): %d SeekData calls, want 0", size, sc.seeks)
 		}
+	}
+}
+
+// TestCompactReadAcrossPieces: a read across chunks 0 and 1 (piece A of
+// tag block 0 between them) and across 15 and 16 (piece B) is one backing
+// read, as in the other layouts: the open and a whole read of a 17-chunk
+// file cost the header, the two pieces and one read of the chunks.
+func TestCompactReadAcrossPieces(t *testing.T) {
+	const cs = 4 << 10
+	for _, alg := range testAlgorithms {
+		t.Run(string(alg), func(t *testing.T) {
+			e := newCompactEngine(t, alg, sequential(15))
+			r := rand.New(rand.NewPCG(15, 15))
+			for _, size := range []int{cs + 100, 17*cs + 5} {
+				plain := randomBytes(r, size)
+				m := rootsFile(t, e, plain)
+				r0, _ := m.Counts()
+				f := openRoots(t, e, m)
+				got := make([]byte, size)
+				if n, err := f.ReadAt(got, 0); n != size || err != nil && err != io.EOF {
+					t.Fatalf("%d bytes: read %d, %v", size, n, err)
+				}
+				mustClose(t, f)
+				if !bytes.Equal(got, plain) {
+					t.Fatalf("%d bytes: read back differs", size)
+				}
+				want := 3 // header, piece A, the chunks
+				if size > 16*cs {
+					want = 4 // and piece B
+				}
+				if r1, _ := m.Counts(); r1-r0 != want {
+					t.Fatalf("%d bytes: open and read cost %d backing reads, want %d", size, r1-r0, want)
+				}
+			}
+		})
 	}
 }
