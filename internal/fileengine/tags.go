@@ -78,6 +78,26 @@ func (t *tagTable) markUnsaved(first, last uint64) {
 	b.lo, b.hi = min(b.lo, lo), max(b.hi, hi)
 }
 
+// The pieces of a compact tag block 0 a write stored whole (withPieces).
+const (
+	pieceA uint8 = 1 << iota // entries [0, content.CompactHeadEntries)
+	pieceB                   // entries [content.CompactHeadEntries, content.TagEntries)
+)
+
+// savedPieces records that the pieces of block 0 were stored whole from
+// the table: its unsaved entries are saved if they all lie in them.
+func (t *tagTable) savedPieces(pieces uint8) {
+	b := t.blocks[0]
+	if pieces == 0 || b == nil || !b.unsaved {
+		return
+	}
+	inA := b.hi < content.CompactHeadEntries && pieces&pieceA != 0
+	inB := b.lo >= content.CompactHeadEntries && pieces&pieceB != 0
+	if inA || inB || pieces == pieceA|pieceB {
+		b.unsaved = false
+	}
+}
+
 // unsavedGroups returns, sorted, the blocks with unsaved entries.
 func (t *tagTable) unsavedGroups() []uint64 {
 	var gs []uint64

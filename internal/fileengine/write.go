@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
 // WriteAt writes plaintext like os.File.WriteAt, growing the file as needed;
@@ -208,7 +210,7 @@ func (j *sealJob) plain(i uint64) []byte {
 // parallel speed-up.
 func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 	e := j.f.e
-	windowBytes := min(count, e.windowChunks) * e.cipherChunk
+	windowBytes := min(count, e.windowChunks)*e.cipherChunk + int(e.lay.readGaps)
 	bufs := [2]*[]byte{e.bufs.get(windowBytes)}
 	defer e.bufs.put(bufs[0])
 	pipelined := e.parallel && count > e.windowChunks
@@ -227,10 +229,17 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 	}
 	for w, done, n := 0, 0, 0; done < count; w, done = w+1, done+n {
 		wFirst := first + uint64(done)
-		// A window is stored back to back: with tag blocks, inside one group.
-		wLast := e.lay.runEnd(wFirst, wFirst+uint64(min(e.windowChunks, count-done)-1))
+		// A window is stored back to back: with tag blocks, inside one
+		// group; unpipelined, in a compact layout, across the pieces of
+		// tag block 0 too, written from the table (withPieces).
+		wLast := wFirst + uint64(min(e.windowChunks, count-done)-1)
+		if pipelined {
+			wLast = e.lay.runEnd(wFirst, wLast)
+		} else {
+			wLast = e.lay.readEnd(wFirst, wLast)
+		}
 		n = int(wLast-wFirst) + 1
-		size := (n-1)*e.cipherChunk + e.plainLen(wLast, j.newSize) + e.overhead
+		size := int(e.cipherOffset(wLast)-e.cipherOffset(wFirst)) + e.plainLen(wLast, j.newSize) + e.overhead
 		buf := bufs[0]
 		if pipelined {
 			buf = bufs[w%2]
@@ -259,8 +268,12 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 			rs.tags.markUnsaved(wFirst, wLast)
 		}
 		if !pipelined {
+			pieces := j.withPieces(wFirst, wLast)
 			if err := writeFullAt(j.f.b, stored, at); err != nil {
 				return err
+			}
+			if rs := j.f.rt; rs != nil {
+				rs.tags.savedPieces(pieces)
 			}
 			continue
 		}
@@ -272,6 +285,34 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 	return wait()
 }
 
+// withPieces fills, in the stored bytes of window [first, last], the
+// pieces of tag block 0 that lie between its chunks (compact layout:
+// piece A after chunk 0, piece B after chunk content.CompactHeadEntries-1)
+// with their entries from the table, the window's own just sealed, and
+// reports which it filled (pieceA, pieceB bits). So a write across them
+// is one pwrite, and stores their entries as well.
+func (j *sealJob) withPieces(first, last uint64) (pieces uint8) {
+	f := j.f
+	e, rs := f.e, f.rt
+	if rs == nil || !e.lay.compact || first >= content.CompactHeadEntries || last == first {
+		return 0
+	}
+	at := e.cipherOffset(first)
+	fill := func(i, from, to uint64) { // the gap after chunk i: entries [from, to]
+		gap := j.stored[e.cipherOffset(i)+int64(e.cipherChunk)-at : e.cipherOffset(i+1)-at]
+		copy(gap, rs.tags.entries(from, to, e.zeroStore))
+	}
+	if first == 0 {
+		fill(0, 0, e.lay.pieceAEnd)
+		pieces |= pieceA
+	}
+	if last >= content.CompactHeadEntries {
+		fill(content.CompactHeadEntries-1, content.CompactHeadEntries, content.TagEntries-1)
+		pieces |= pieceB
+	}
+	return pieces
+}
+
 // work seals run positions [lo, hi) into j.stored.
 func (j *sealJob) work(lo, hi int) error {
 	e := j.f.e
@@ -279,7 +320,7 @@ func (j *sealJob) work(lo, hi int) error {
 	for k := lo; k < hi; k++ {
 		i := j.runFirst + uint64(k)
 		plain := j.plain(i)
-		pos := k * e.cipherChunk
+		pos := int(e.cipherOffset(i) - e.cipherOffset(j.runFirst)) // past the pieces in the window (withPieces)
 		n := len(plain) + e.overhead
 		// The capacity limit keeps Seal inside this chunk's slot.
 		out := j.f.fc.Seal(j.stored[pos:pos:pos+n], plain, i, i == j.newLast, j.nonces[k*ns:(k+1)*ns])
