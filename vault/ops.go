@@ -88,7 +88,7 @@ func (v *Vault) ReadDir(name string) ([]fs.DirEntry, error) {
 	out := make([]fs.DirEntry, 0, len(ents))
 	be := &BadEntriesError{Dir: name}
 	for _, e := range ents {
-		fi, err := statEntry(entryRef{parent: d, name: e.Name})
+		fi, err := statEntry(entryRef{parent: d.Dir, name: e.Name})
 		if errors.Is(err, unix.ENOENT) {
 			continue // removed while listing
 		}
@@ -163,7 +163,9 @@ func (v *Vault) Remove(name string) error {
 		return pathErr("remove", name, err)
 	}
 	defer ref.release()
-	return pathErr("remove", name, ref.parent.Remove(ref.name))
+	err = ref.parent.Remove(ref.name)
+	v.dirs.invalidate(name)
+	return pathErr("remove", name, err)
 }
 
 // Rename moves oldName to newName, replacing newName like rename(2).
@@ -179,6 +181,8 @@ func (v *Vault) Rename(oldName, newName string) error {
 	}
 	defer to.release()
 	err = from.parent.Rename(from.name, to.parent, to.name, 0)
+	v.dirs.invalidate(oldName)
+	v.dirs.invalidate(newName)
 	return pathErr("rename", oldName, err)
 }
 

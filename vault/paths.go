@@ -3,6 +3,8 @@ package vault
 import (
 	"path"
 	"strings"
+
+	"github.com/encryptfs/encryptfs/internal/engine"
 )
 
 // EncryptPath returns the backing path (relative to the vault's directory)
@@ -48,28 +50,36 @@ func (v *Vault) backingPath(comps []string) (string, error) {
 // component must exist and decrypt.
 func (v *Vault) DecryptPath(backingPath string) (string, error) {
 	comps := split(backingPath)
-	d, err := v.openDir(nil)
+	root, err := v.openDir(nil)
 	if err != nil {
 		return "", pathErr("decrypt-path", backingPath, err)
 	}
+	defer root.Close()
+	// Found by backing name, the directories on the way are not cached:
+	// the cache is keyed by plaintext path.
+	d := root.Dir
 	var out []string
 	for i, c := range comps {
 		n, err := d.DecryptName(c)
+		if err == nil && i < len(comps)-1 {
+			var sub *engine.Dir
+			if sub, err = d.Sub(n); err == nil {
+				if d != root.Dir {
+					d.Close()
+				}
+				d = sub
+			}
+		}
 		if err != nil {
-			d.Close()
+			if d != root.Dir {
+				d.Close()
+			}
 			return "", pathErr("decrypt-path", backingPath, err)
 		}
 		out = append(out, n.Plain)
-		if i == len(comps)-1 {
-			break
-		}
-		sub, err := d.Sub(n)
-		d.Close()
-		if err != nil {
-			return "", pathErr("decrypt-path", backingPath, err)
-		}
-		d = sub
 	}
-	d.Close()
+	if d != root.Dir {
+		d.Close()
+	}
 	return strings.Join(out, "/"), nil
 }

@@ -41,6 +41,7 @@ type Vault struct {
 	sess   *session.Session
 	eng    *engine.Vault // sess.Vault(): directories, files, the open-file table
 	master []byte
+	dirs   *dirCache // directories resolved lately (dircache.go)
 
 	mu     sync.Mutex
 	closed bool
@@ -161,7 +162,7 @@ func fromSession(s *session.Session, master []byte) (*Vault, error) {
 		s.Close()
 		return nil, err
 	}
-	return &Vault{sess: s, eng: s.Vault(), master: append([]byte(nil), master...)}, nil
+	return &Vault{sess: s, eng: s.Vault(), master: append([]byte(nil), master...), dirs: newDirCache()}, nil
 }
 
 // MasterKey returns a copy of the vault's 32-byte master key. It is as
@@ -186,6 +187,7 @@ func (v *Vault) Close() error {
 		return nil
 	}
 	v.closed = true
+	v.dirs.close()
 	err := errors.Join(v.eng.CloseFiles(), v.sess.Close())
 	clear(v.master)
 	return err
