@@ -96,24 +96,22 @@ func (c *dirCache) deepest(comps []string) (e *cachedDir, depth int, gen uint64)
 	return nil, 0, gen
 }
 
-// live returns the deepest live entry among comps' prefixes as deepest
-// does, passing over (and dropping) one whose directory was removed since
-// it was resolved (its link count is 0: removed behind this Vault's back,
-// perhaps replaced by another directory at its name, which a walk finds).
-// One fstat: what a rename elsewhere does is only seen after the expiry,
-// but a removal is seen at once where the backing store counts links.
+// live is deepest, but an entry whose directory was removed since it was
+// resolved (its link count is 0: removed behind this Vault's back,
+// perhaps replaced by another directory at its name) is dropped, and the
+// caller walks from the root. It costs one fstat: a rename elsewhere is
+// only seen after the expiry, but a removal is seen at once where the
+// backing store counts links.
 func (c *dirCache) live(comps []string) (e *cachedDir, depth int, gen uint64) {
-	for {
-		e, depth, gen = c.deepest(comps)
-		if e == nil {
-			return e, depth, gen
-		}
-		st, err := engine.StatFD(e.fd)
-		if err == nil && st.Nlink > 0 {
-			return e, depth, gen
-		}
-		c.forget(dirKey(comps[:depth]), e)
+	e, depth, gen = c.deepest(comps)
+	if e == nil {
+		return e, depth, gen
 	}
+	if st, err := engine.StatFD(e.fd); err == nil && st.Nlink > 0 {
+		return e, depth, gen
+	}
+	c.forget(dirKey(comps[:depth]), e)
+	return nil, 0, gen
 }
 
 // forget drops e, held by the caller, from k if it is still there, and
