@@ -9,6 +9,13 @@
 // resolving a path. Errors are *fs.PathError values whose underlying error
 // is a syscall.Errno or one of the ErrXxx sentinels of this package, so
 // errors.Is(err, fs.ErrNotExist) and friends work.
+//
+// The directories a Vault resolved are kept for about a second, so that
+// calls on many entries of one directory do not walk from the root each
+// time. What the Vault itself renames or removes is seen at once; a
+// directory renamed in CIPHERDIR by someone else (a sync tool, a mount in
+// another process) may be reached under its old path for up to a second,
+// as through gocryptfs.
 package vault
 
 import (
