@@ -126,14 +126,14 @@ func (c *dirCache) forget(k string, e *cachedDir) {
 }
 
 // add keeps e (held by its caller, who still releases it) at key k,
-// unless the cache was invalidated since the caller's walk began (gen: e
+// unless the cache is off (ttl 0: Vault.SharedStorage), or was invalidated since the caller's walk began (gen: e
 // may have been resolved before a rename through this Vault that moved
 // it), is closed, or has an entry there already (a concurrent walk's).
 // The least recently used entry makes room.
 func (c *dirCache) add(k string, e *cachedDir, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || gen != c.gen || c.dirs[k] != nil {
+	if c.closed || c.ttl <= 0 || gen != c.gen || c.dirs[k] != nil {
 		return
 	}
 	if len(c.dirs) >= c.max {

@@ -334,3 +334,27 @@ func TestDirCacheConcurrent(t *testing.T) {
 		t.Fatalf("%d fds open in CIPHERDIR after Close, want 0", n)
 	}
 }
+
+// TestDirCacheSharedStorage: with SharedStorage nothing is kept, and a
+// rename by someone else is seen at once, with no expiry to wait for.
+func TestDirCacheSharedStorage(t *testing.T) {
+	v, dir := newTestVault(t)
+	v.SharedStorage()
+	cacheWrite(t, v, "a/f", "in a")
+	wantFile(t, v, "a/f", "in a")
+	other, err := Open(dir, testPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Rename("a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	cacheWrite(t, other, "a/g", "new a")
+	wantNotExist(t, v, "a/f")
+	wantFile(t, v, "a/g", "new a")
+	wantFile(t, v, "b/f", "in a")
+	if cached(v, "a") || cached(v, "b") {
+		t.Fatal("a directory is kept with SharedStorage")
+	}
+}

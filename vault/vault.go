@@ -172,6 +172,19 @@ func fromSession(s *session.Session, master []byte) (*Vault, error) {
 	return &Vault{sess: s, eng: s.Vault(), master: append([]byte(nil), master...), dirs: newDirCache()}, nil
 }
 
+// SharedStorage tells v that others change its CIPHERDIR at the same
+// time (a mount of the same vault, a sync tool: encryptfs serve
+// --shared-storage), so that it keeps nothing it resolved: every call
+// resolves its path again and sees their changes at once, where by
+// default a directory renamed or replaced by another writer may be
+// reached at its old place for up to a second (dircache.go). Call it
+// before any other method.
+func (v *Vault) SharedStorage() {
+	v.dirs.mu.Lock()
+	defer v.dirs.mu.Unlock()
+	v.dirs.ttl = 0
+}
+
 // MasterKey returns a copy of the vault's 32-byte master key. It is as
 // secret as the password: only for showing once after Create.
 func (v *Vault) MasterKey() []byte { return append([]byte(nil), v.master...) }

@@ -139,7 +139,11 @@ func serveVault(a *App, dir string, c *session.Config, f serveFlags, logger *log
 		s.Close()
 		return nil, err
 	}
-	return vault.FromSession(s)
+	v, err := vault.FromSession(s)
+	if err == nil && f.sharedStorage {
+		v.SharedStorage() // "both then see each other's changes without caching"
+	}
+	return v, err
 }
 
 // runWebDAV serves on ln until SIGINT or SIGTERM, then shuts down.
