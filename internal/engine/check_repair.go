@@ -15,26 +15,26 @@ import (
 // in its directory (repaired); none changes the times of what it repairs
 // (a repair is no change of the user's data).
 
-// Unlink removes name of dirfd (flags: AT_REMOVEDIR).
-func (i *Inspector) Unlink(dirfd int, name string, flags int) error {
-	err := i.v.fs.Unlinkat(dirfd, name, flags)
+// Unlink removes name of d (flags: AT_REMOVEDIR).
+func (d *InspectDir) Unlink(name string, flags int) error {
+	err := d.i.v.fs.Unlinkat(d.fd(), name, flags)
 	if err == nil {
-		i.repaired(dirfd, name)
+		d.repaired(name)
 	}
 	return err
 }
 
-// repaired tells freshness (if on) that the repair changed name of dirfd,
+// repaired tells freshness (if on) that the repair changed name of d,
 // by the directory's ID read from its ID file; a directory without a
 // readable ID makes it record every directory. The batch records what
 // the name is then (a repair leaves no expectation, expect.go: it may
 // remove a sidecar or a conflict copy whose entry stays).
-func (i *Inspector) repaired(dirfd int, name string) {
-	c := i.v.changes
+func (d *InspectDir) repaired(name string) {
+	c := d.i.v.changes
 	if c == nil {
 		return
 	}
-	r := tree.ReadDirIDFile(dirfd)
+	r := tree.ReadDirIDFile(d.fd())
 	f, err := tree.ParseDirIDFile(r.Raw)
 	if r.Err != nil || err != nil {
 		c.all()
@@ -43,12 +43,13 @@ func (i *Inspector) repaired(dirfd int, name string) {
 	c.touched(f.ID, name)
 }
 
-// Sync makes what was done in directory (or file) fd durable.
-func (i *Inspector) Sync(fd int) error { return i.v.fs.Fsync(fd) }
+// Sync makes what was done in d durable.
+func (d *InspectDir) Sync() error { return d.i.v.fs.Fsync(d.fd()) }
 
-// NewDirID writes a new directory ID into directory dirfd, replacing a
-// missing or torn one (the caller checked that no entry depends on it).
-func (i *Inspector) NewDirID(dirfd int) error {
+// NewDirID writes a new directory ID into d, replacing a missing or torn
+// one (the caller checked that no entry depends on it).
+func (d *InspectDir) NewDirID() error {
+	i, dirfd := d.i, d.fd()
 	// The directory's entry in its parent now records another ID, and
 	// neither the parent nor the old ID is known here: freshness records
 	// every directory (a torn or missing ID file is rare).
@@ -67,25 +68,26 @@ func (i *Inspector) NewDirID(dirfd int) error {
 }
 
 // RewriteHeader writes the header bytes hdr over the start of file name
-// of dirfd and fsyncs it.
-func (i *Inspector) RewriteHeader(dirfd int, name string, hdr []byte) error {
-	fd, _, err := backing.OpenRegular(dirfd, name, unix.O_WRONLY)
+// of d and fsyncs it.
+func (d *InspectDir) RewriteHeader(name string, hdr []byte) error {
+	fd, _, err := backing.OpenRegular(d.fd(), name, unix.O_WRONLY)
 	if err != nil {
 		return err
 	}
-	f := i.v.fs.NewFile(fd, nil)
+	f := d.i.v.fs.NewFile(fd, nil)
 	defer f.Close()
 	if _, err := f.WriteAt(hdr, 0); err != nil {
 		return err
 	}
-	i.repaired(dirfd, name)
+	d.repaired(name)
 	return f.Sync()
 }
 
-// RebindDir binds directory name of dirfd ("" for dirfd) to p only,
-// dropping the binding of a place it is not at.
-func (i *Inspector) RebindDir(dirfd int, name string, p Place) error {
-	sub, err := backing.OpenDir(dirfd, name)
+// RebindDir binds directory name of d ("" for d) to p only, dropping the
+// binding of a place it is not at.
+func (d *InspectDir) RebindDir(name string, p Place) error {
+	i := d.i
+	sub, err := backing.OpenDir(d.fd(), name)
 	if err != nil {
 		return err
 	}
@@ -104,9 +106,10 @@ func (i *Inspector) RebindDir(dirfd int, name string, p Place) error {
 	return unix.UtimesNanoAt(sub, ".", []unix.Timespec{st.Atim, st.Mtim}, 0)
 }
 
-// RebindFile binds file name of dirfd, found at p, to p and also only
-// (the places of its other names), dropping every other binding.
-func (i *Inspector) RebindFile(dirfd int, name string, p Place, also []Place) error {
+// RebindFile binds file name of d, found at p, to p and also only (the
+// places of its other names), dropping every other binding.
+func (d *InspectDir) RebindFile(name string, p Place, also []Place) error {
+	i, dirfd := d.i, d.fd()
 	fd, st, err := backing.OpenRegular(dirfd, name, unix.O_RDWR)
 	if err != nil {
 		return err
@@ -124,14 +127,15 @@ func (i *Inspector) RebindFile(dirfd int, name string, p Place, also []Place) er
 	if err != nil {
 		return err
 	}
-	i.repaired(dirfd, name)
+	d.repaired(name)
 	return backing.UtimesNanoAt(dirfd, name, [2]unix.Timespec{st.Atim, st.Mtim})
 }
 
-// Reroot recomputes the tag blocks and root of file name of dirfd, found
-// at p, from its chunks read with v1's rules (a chunk that does not
+// Reroot recomputes the tag blocks and root of file name of d, found at
+// p, from its chunks read with v1's rules (a chunk that does not
 // authenticate stops it).
-func (i *Inspector) Reroot(dirfd int, name string, p Place) error {
+func (d *InspectDir) Reroot(name string, p Place) error {
+	i, dirfd := d.i, d.fd()
 	fd, st, err := backing.OpenRegular(dirfd, name, unix.O_RDWR)
 	if err != nil {
 		return err
@@ -141,6 +145,6 @@ func (i *Inspector) Reroot(dirfd int, name string, p Place) error {
 	if err := i.v.core.Reroot(bf, p); err != nil {
 		return err
 	}
-	i.repaired(dirfd, name)
+	d.repaired(name)
 	return backing.UtimesNanoAt(dirfd, name, [2]unix.Timespec{st.Atim, st.Mtim})
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/encryptfs/encryptfs/internal/backing"
 	"github.com/encryptfs/encryptfs/internal/fileengine"
 	"github.com/encryptfs/encryptfs/internal/tree"
-	"golang.org/x/sys/unix"
 )
 
 // Inspector is the raw-but-safe view of a vault that an offline check
@@ -38,9 +37,11 @@ type AltDirID = tree.AltDirID
 // Dirent is one name of a backing directory listing.
 type Dirent = backing.Dirent
 
-// Walk walks CIPHERDIR beneath rootfd (not closed) with w, root as the
-// root's WalkDir.Data: the one walker every offline pass uses.
-func (i *Inspector) Walk(rootfd int, root any, w Walker) error { return tree.Walk(rootfd, root, w) }
+// Walk walks CIPHERDIR beneath root (OpenRoot; not closed) with w, data
+// as the root's WalkDir.Data: the one walker every offline pass uses.
+func (i *Inspector) Walk(root *InspectDir, data any, w Walker) error {
+	return tree.Walk(root.fd(), data, w)
+}
 
 // Suite is the vault's content suite.
 func (i *Inspector) Suite() *Suite { return i.v.core.Suite() }
@@ -62,40 +63,8 @@ func (i *Inspector) DirIDUnchecked(d *WalkDir) (id []byte, bindings int, err err
 // or malformed (not one that fails its binding).
 func IsCorruptDir(err error) bool { return errors.Is(err, tree.ErrCorruptDir) }
 
-// FixedPlace is a DirPlace that answers p.
-func FixedPlace(p Place) DirPlace { return tree.FixedPlace(p) }
-
 // Place is where entry n of the directory with ID dirID is bound.
 func (i *Inspector) Place(dirID []byte, n Name) Place { return i.v.tree.Place(dirID, n) }
-
-// AltDirIDs reads the conflict copies of the ID file among ents of
-// directory dirfd (at place p): the valid ones, and the names of those
-// that are unreadable.
-func (i *Inspector) AltDirIDs(dirfd int, ents []Dirent, p DirPlace) (alts []AltDirID, invalid []string) {
-	return i.v.tree.DirIDs().Alts(tree.NewDir(dirfd, nil, p), ents)
-}
-
-// DecryptName decrypts backing name bn of directory dirfd (ID dirID).
-func (i *Inspector) DecryptName(dirfd int, dirID []byte, bn string) (Name, error) {
-	return i.v.tree.DecryptName(tree.NewDir(dirfd, dirID, nil), bn)
-}
-
-// DecryptAlt decrypts bn under one of the conflicting IDs alts, as the
-// mount shows it (a conflict copy).
-func (i *Inspector) DecryptAlt(dirfd int, alts []AltDirID, bn string) (Name, bool) {
-	return i.v.tree.DecryptAlt(tree.NewDir(dirfd, nil, nil), alts, bn)
-}
-
-// Resolve is the mount's lookup of plain in directory dirfd (ID dirID, at
-// place p): the entry it shows under that name.
-func (i *Inspector) Resolve(dirfd int, dirID []byte, p DirPlace, plain string) (Name, unix.Stat_t, error) {
-	return i.v.tree.Resolve(tree.NewDir(dirfd, dirID, p), plain, false)
-}
-
-// Readlink decrypts the target of symlink n of directory dirfd.
-func (i *Inspector) Readlink(dirfd int, dirID []byte, n Name) (string, error) {
-	return i.v.tree.Symlinks().Readlink(tree.NewDir(dirfd, dirID, nil), n)
-}
 
 // ListXattr lists the xattrs of the object open as fd (ID objID), and
 // apart the backing names that do not decrypt.

@@ -54,49 +54,49 @@ const (
 // read it) found at place p (nil: not known, the name of the directory
 // did not decrypt). A directory not bound to p is reported as
 // misplaced-dir and walked with its ID all the same; one with a stale
-// second binding is reported (and, with plan, fixed).
-func (w *walker) readDirID(wd *engine.WalkDir, p *engine.Place, plainRel string) ([]byte, error) {
+// second binding is reported (stale: with plan, planRebindDir fixes it).
+func (w *walker) readDirID(wd *engine.WalkDir, p *engine.Place, plainRel string) (id []byte, stale bool, err error) {
 	if !w.ins.Bound() {
-		return w.ins.DirID(wd, engine.Place{})
+		id, err = w.ins.DirID(wd, engine.Place{})
+		return id, false, err
 	}
 	id, bindings, err := w.ins.DirIDUnchecked(wd)
 	if err != nil || p == nil {
-		return id, err
+		return id, false, err
 	}
-	dirfd, cipherRel := wd.Fd, wd.Rel
-	at := joinCipher(cipherRel, engine.DirIDFile)
+	at := joinCipher(wd.Rel, engine.DirIDFile)
 	if _, err := w.ins.DirID(wd, *p); engine.IsMisplaced(err) {
 		w.add(Problem{Kind: KindMisplacedDir, CipherPath: at, PlainPath: plainRel,
 			Detail: "the directory is not bound to where it is (moved or grafted here, or its directory ID file copied from another directory): the mount answers EIO"})
-		return id, nil
+		return id, false, nil
 	} else if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if bindings > 1 {
 		w.add(Problem{Kind: KindStaleBinding, CipherPath: at, PlainPath: plainRel,
 			Detail: "the directory is also bound to a place it is not at (a crash during a rename of it)"})
-		if w.plan {
-			self, err := engine.StatFD(dirfd)
-			if err == nil {
-				f := Fix{Kind: KindStaleBinding, CipherPath: at, PlainPath: plainRel,
-					Action: "bind the directory to where it is only (drop the binding of its old place)",
-					action: fixRebindDir, place: *p, ino: self.Ino, dir: path.Dir(cipherRel), name: path.Base(cipherRel)}
-				if cipherRel == "." {
-					f.dir, f.name = ".", ""
-				}
-				w.addFix(f)
-			}
-		}
+		return id, true, nil
 	}
-	return id, nil
+	return id, false, nil
 }
 
-// dirPlace is the place p for the tree's *At calls (nil if not known).
-func (w *walker) dirPlace(p *engine.Place) engine.DirPlace {
-	if p == nil {
-		return nil
+// planRebindDir plans (with plan) to bind directory dir (at cipherRel),
+// found at p and also bound to another place, to p only.
+func (w *walker) planRebindDir(dir *engine.InspectDir, cipherRel, plainRel string, p engine.Place) {
+	if !w.plan {
+		return
 	}
-	return engine.FixedPlace(*p)
+	self, err := dir.Stat()
+	if err != nil {
+		return
+	}
+	f := Fix{Kind: KindStaleBinding, CipherPath: joinCipher(cipherRel, engine.DirIDFile), PlainPath: plainRel,
+		Action: "bind the directory to where it is only (drop the binding of its old place)",
+		action: fixRebindDir, place: p, ino: self.Ino, dir: path.Dir(cipherRel), name: path.Base(cipherRel)}
+	if cipherRel == "." {
+		f.dir, f.name = ".", ""
+	}
+	w.addFix(f)
 }
 
 // entryPlace is where entry ent of the directory with ID dirID is bound,

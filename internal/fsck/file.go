@@ -44,11 +44,11 @@ func (s sizedInfo) Size() int64 { return s.size }
 
 // openReadOnly opens a backing file for reading without updating its
 // access time when the kernel allows that (O_NOATIME needs ownership).
-func openReadOnly(dirfd int, name string) (*os.File, error) {
+func openReadOnly(dir *engine.InspectDir, name string) (*os.File, error) {
 	// OpenRegular: a FIFO swapped in after the walk's stat must not hang fsck.
-	fd, _, err := engine.OpenRegularFD(dirfd, name, unix.O_RDONLY|unix.O_NOATIME)
+	fd, _, err := dir.OpenRegular(name, unix.O_RDONLY|unix.O_NOATIME)
 	if errors.Is(err, unix.EPERM) {
-		fd, _, err = engine.OpenRegularFD(dirfd, name, unix.O_RDONLY)
+		fd, _, err = dir.OpenRegular(name, unix.O_RDONLY)
 	}
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ const readBatch = 4 << 20
 
 // regular checks a regular file: header, every chunk, xattrs; and copies
 // it out when salvaging.
-func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName string) {
+func (w *walker) regular(dir *engine.InspectDir, ent entry, pl place, dest *destDir, salvName string) {
 	key := inodeKey{uint64(ent.st.Dev), ent.st.Ino}
 	if ent.st.Nlink > 1 {
 		if first, ok := w.seen[key]; ok {
@@ -86,7 +86,7 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 		}
 	}()
 
-	f, err := openReadOnly(dirfd, ent.backing)
+	f, err := openReadOnly(dir, ent.backing)
 	if err != nil {
 		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("open: %v", err)})
 		return
@@ -161,7 +161,7 @@ func (w *walker) regular(dirfd int, ent entry, pl place, dest *destDir, salvName
 		w.add(Problem{Kind: kind, CipherPath: pl.cipher, PlainPath: pl.plain,
 			Detail: fmt.Sprintf("%v: no content can be decrypted, xattrs cannot be checked", err)})
 		if kind == KindHeader && ro.size < 0 {
-			w.planHeader(dirfd, ent, pl, ro)
+			w.planHeader(ent, pl, ro)
 		}
 		return
 	}

@@ -191,20 +191,21 @@ func Check(ctx context.Context, s *session.Session, opts Options) (*Report, erro
 // (walker.fixes). The walker is nil when the walk could not start.
 func check(ctx context.Context, s *session.Session, opts Options, plan bool) (*walker, error) {
 	cipherDir := s.Dir()
-	rootfd, err := s.Vault().OpenRootFD()
+	ins := s.Vault().Inspect()
+	root, err := ins.OpenRoot()
 	if err != nil {
 		return nil, err
 	}
-	defer engine.CloseFD(rootfd)
+	defer root.Close()
 	w := &walker{
-		ctx: ctx, ins: s.Vault().Inspect(),
+		ctx: ctx, ins: ins,
 		rep:      &Report{CipherDir: cipherDir, Salvage: opts.Salvage},
 		progress: opts.Progress,
 		seen:     make(map[inodeKey]string),
 		start:    time.Now(),
 		plan:     plan,
 	}
-	if err := engine.ProbeXattrs(rootfd); engine.IsNoXattrs(err) {
+	if err := root.ProbeXattrs(); engine.IsNoXattrs(err) {
 		// One note, not a problem per file: a store without xattrs (an
 		// rclone mount) is no damage, and a vault on it has none to check.
 		w.noXattrs = true
@@ -219,17 +220,17 @@ func check(ctx context.Context, s *session.Session, opts Options, plan bool) (*w
 		w.salv = salv
 	}
 	if w.progress != nil {
-		w.prog.TotalFiles, w.prog.TotalBytes = w.prescan(rootfd)
+		w.prog.TotalFiles, w.prog.TotalBytes = w.prescan(root)
 		w.report(true)
 	}
-	var root *destDir
+	var dest *destDir
 	if w.salv != nil {
-		root = w.salv.root
+		dest = w.salv.root
 	}
-	w.walk(rootfd, w.ins.RootPlace(), root)
+	w.walk(root, w.ins.RootPlace(), dest)
 	if ctx.Err() == nil {
 		w.staleLinks()
-		w.checkLinksFiles(rootfd)
+		w.checkLinksFiles(root)
 		w.checkFreshness(s)
 	}
 	w.reportDupDirIDs()

@@ -72,7 +72,7 @@ func (w *walker) badLinks(err error, pl place) {
 
 // checkLinksFiles reports the root's links files no file uses (after the
 // walk), and plans their removal when the walk saw every header.
-func (w *walker) checkLinksFiles(rootfd int) {
+func (w *walker) checkLinksFiles(root *engine.InspectDir) {
 	safe := !w.rep.Interrupted
 	for _, p := range w.rep.Problems {
 		if p.Kind == KindIO || p.Kind == KindHeader {
@@ -90,7 +90,7 @@ func (w *walker) checkLinksFiles(rootfd int) {
 		w.add(Problem{Kind: KindOrphanLinks, CipherPath: name,
 			Detail: "links file of no file (left by a crash during a link or unlink, or by the removal of a file's last name)"})
 		if safe {
-			w.planRemove(rootfd, ".", name, KindOrphanLinks, "remove the links file no file uses")
+			w.planRemove(root, ".", name, KindOrphanLinks, "remove the links file no file uses")
 		}
 	}
 }

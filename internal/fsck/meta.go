@@ -14,9 +14,9 @@ type plainXattr struct {
 
 // symlink checks a symlink's target and copies it out when salvaging. It
 // returns the name of the long-target sidecar the symlink uses, if any.
-func (w *walker) symlink(dirfd int, dirID []byte, ent entry, pl place, dest *destDir, salvName string) (sidecar string) {
+func (w *walker) symlink(dir *engine.InspectDir, ent entry, pl place, dest *destDir, salvName string) (sidecar string) {
 	w.rep.Summary.Symlinks++
-	bt, err := engine.ReadlinkRawFD(dirfd, ent.backing)
+	bt, err := dir.ReadlinkRaw(ent.backing)
 	if err != nil {
 		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("readlink: %v", err)})
 		return ""
@@ -27,7 +27,7 @@ func (w *walker) symlink(dirfd int, dirID []byte, ent entry, pl place, dest *des
 		// can be neither checked nor decrypted (the name is reported).
 		return sidecar
 	}
-	target, err := w.ins.Readlink(dirfd, dirID, ent.name)
+	target, err := dir.Readlink(ent.name)
 	if err != nil {
 		detail := fmt.Sprintf("target does not decrypt: %v", err)
 		if sidecar != "" {

@@ -38,19 +38,18 @@ func Repair(ctx context.Context, s *session.Session, before func(Fix) error) (*R
 		return nil, err
 	}
 	out := &RepairReport{}
-	rootfd, err := s.Vault().OpenRootFD()
+	root, err := s.Vault().Inspect().OpenRoot()
 	if err != nil {
 		return nil, err
 	}
-	defer engine.CloseFD(rootfd)
-	ins := s.Vault().Inspect()
+	defer root.Close()
 	for _, f := range w.fixes {
 		if before != nil {
 			if err := before(f); err != nil {
 				return out, err
 			}
 		}
-		if err := f.apply(rootfd, ins); err != nil {
+		if err := f.apply(root); err != nil {
 			out.Failed = append(out.Failed, fmt.Sprintf("%s: %v", ProblemLine(f.problem()), err))
 			continue
 		}
@@ -109,17 +108,17 @@ func (f Fix) problem() Problem {
 // (something else is writing to the vault).
 var errChanged = errors.New("fsck: entry changed since it was checked")
 
-// apply makes the change through ins (the session's backing FS, so that
-// crash replay and freshness see it). Every step goes through directory
-// fds below rootfd and checks that the entry is still the inode that was
-// checked.
-func (f Fix) apply(rootfd int, ins *engine.Inspector) error {
-	dirfd, err := engine.OpenDirFD(rootfd, f.dir)
+// apply makes the change through the inspector's directories (the
+// session's backing FS, so that crash replay and freshness see it). Every
+// step goes through directories below root and checks that the entry is
+// still the inode that was checked.
+func (f Fix) apply(root *engine.InspectDir) error {
+	dir, err := root.Open(f.dir)
 	if err != nil {
 		return err
 	}
-	defer engine.CloseFD(dirfd)
-	st, err := engine.StatAtFD(dirfd, f.name)
+	defer dir.Close()
+	st, err := dir.StatAt(f.name)
 	if err != nil {
 		return err
 	}
@@ -128,36 +127,36 @@ func (f Fix) apply(rootfd int, ins *engine.Inspector) error {
 	}
 	switch f.action {
 	case fixRemove:
-		err = ins.Unlink(dirfd, f.name, 0)
+		err = dir.Unlink(f.name, 0)
 	case fixRemoveDir:
-		err = removeTempDir(ins, dirfd, f.name)
+		err = removeTempDir(dir, f.name)
 	case fixDirID:
-		err = writeNewDirID(ins, dirfd, f.name)
+		err = writeNewDirID(dir, f.name)
 	case fixHeader:
-		err = ins.RewriteHeader(dirfd, f.name, f.header)
+		err = dir.RewriteHeader(f.name, f.header)
 	case fixRebindDir:
-		err = ins.RebindDir(dirfd, f.name, f.place)
+		err = dir.RebindDir(f.name, f.place)
 	case fixRebindFile:
-		err = ins.RebindFile(dirfd, f.name, f.place, f.also)
+		err = dir.RebindFile(f.name, f.place, f.also)
 	case fixRecomputeRoot:
-		err = ins.Reroot(dirfd, f.name, f.place)
+		err = dir.Reroot(f.name, f.place)
 	}
 	if err != nil {
 		return err
 	}
 	// The change is durable before the next one is made.
-	return ins.Sync(dirfd)
+	return dir.Sync()
 }
 
-// removeTempDir removes temporary directory name of dirfd, which must hold
+// removeTempDir removes temporary directory name of dir, which must hold
 // nothing but (possibly) a dirid.
-func removeTempDir(ins *engine.Inspector, dirfd int, name string) error {
-	sub, err := engine.OpenSubdirFD(dirfd, name)
+func removeTempDir(dir *engine.InspectDir, name string) error {
+	sub, err := dir.Sub(name)
 	if err != nil {
 		return err
 	}
-	defer engine.CloseFD(sub)
-	ents, err := engine.ListFD(sub)
+	defer sub.Close()
+	ents, err := sub.List()
 	if err != nil {
 		return err
 	}
@@ -165,23 +164,23 @@ func removeTempDir(ins *engine.Inspector, dirfd int, name string) error {
 		if e.Name != engine.DirIDFile {
 			return fmt.Errorf("%w: %s is not empty", errChanged, name)
 		}
-		if err := ins.Unlink(sub, e.Name, 0); err != nil {
+		if err := sub.Unlink(e.Name, 0); err != nil {
 			return err
 		}
 	}
-	return ins.Unlink(dirfd, name, unix.AT_REMOVEDIR)
+	return dir.Unlink(name, unix.AT_REMOVEDIR)
 }
 
-// writeNewDirID gives directory name of dirfd (name "" for dirfd itself,
-// the root) a new ID, after checking again that it holds no entry the old ID could
-// have named.
-func writeNewDirID(ins *engine.Inspector, dirfd int, name string) error {
-	sub, err := engine.OpenDirFD(dirfd, name)
+// writeNewDirID gives directory name of dir (name "" for dir itself, the
+// root) a new ID, after checking again that it holds no entry the old ID
+// could have named.
+func writeNewDirID(dir *engine.InspectDir, name string) error {
+	sub, err := dir.Open(name)
 	if err != nil {
 		return err
 	}
-	defer engine.CloseFD(sub)
-	ents, err := engine.ListFD(sub)
+	defer sub.Close()
+	ents, err := sub.List()
 	if err != nil {
 		return err
 	}
@@ -190,5 +189,5 @@ func writeNewDirID(ins *engine.Inspector, dirfd int, name string) error {
 			return fmt.Errorf("%w: %s holds %s", errChanged, name, e.Name)
 		}
 	}
-	return ins.NewDirID(sub)
+	return sub.NewDirID()
 }

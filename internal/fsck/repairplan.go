@@ -20,12 +20,12 @@ func (w *walker) addFix(f Fix) {
 	}
 }
 
-// planRemove plans to unlink regular file name of dirfd (at cipherRel).
-func (w *walker) planRemove(dirfd int, cipherRel, name string, kind Kind, action string) {
+// planRemove plans to unlink regular file name of dir (at cipherRel).
+func (w *walker) planRemove(dir *engine.InspectDir, cipherRel, name string, kind Kind, action string) {
 	if !w.plan {
 		return
 	}
-	st, err := engine.StatAtFD(dirfd, name)
+	st, err := dir.StatAt(name)
 	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return // only files EncryptFS writes: nothing planted is touched
 	}
@@ -36,11 +36,11 @@ func (w *walker) planRemove(dirfd int, cipherRel, name string, kind Kind, action
 // planTemp plans to remove a temporary entry: a file or symlink (a
 // sidecar or symlink being replaced when the crash came), or a directory
 // that holds at most a dirid.
-func (w *walker) planTemp(dirfd int, cipherRel, name string) {
+func (w *walker) planTemp(dir *engine.InspectDir, cipherRel, name string) {
 	if !w.plan {
 		return
 	}
-	st, err := engine.StatAtFD(dirfd, name)
+	st, err := dir.StatAt(name)
 	if err != nil {
 		return
 	}
@@ -49,12 +49,12 @@ func (w *walker) planTemp(dirfd int, cipherRel, name string) {
 	case unix.S_IFREG, unix.S_IFLNK:
 		f.action, f.Action = fixRemove, "remove the temporary entry an interrupted operation left"
 	case unix.S_IFDIR:
-		sub, err := engine.OpenSubdirFD(dirfd, name)
+		sub, err := dir.Sub(name)
 		if err != nil {
 			return
 		}
-		ents, err := engine.ListFD(sub)
-		engine.CloseFD(sub)
+		ents, err := sub.List()
+		sub.Close()
 		if err != nil || len(ents) > 1 || len(ents) == 1 && ents[0].Name != engine.DirIDFile {
 			return
 		}
@@ -75,13 +75,13 @@ func dirIDRebuildable(e string, isRoot bool) bool {
 	return engine.ClassifyName(e, isRoot) == engine.NameConfig
 }
 
-// planDirID plans a new directory ID for the directory open as dirfd (at
+// planDirID plans a new directory ID for directory dir (at
 // cipherRel) whose ID could not be read (idErr), if it holds no entry the
 // lost ID could have named, and its dirid is missing or a regular file
 // (torn: a crash during mkdir, or after rmdir or a rename over it removed
 // it). A directory with entries keeps its problem: a new ID would not
 // decrypt them.
-func (w *walker) planDirID(dirfd int, cipherRel, plainRel string, ents []engine.Dirent, idErr error) {
+func (w *walker) planDirID(dir *engine.InspectDir, cipherRel, plainRel string, ents []engine.Dirent, idErr error) {
 	if !engine.IsCorruptDir(idErr) {
 		return
 	}
@@ -91,10 +91,10 @@ func (w *walker) planDirID(dirfd int, cipherRel, plainRel string, ents []engine.
 			return
 		}
 	}
-	if st, err := engine.StatAtFD(dirfd, engine.DirIDFile); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if st, err := dir.StatAt(engine.DirIDFile); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return
 	}
-	self, err := engine.StatFD(dirfd)
+	self, err := dir.Stat()
 	if err != nil {
 		return
 	}
@@ -129,7 +129,7 @@ func hasLongCopy(ents []engine.Dirent, long string) bool {
 // not rebuilt: its bindings are under the MAC, and rebuilding them would
 // bind the contents to where they were found, which is what an attacker
 // who moved them wants (bound.go); the file stays bad-header.
-func (w *walker) planHeader(dirfd int, ent entry, pl place, ro *readOnly) {
+func (w *walker) planHeader(ent entry, pl place, ro *readOnly) {
 	if !w.plan || ent.foreign || w.ins.Bound() {
 		return
 	}

@@ -29,6 +29,7 @@ type checkDir struct {
 	salvName   string
 	pl         place // a subdirectory's place as an entry of its parent
 
+	dir              *engine.InspectDir // made on entering it (with its ID)
 	dirID            []byte
 	present          map[string]bool
 	alts             []engine.AltDirID
@@ -37,10 +38,10 @@ type checkDir struct {
 	linkSidecars     []string
 }
 
-// walk checks the vault beneath rootfd, whose place is rootPlace, with
-// its salvage copy root (nil: none).
-func (w *walker) walk(rootfd int, rootPlace engine.Place, root *destDir) {
-	w.ins.Walk(rootfd, &checkDir{bp: &rootPlace, plain: "/", known: true, dest: root}, engine.Walker{
+// walk checks the vault beneath root, whose place is rootPlace, with its
+// salvage copy dest (nil: none).
+func (w *walker) walk(root *engine.InspectDir, rootPlace engine.Place, dest *destDir) {
+	w.ins.Walk(root, &checkDir{bp: &rootPlace, plain: "/", known: true, dest: dest}, engine.Walker{
 		Sorted:     true,
 		Enter:      w.enterDir,
 		Other:      w.otherName,
@@ -59,13 +60,17 @@ func (w *walker) enterDir(wd *engine.WalkDir) (bool, error) {
 		d.dest = w.salv.mkdir(w.rep, d.parentDest, d.salvName, d.pl)
 	}
 	w.rep.Summary.Dirs++
-	dirID, idErr := w.readDirID(wd, d.bp, d.plain)
+	dirID, stale, idErr := w.readDirID(wd, d.bp, d.plain)
 	if idErr != nil {
 		w.add(Problem{Kind: KindDirID, CipherPath: joinCipher(wd.Rel, engine.DirIDFile), PlainPath: d.plain,
 			Detail: fmt.Sprintf("directory ID unreadable, names in this directory cannot be decrypted: %v", idErr)})
 		dirID = nil
 	}
 	d.dirID = dirID
+	d.dir = w.ins.Dir(wd, dirID, d.bp)
+	if stale {
+		w.planRebindDir(d.dir, wd.Rel, d.plain, *d.bp)
+	}
 	w.noteDirID(dirID, wd.Rel, d.plain)
 	if wd.ListErr != nil {
 		w.add(Problem{Kind: KindIO, CipherPath: wd.Rel, PlainPath: d.plain, Detail: fmt.Sprintf("list directory: %v", wd.ListErr)})
@@ -75,13 +80,13 @@ func (w *walker) enterDir(wd *engine.WalkDir) (bool, error) {
 		return false, nil
 	}
 	if idErr != nil && w.plan {
-		w.planDirID(wd.Fd, wd.Rel, d.plain, wd.Ents, idErr)
+		w.planDirID(d.dir, wd.Rel, d.plain, wd.Ents, idErr)
 	}
 	d.present = make(map[string]bool, len(wd.Ents))
 	for _, e := range wd.Ents {
 		d.present[e.Name] = true
 	}
-	d.alts, d.badAlts = w.ins.AltDirIDs(wd.Fd, wd.Ents, w.dirPlace(d.bp))
+	d.alts, d.badAlts = d.dir.AltDirIDs(wd.Ents)
 	d.usedLinkSidecars = make(map[string]bool)
 	return true, nil
 }
@@ -116,7 +121,7 @@ func (w *walker) otherName(wd *engine.WalkDir, bn string) error {
 	case c == engine.NameFresh: // freshness epochs and manifests (format.md §15)
 	case c == engine.NameConfigTemp:
 		w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "config file left by an interrupted write; compare it with encryptfs.conf and remove it"})
-		w.planRemove(wd.Fd, wd.Rel, bn, KindTemp, "remove the config left by an interrupted write (the vault opened with encryptfs.conf)")
+		w.planRemove(d.dir, wd.Rel, bn, KindTemp, "remove the config left by an interrupted write (the vault opened with encryptfs.conf)")
 	case c == engine.NameLongSidecar:
 		long := engine.LongSidecarOwner(bn)
 		if !d.present[long] {
@@ -124,7 +129,7 @@ func (w *walker) otherName(wd *engine.WalkDir, bn string) error {
 			if !hasLongCopy(wd.Ents, long) {
 				// A sync tool's copy of the entry reads its name
 				// from this sidecar: then it stays.
-				w.planRemove(wd.Fd, wd.Rel, bn, KindOrphanSidecar, "remove the long-name sidecar without an entry")
+				w.planRemove(d.dir, wd.Rel, bn, KindOrphanSidecar, "remove the long-name sidecar without an entry")
 			}
 		}
 	case c == engine.NameLongSidecarCopy:
@@ -133,7 +138,7 @@ func (w *walker) otherName(wd *engine.WalkDir, bn string) error {
 		d.linkSidecars = append(d.linkSidecars, bn)
 	case c == engine.NameTemp:
 		w.add(Problem{Kind: KindTemp, CipherPath: at, Detail: "temporary entry left by an interrupted operation"})
-		w.planTemp(wd.Fd, wd.Rel, bn)
+		w.planTemp(d.dir, wd.Rel, bn)
 	case c == engine.NameLinks && w.ins.Bound():
 		w.noteLinksFile(bn)
 	default:
@@ -155,7 +160,7 @@ func (w *walker) entryName(wd *engine.WalkDir, bn string, st unix.Stat_t, statEr
 		return false, nil, nil
 	}
 	ent := entry{backing: bn, st: st}
-	w.nameEntry(wd.Fd, d.dirID, d.bp, d.alts, at, d.plain, d.known, &ent)
+	w.nameEntry(d, at, &ent)
 	ent.place = w.entryPlace(d.dirID, &ent)
 	pl := place{cipher: at, plain: joinPlain(d.plain, ent.shown, d.known && ent.named), known: d.known && ent.named}
 	salvName := ent.shown
@@ -170,9 +175,9 @@ func (w *walker) entryName(wd *engine.WalkDir, bn string, st unix.Stat_t, statEr
 		}
 		return true, sub, nil
 	case unix.S_IFREG:
-		w.regular(wd.Fd, ent, pl, d.dest, salvName)
+		w.regular(d.dir, ent, pl, d.dest, salvName)
 	case unix.S_IFLNK:
-		if sc := w.symlink(wd.Fd, d.dirID, ent, pl, d.dest, salvName); sc != "" {
+		if sc := w.symlink(d.dir, ent, pl, d.dest, salvName); sc != "" {
 			d.usedLinkSidecars[sc] = true
 		}
 	default:
@@ -203,7 +208,7 @@ func (w *walker) leaveDir(wd *engine.WalkDir) error {
 	for _, sc := range d.linkSidecars {
 		if !d.usedLinkSidecars[sc] {
 			w.add(Problem{Kind: KindOrphanSidecar, CipherPath: joinCipher(wd.Rel, sc), Detail: "symlink target sidecar without a symlink that uses it"})
-			w.planRemove(wd.Fd, wd.Rel, sc, KindOrphanSidecar, "remove the symlink target sidecar no symlink uses")
+			w.planRemove(d.dir, wd.Rel, sc, KindOrphanSidecar, "remove the symlink target sidecar no symlink uses")
 		}
 	}
 	var xs []plainXattr
@@ -213,7 +218,7 @@ func (w *walker) leaveDir(wd *engine.WalkDir) error {
 		w.unverifiableXattrs(wd.Fd, place{cipher: wd.Rel, plain: d.plain, known: d.known}, "its directory ID is unreadable")
 	}
 	if d.dest != nil {
-		st, err := engine.StatFD(wd.Fd)
+		st, err := d.dir.Stat()
 		if err == nil {
 			w.salv.finishDir(w.rep, d.dest, st, xs)
 		}

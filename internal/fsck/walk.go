@@ -97,16 +97,16 @@ type entry struct {
 	place *engine.Place
 }
 
-// nameEntry decrypts the entry's backing name and reports what is wrong
-// with it (bp: the directory's place, with location binding). On return
-// ent.named says whether a plaintext name is known.
-func (w *walker) nameEntry(dirfd int, dirID []byte, bp *engine.Place, alts []engine.AltDirID, at, plainRel string, known bool, ent *entry) {
+// nameEntry decrypts the backing name of entry ent (at) of directory d
+// and reports what is wrong with it. On return ent.named says whether a
+// plaintext name is known.
+func (w *walker) nameEntry(d *checkDir, at string, ent *entry) {
 	bn := ent.backing
-	if dirID == nil {
+	if d.dirID == nil {
 		return // reported once for the directory
 	}
 	if engine.IsLongName(bn) {
-		side, err := engine.ReadSmallFileFD(dirfd, engine.LongNameSidecar(bn), 512)
+		side, err := d.dir.ReadSmallFile(engine.LongNameSidecar(bn), 512)
 		switch {
 		case errors.Is(err, unix.ENOENT):
 			w.add(Problem{Kind: KindLongName, CipherPath: at, Detail: "long-name sidecar " + engine.LongNameSidecar(bn) + " is missing: the name cannot be decrypted"})
@@ -120,10 +120,10 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, bp *engine.Place, alts []eng
 			return
 		}
 	}
-	n, err := w.ins.DecryptName(dirfd, dirID, bn)
-	if err != nil && len(alts) > 0 {
+	n, err := d.dir.DecryptName(bn)
+	if err != nil && len(d.alts) > 0 {
 		// Made under a conflicting directory ID: shown as a conflict copy.
-		if an, ok := w.ins.DecryptAlt(dirfd, alts, bn); ok {
+		if an, ok := d.dir.DecryptAlt(d.alts, bn); ok {
 			n, err = an, nil
 		}
 	}
@@ -138,9 +138,9 @@ func (w *walker) nameEntry(dirfd int, dirID []byte, bp *engine.Place, alts []eng
 			// A copy the mount shows is no damage: it is listed in
 			// Report.Conflicts, and the vault can still be clean. A copy
 			// hidden behind another entry of its name is a problem.
-			p := Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(plainRel, ent.shown, known),
+			p := Problem{Kind: KindConflict, CipherPath: at, PlainPath: joinPlain(d.plain, ent.shown, d.known),
 				Detail: fmt.Sprintf("copy of %q with a suffix added by a sync tool (sync conflict); read-only until renamed", n.Orig)}
-			if r, _, err := w.ins.Resolve(dirfd, dirID, w.dirPlace(bp), n.Plain); err != nil || r.Backing != bn {
+			if r, _, err := d.dir.Resolve(n.Plain); err != nil || r.Backing != bn {
 				ent.shadowed = true
 				p.Detail = fmt.Sprintf("copy of %q with a suffix added by a sync tool, hidden: another entry is shown under the same name", n.Orig)
 				w.add(p)
@@ -171,11 +171,12 @@ func isNameRune(r rune) bool {
 }
 
 // prescan counts regular files and their plaintext bytes for the progress
-// display: a metadata-only walk (Inspector.Walk: the entries the check walks).
-func (w *walker) prescan(rootfd int) (files, bytes int64) {
+// display: a metadata-only walk beneath root (Inspector.Walk: the entries
+// the check walks).
+func (w *walker) prescan(root *engine.InspectDir) (files, bytes int64) {
 	suite := w.ins.Suite()
 	seen := make(map[inodeKey]bool)
-	w.ins.Walk(rootfd, nil, engine.Walker{
+	w.ins.Walk(root, nil, engine.Walker{
 		Entry: func(_ *engine.WalkDir, _ string, st unix.Stat_t, err error) (bool, any, error) {
 			if err := w.ctx.Err(); err != nil {
 				return false, nil, err
