@@ -11,12 +11,15 @@ import (
 // Inspector is the raw-but-safe view of a vault that an offline check
 // (internal/fsck) needs to report and repair what the engine's handles
 // refuse: the one walk of CIPHERDIR (tree.Walk), a directory's ID read
-// with or without its binding checked, names decrypted one by one (also
-// under a conflicting directory ID), symlink targets and xattrs decrypted
-// by the object's fd, and files opened through the content engine over a
-// backing the check supplies (a read-only one). The repairs are in
-// check_repair.go. Every byte still comes through internal/backing: the
-// inspector adds views, not another way into CIPHERDIR.
+// with or without its binding checked, one handle per directory
+// (InspectDir, made once per walked directory, inspect_dir.go) through
+// which its names are decrypted one by one (also under a conflicting
+// directory ID), its symlinks read and its entries repaired
+// (check_repair.go), xattrs decrypted per object (InspectObject), and
+// files opened through the content engine over a backing the check
+// supplies (a read-only one). Every byte still comes through
+// internal/backing: the inspector adds views, not another way into
+// CIPHERDIR.
 //
 // fsck keeps the policy: what is a finding, the report, the repair plan.
 type Inspector struct{ v *Vault }
@@ -65,17 +68,6 @@ func IsCorruptDir(err error) bool { return errors.Is(err, tree.ErrCorruptDir) }
 
 // Place is where entry n of the directory with ID dirID is bound.
 func (i *Inspector) Place(dirID []byte, n Name) Place { return i.v.tree.Place(dirID, n) }
-
-// ListXattr lists the xattrs of the object open as fd (ID objID), and
-// apart the backing names that do not decrypt.
-func (i *Inspector) ListXattr(fd int, objID []byte) (list, bad []string, err error) {
-	return i.v.tree.Xattrs().List(fd, objID)
-}
-
-// GetXattr decrypts xattr name of the object open as fd (ID objID).
-func (i *Inspector) GetXattr(fd int, objID []byte, name string) ([]byte, error) {
-	return i.v.tree.Xattrs().Get(fd, objID, name)
-}
 
 // Backing is what the content engine reads a file through; a check
 // passes a read-only one.

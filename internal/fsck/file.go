@@ -185,9 +185,9 @@ func (w *walker) regular(dir *engine.InspectDir, ent entry, pl place, dest *dest
 
 	var xs []plainXattr
 	if id, ok := cf.ID(); ok {
-		xs = w.xattrs(int(f.Fd()), id[:], pl)
+		xs = w.xattrs(w.ins.Object(int(f.Fd()), id[:]), pl)
 	} else {
-		w.unverifiableXattrs(int(f.Fd()), pl, "the file has no header to bind them to")
+		w.unverifiableXattrs(w.ins.Object(int(f.Fd()), nil), pl, "the file has no header to bind them to")
 	}
 	if out != nil {
 		salvaged = out.rel

@@ -42,13 +42,13 @@ func (w *walker) symlink(dir *engine.InspectDir, ent entry, pl place, dest *dest
 	return sidecar
 }
 
-// xattrs checks every EncryptFS xattr of the object open as fd (ID objID)
-// and returns the readable ones.
-func (w *walker) xattrs(fd int, objID []byte, pl place) []plainXattr {
+// xattrs checks every EncryptFS xattr of obj (under its ID) and returns
+// the readable ones.
+func (w *walker) xattrs(obj *engine.InspectObject, pl place) []plainXattr {
 	if w.noXattrs {
 		return nil
 	}
-	list, bad, err := w.ins.ListXattr(fd, objID)
+	list, bad, err := obj.ListXattr()
 	if err != nil {
 		w.add(Problem{Kind: KindIO, CipherPath: pl.cipher, PlainPath: pl.plain, Detail: fmt.Sprintf("list xattrs: %v", err)})
 		return nil
@@ -61,7 +61,7 @@ func (w *walker) xattrs(fd int, objID []byte, pl place) []plainXattr {
 	var out []plainXattr
 	for _, name := range list {
 		w.rep.Summary.Xattrs++
-		v, err := w.ins.GetXattr(fd, objID, name)
+		v, err := obj.GetXattr(name)
 		if err != nil {
 			w.add(Problem{Kind: KindXattrValue, CipherPath: pl.cipher, PlainPath: pl.plain,
 				Detail: fmt.Sprintf("value of xattr %q does not decrypt: %v", name, err)})
@@ -74,11 +74,11 @@ func (w *walker) xattrs(fd int, objID []byte, pl place) []plainXattr {
 
 // unverifiableXattrs reports EncryptFS xattrs on an object that has no ID
 // to check them against.
-func (w *walker) unverifiableXattrs(fd int, pl place, why string) {
+func (w *walker) unverifiableXattrs(obj *engine.InspectObject, pl place, why string) {
 	if w.noXattrs {
 		return
 	}
-	all, err := engine.ListRawXattrsFD(fd)
+	all, err := obj.ListRawXattrs()
 	if err != nil {
 		return
 	}

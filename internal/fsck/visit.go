@@ -213,9 +213,9 @@ func (w *walker) leaveDir(wd *engine.WalkDir) error {
 	}
 	var xs []plainXattr
 	if d.dirID != nil {
-		xs = w.xattrs(wd.Fd, d.dirID, place{cipher: wd.Rel, plain: d.plain, known: d.known})
+		xs = w.xattrs(d.dir.Object(), place{cipher: wd.Rel, plain: d.plain, known: d.known})
 	} else {
-		w.unverifiableXattrs(wd.Fd, place{cipher: wd.Rel, plain: d.plain, known: d.known}, "its directory ID is unreadable")
+		w.unverifiableXattrs(d.dir.Object(), place{cipher: wd.Rel, plain: d.plain, known: d.known}, "its directory ID is unreadable")
 	}
 	if d.dest != nil {
 		st, err := d.dir.Stat()
