@@ -14,55 +14,84 @@ type Output struct{ fs *backing.FS }
 // NewOutput returns the writer of an output tree.
 func NewOutput() *Output { return &Output{} }
 
-// OpenRoot opens the output tree's top directory (an absolute path).
-func (o *Output) OpenRoot(path string) (int, error) { return backing.OpenRoot(path) }
-
-// OpenSubdir opens subdirectory name of dirfd.
-func (o *Output) OpenSubdir(dirfd int, name string) (int, error) {
-	return backing.OpenSubdir(dirfd, name)
+// OutDir is one open directory of an output tree: what the check makes
+// in it is made through it, by name.
+type OutDir struct {
+	o  *Output
+	fd int
 }
 
-// Close closes an fd opened here.
-func (o *Output) Close(fd int) error { return backing.Close(fd) }
-
-// Mkdir creates directory name of dirfd.
-func (o *Output) Mkdir(dirfd int, name string, mode uint32) error {
-	return o.fs.Mkdirat(dirfd, name, mode)
+// OpenRoot opens the output tree's top directory (an absolute path); the
+// caller's to Close.
+func (o *Output) OpenRoot(path string) (*OutDir, error) {
+	fd, err := backing.OpenRoot(path)
+	if err != nil {
+		return nil, err
+	}
+	return &OutDir{o: o, fd: fd}, nil
 }
 
-// Create creates regular file name of dirfd for writing (EEXIST if the
-// name is taken) and returns its fd.
-func (o *Output) Create(dirfd int, name string, mode uint32) (int, error) {
-	return o.fs.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
+// Sub opens subdirectory name of d; the caller's to Close.
+func (d *OutDir) Sub(name string) (*OutDir, error) {
+	fd, err := backing.OpenSubdir(d.fd, name)
+	if err != nil {
+		return nil, err
+	}
+	return &OutDir{o: d.o, fd: fd}, nil
 }
 
-// Symlink creates symlink name of dirfd to target.
-func (o *Output) Symlink(target string, dirfd int, name string) error {
-	return o.fs.Symlinkat(target, dirfd, name)
+// Close closes d.
+func (d *OutDir) Close() error { return backing.Close(d.fd) }
+
+// Fd is d's fd as an object (its own attributes: Setxattr, owner, mode,
+// times); d keeps it.
+func (d *OutDir) Fd() int { return d.fd }
+
+// Mkdir creates directory name of d.
+func (d *OutDir) Mkdir(name string, mode uint32) error {
+	return d.o.fs.Mkdirat(d.fd, name, mode)
 }
 
-// Mknod creates a FIFO, socket or device node name of dirfd.
-func (o *Output) Mknod(dirfd int, name string, mode uint32, dev uint64) error {
-	return o.fs.Mknodat(dirfd, name, mode, dev)
+// Create creates regular file name of d for writing (EEXIST if the name
+// is taken) and returns its fd (the caller's).
+func (d *OutDir) Create(name string, mode uint32) (int, error) {
+	return d.o.fs.Openat(d.fd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, mode)
 }
 
-// Setxattr sets xattr name of fd.
+// Link makes name of d another link to file old of from (no symlink
+// followed).
+func (d *OutDir) Link(from *OutDir, old, name string) error {
+	return unix.Linkat(from.fd, old, d.fd, name, 0)
+}
+
+// Symlink creates symlink name of d to target.
+func (d *OutDir) Symlink(target, name string) error {
+	return d.o.fs.Symlinkat(target, d.fd, name)
+}
+
+// Mknod creates a FIFO, socket or device node name of d.
+func (d *OutDir) Mknod(name string, mode uint32, dev uint64) error {
+	return d.o.fs.Mknodat(d.fd, name, mode, dev)
+}
+
+// Chown sets the owner of name of d (not following a symlink).
+func (d *OutDir) Chown(name string, uid, gid int) error {
+	return backing.Fchownat(d.fd, name, uid, gid)
+}
+
+// Chmod sets the mode bits of name of d.
+func (d *OutDir) Chmod(name string, mode uint32) error {
+	return backing.Fchmodat(d.fd, name, mode)
+}
+
+// SetTimes sets the access and modification times of name of d (not
+// following a symlink).
+func (d *OutDir) SetTimes(name string, ts [2]unix.Timespec) error {
+	return backing.UtimesNanoAt(d.fd, name, ts)
+}
+
+// Setxattr sets xattr name of the object open as fd (a file the check
+// created, or an OutDir's Fd).
 func (o *Output) Setxattr(fd int, name string, value []byte) error {
 	return o.fs.Fsetxattr(fd, name, value, 0)
-}
-
-// Chown sets the owner of name of dirfd (not following a symlink).
-func (o *Output) Chown(dirfd int, name string, uid, gid int) error {
-	return backing.Fchownat(dirfd, name, uid, gid)
-}
-
-// Chmod sets the mode bits of name of dirfd.
-func (o *Output) Chmod(dirfd int, name string, mode uint32) error {
-	return backing.Fchmodat(dirfd, name, mode)
-}
-
-// SetTimes sets the access and modification times of name of dirfd (not
-// following a symlink).
-func (o *Output) SetTimes(dirfd int, name string, ts [2]unix.Timespec) error {
-	return backing.UtimesNanoAt(dirfd, name, ts)
 }

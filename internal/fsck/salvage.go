@@ -40,11 +40,11 @@ type salvager struct {
 
 // destDir is an open directory of the salvage tree.
 type destDir struct {
-	fd  int
+	dir *engine.OutDir
 	rel string // relative to the salvage root ("." for the root)
 }
 
-func (d *destDir) close() { engine.CloseFD(d.fd) }
+func (d *destDir) close() { d.dir.Close() }
 
 // destFile is a regular file being written in the salvage tree.
 type destFile struct {
@@ -76,11 +76,11 @@ func newSalvager(cipherDir, dest string) (*salvager, error) {
 		}
 	}
 	out := engine.NewOutput()
-	fd, err := out.OpenRoot(dest)
+	root, err := out.OpenRoot(dest)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSalvageDir, err)
 	}
-	return &salvager{out: out, root: &destDir{fd: fd, rel: "."}, asRoot: os.Geteuid() == 0, savedAs: make(map[string]string)}, nil
+	return &salvager{out: out, root: &destDir{dir: root, rel: "."}, asRoot: os.Geteuid() == 0, savedAs: make(map[string]string)}, nil
 }
 
 func (s *salvager) close() { s.root.close() }
@@ -107,19 +107,19 @@ func unique(name string, create func(string) error) (string, error) {
 
 // mkdir creates a subdirectory (0700 until finishDir).
 func (s *salvager) mkdir(rep *Report, parent *destDir, name string, pl place) *destDir {
-	name, err := unique(name, func(n string) error { return s.out.Mkdir(parent.fd, n, 0o700) })
+	name, err := unique(name, func(n string) error { return parent.dir.Mkdir(n, 0o700) })
 	rel := joinCipher(parent.rel, name)
 	if err != nil {
 		s.fail(rep, rel, "mkdir", err)
 		return nil
 	}
-	fd, err := s.out.OpenSubdir(parent.fd, name)
+	sub, err := parent.dir.Sub(name)
 	if err != nil {
 		s.fail(rep, rel, "open", err)
 		return nil
 	}
 	s.savedAs[pl.cipher] = rel
-	return &destDir{fd: fd, rel: rel}
+	return &destDir{dir: sub, rel: rel}
 }
 
 // createFile creates a regular file (0600 until finishFile).
@@ -127,7 +127,7 @@ func (s *salvager) createFile(rep *Report, parent *destDir, name string, pl plac
 	fd := -1
 	name, err := unique(name, func(n string) error {
 		var err error
-		fd, err = s.out.Create(parent.fd, n, 0o600)
+		fd, err = parent.dir.Create(n, 0o600)
 		return err
 	})
 	rel := joinCipher(parent.rel, name)
@@ -204,13 +204,13 @@ func (s *salvager) setAttrs(rep *Report, fd int, rel string, st unix.Stat_t, xs 
 func (s *salvager) finishDir(rep *Report, d *destDir, st unix.Stat_t, xs []plainXattr) {
 	if d.rel == "." {
 		for _, x := range xs {
-			if err := s.out.Setxattr(d.fd, x.name, x.value); err != nil {
+			if err := s.out.Setxattr(d.dir.Fd(), x.name, x.value); err != nil {
 				s.fail(rep, d.rel, "setxattr "+x.name, err)
 			}
 		}
 		return
 	}
-	s.setAttrs(rep, d.fd, d.rel, st, xs)
+	s.setAttrs(rep, d.dir.Fd(), d.rel, st, xs)
 }
 
 // link makes another hard link to an already salvaged file.
@@ -218,7 +218,7 @@ func (s *salvager) link(rep *Report, first string, parent *destDir, name string,
 	if first == "" {
 		return
 	}
-	name, err := unique(name, func(n string) error { return unix.Linkat(s.root.fd, first, parent.fd, n, 0) })
+	name, err := unique(name, func(n string) error { return parent.dir.Link(s.root.dir, first, n) })
 	rel := joinCipher(parent.rel, name)
 	if err != nil {
 		s.fail(rep, rel, "link to "+first, err)
@@ -229,7 +229,7 @@ func (s *salvager) link(rep *Report, first string, parent *destDir, name string,
 
 // symlink writes a decrypted symlink.
 func (s *salvager) symlink(rep *Report, parent *destDir, name, target string, st unix.Stat_t, pl place) {
-	name, err := unique(name, func(n string) error { return s.out.Symlink(target, parent.fd, n) })
+	name, err := unique(name, func(n string) error { return parent.dir.Symlink(target, n) })
 	rel := joinCipher(parent.rel, name)
 	if err != nil {
 		s.fail(rep, rel, "symlink", err)
@@ -241,7 +241,7 @@ func (s *salvager) symlink(rep *Report, parent *destDir, name, target string, st
 
 // node recreates a fifo, socket or device node.
 func (s *salvager) node(rep *Report, parent *destDir, name string, st unix.Stat_t, pl place) {
-	name, err := unique(name, func(n string) error { return s.out.Mknod(parent.fd, n, st.Mode, st.Rdev) })
+	name, err := unique(name, func(n string) error { return parent.dir.Mknod(n, st.Mode, st.Rdev) })
 	rel := joinCipher(parent.rel, name)
 	if err != nil {
 		s.fail(rep, rel, "mknod", err)
@@ -254,16 +254,16 @@ func (s *salvager) node(rep *Report, parent *destDir, name string, st unix.Stat_
 // entryAttrs sets owner, mode (not for symlinks) and times by name.
 func (s *salvager) entryAttrs(rep *Report, parent *destDir, name, rel string, st unix.Stat_t, chmod bool) {
 	if s.asRoot {
-		if err := s.out.Chown(parent.fd, name, int(st.Uid), int(st.Gid)); err != nil {
+		if err := parent.dir.Chown(name, int(st.Uid), int(st.Gid)); err != nil {
 			s.fail(rep, rel, "chown", err)
 		}
 	}
 	if chmod {
-		if err := s.out.Chmod(parent.fd, name, st.Mode&0o7777); err != nil {
+		if err := parent.dir.Chmod(name, st.Mode&0o7777); err != nil {
 			s.fail(rep, rel, "chmod", err)
 		}
 	}
-	if err := s.out.SetTimes(parent.fd, name, [2]unix.Timespec{st.Atim, st.Mtim}); err != nil {
+	if err := parent.dir.SetTimes(name, [2]unix.Timespec{st.Atim, st.Mtim}); err != nil {
 		s.fail(rep, rel, "set times", err)
 	}
 }
@@ -280,7 +280,7 @@ func (s *salvager) writeReport(rep *Report) error {
 	fd := -1
 	name, err := unique(SalvageReportName, func(n string) error {
 		var err error
-		fd, err = s.out.Create(s.root.fd, n, 0o600)
+		fd, err = s.root.dir.Create(n, 0o600)
 		return err
 	})
 	if err != nil {
