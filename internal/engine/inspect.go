@@ -66,9 +66,6 @@ func (i *Inspector) DirIDUnchecked(d *WalkDir) (id []byte, bindings int, err err
 // or malformed (not one that fails its binding).
 func IsCorruptDir(err error) bool { return errors.Is(err, tree.ErrCorruptDir) }
 
-// Place is where entry n of the directory with ID dirID is bound.
-func (i *Inspector) Place(dirID []byte, n Name) Place { return i.v.tree.Place(dirID, n) }
-
 // Backing is what the content engine reads a file through; a check
 // passes a read-only one.
 type Backing = fileengine.Backing

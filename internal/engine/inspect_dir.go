@@ -82,6 +82,10 @@ func (d *InspectDir) fd() int { return d.d.Fd() }
 // backing store of d keeps no extended attributes.
 func (d *InspectDir) ProbeXattrs() error { return tree.ProbeXattrs(d.fd()) }
 
+// Place is where entry n of d is bound (location binding; d's ID must be
+// known).
+func (d *InspectDir) Place(n Name) Place { return d.i.v.tree.Place(d.d.ID(), n) }
+
 // AltDirIDs reads the conflict copies of d's ID file among ents (d's
 // listing): the valid ones (bound to d's place, with location binding),
 // and the names of those that are unreadable.

@@ -99,13 +99,13 @@ func (w *walker) planRebindDir(dir *engine.InspectDir, cipherRel, plainRel strin
 	w.addFix(f)
 }
 
-// entryPlace is where entry ent of the directory with ID dirID is bound,
-// or nil without binding or when its name is not known.
-func (w *walker) entryPlace(dirID []byte, ent *entry) *engine.Place {
-	if !w.ins.Bound() || dirID == nil || !ent.named {
+// entryPlace is where entry ent of directory d is bound, or nil without
+// binding or when its name (or d's ID) is not known.
+func (w *walker) entryPlace(d *checkDir, ent *entry) *engine.Place {
+	if !w.ins.Bound() || d.dirID == nil || !ent.named {
 		return nil
 	}
-	p := w.ins.Place(dirID, ent.name)
+	p := d.dir.Place(ent.name)
 	return &p
 }
 

@@ -161,7 +161,7 @@ func (w *walker) entryName(wd *engine.WalkDir, bn string, st unix.Stat_t, statEr
 	}
 	ent := entry{backing: bn, st: st}
 	w.nameEntry(d, at, &ent)
-	ent.place = w.entryPlace(d.dirID, &ent)
+	ent.place = w.entryPlace(d, &ent)
 	pl := place{cipher: at, plain: joinPlain(d.plain, ent.shown, d.known && ent.named), known: d.known && ent.named}
 	salvName := ent.shown
 	if !ent.named || ent.shadowed {
