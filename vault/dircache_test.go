@@ -129,15 +129,7 @@ func TestDirCacheBehindTheBack(t *testing.T) {
 	if !cached(v, "a") {
 		t.Fatal("a is not cached: the test tests nothing")
 	}
-	other, err := Open(dir, testPassword)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if err := other.Rename("a", "b"); err != nil {
-		t.Fatal(err)
-	}
-	cacheWrite(t, other, "a/g", "new a")
+	other := renameBehind(t, dir)
 	now = now.Add(dirCacheTTL)
 	wantNotExist(t, v, "a/f")
 	wantFile(t, v, "a/g", "new a")
@@ -342,19 +334,28 @@ func TestDirCacheSharedStorage(t *testing.T) {
 	v.SharedStorage()
 	cacheWrite(t, v, "a/f", "in a")
 	wantFile(t, v, "a/f", "in a")
-	other, err := Open(dir, testPassword)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	if err := other.Rename("a", "b"); err != nil {
-		t.Fatal(err)
-	}
-	cacheWrite(t, other, "a/g", "new a")
+	renameBehind(t, dir)
 	wantNotExist(t, v, "a/f")
 	wantFile(t, v, "a/g", "new a")
 	wantFile(t, v, "b/f", "in a")
 	if cached(v, "a") || cached(v, "b") {
 		t.Fatal("a directory is kept with SharedStorage")
 	}
+}
+
+// renameBehind opens a second Vault on dir (closed with the test), which
+// renames directory a to b and writes a new a/g: a change behind the
+// first Vault's back, as a mount in another process makes it.
+func renameBehind(t *testing.T, dir string) *Vault {
+	t.Helper()
+	other, err := Open(dir, testPassword)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	if err := other.Rename("a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	cacheWrite(t, other, "a/g", "new a")
+	return other
 }
