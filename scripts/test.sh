@@ -74,6 +74,12 @@ fi
 echo "== go test (forwardfs again, format-2 vaults: binding and file roots, classic transport)"
 ENCRYPTFS_TEST_ROOTS=1 ENCRYPTFS_TRANSPORT=classic go test -race -count=1 -p 1 -timeout 12m ./internal/forwardfs || status=1
 
+# The freshness tests run once more with manifests one file per directory
+# (the layout of a vault made before "ManifestBuckets" and not upgraded,
+# which a mount still reads and writes); new vaults pack them in buckets.
+echo "== go test (freshness again, manifests one file per directory)"
+ENCRYPTFS_TEST_MANIFEST_FILES=1 ENCRYPTFS_TRANSPORT=classic go test -race -count=1 -p 1 -timeout 8m ./internal/fresh ./vault -run "Fresh|Crash|Mount|Planted|Batch|Renamed|Old|Strict|Second|Window|Failed" || status=1
+
 # The packages whose tests mount forward vaults run a second time over FUSE
 # over io_uring (mount --transport uring), which needs Linux 6.14+ and the
 # fuse module parameter enable_uring, off by default: turned on here as

@@ -30,7 +30,8 @@ func freshOptions(state string, offline bool) session.Options {
 // freshOptionsAt is freshOptions with the clock at now.
 func freshOptionsAt(state string, offline bool, now time.Time) session.Options {
 	return session.Options{BoundVaultID: freshVaultID, Freshness: &fresh.Options{
-		StateDir: state, Interval: -1, Offline: offline, Now: func() time.Time { return now }}}
+		StateDir: state, Interval: -1, Offline: offline, Now: func() time.Time { return now },
+		Buckets: os.Getenv("ENCRYPTFS_TEST_MANIFEST_FILES") == ""}}
 }
 
 // freshCreate makes a vault in dir written by the device whose state is in

@@ -45,10 +45,11 @@ func TestExampleVaultV2FullCLI(t *testing.T) {
 	}
 	r = run(t, "", "upgrade", "--passfile", pf, dir)
 	r.want(t, 0)
-	if !strings.Contains(r.stdout, "into the compact layout") {
+	if !strings.Contains(r.stdout, "into the compact layout") || !strings.Contains(r.stdout, "Packed 5 freshness manifests into buckets") {
 		t.Fatalf("upgrade of the example said:\n%s", r.stdout)
 	}
-	wantFlags(t, dir, "CompactRoots", "FileRoots", "KeyEpochs", "Freshness")
+	wantFlags(t, dir, "CompactRoots", "FileRoots", "KeyEpochs", "Freshness", "ManifestBuckets")
+	buckets := manifestBuckets(t, dir)
 	run(t, "", "fsck", "--passfile", pf, dir).want(t, 0)
 	r = run(t, "", "freshness", "status", "--passfile", pf, "--state-dir", state, dir)
 	r.want(t, 0)
@@ -67,6 +68,43 @@ func TestExampleVaultV2FullCLI(t *testing.T) {
 	if !strings.Contains(r.stdout, "up to date") {
 		t.Fatalf("second upgrade of the example said:\n%s", r.stdout)
 	}
+	// A bucket deleted: the epoch commits to its manifests. The example's
+	// device is not this state's, so a sync tool could be in the middle
+	// of replacing it: behind.
+	if err := os.Remove(buckets[0]); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, "", "freshness", "status", "--passfile", pf, "--state-dir", state, dir)
+	r.want(t, ExitFreshBehind)
+	if !strings.Contains(r.stdout, "manifest deleted") {
+		t.Fatalf("freshness status with a bucket deleted:\n%s", r.stdout)
+	}
+}
+
+// manifestBuckets returns the bucket files of the one device that wrote
+// the vault in dir, failing if a manifest file of the old layout is left
+// beside them.
+func manifestBuckets(t *testing.T, dir string) []string {
+	t.Helper()
+	mdirs, _ := filepath.Glob(filepath.Join(dir, "encryptfs.manifests.*"))
+	if len(mdirs) != 1 {
+		t.Fatalf("manifests directories: %q", mdirs)
+	}
+	ents, err := os.ReadDir(mdirs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "bucket.") {
+			t.Fatalf("%s left in %s after the upgrade", e.Name(), mdirs[0])
+		}
+		out = append(out, filepath.Join(mdirs[0], e.Name()))
+	}
+	if len(out) == 0 {
+		t.Fatal("no bucket after the upgrade")
+	}
+	return out
 }
 
 // restoreExtras applies the extras file of an example vault (what git

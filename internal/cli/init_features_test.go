@@ -18,11 +18,11 @@ func TestInitFeatures(t *testing.T) {
 		want  []string
 		not   []string
 	}{
-		{nil, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots, config.FlagFreshness}, nil},
-		{[]string{"--format", "2"}, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots, config.FlagFreshness}, nil},
-		{[]string{"--file-roots=false"}, []string{config.FlagBoundLocations, config.FlagFreshness}, []string{config.FlagFileRoots, config.FlagCompactRoots}},
-		{[]string{"--compact-roots=false"}, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagFreshness}, []string{config.FlagCompactRoots}},
-		{[]string{"--freshness=false"}, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots}, []string{config.FlagFreshness}},
+		{nil, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots, config.FlagFreshness, config.FlagManifestBuckets}, nil},
+		{[]string{"--format", "2"}, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots, config.FlagFreshness, config.FlagManifestBuckets}, nil},
+		{[]string{"--file-roots=false"}, []string{config.FlagBoundLocations, config.FlagFreshness, config.FlagManifestBuckets}, []string{config.FlagFileRoots, config.FlagCompactRoots}},
+		{[]string{"--compact-roots=false"}, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagFreshness, config.FlagManifestBuckets}, []string{config.FlagCompactRoots}},
+		{[]string{"--freshness=false"}, []string{config.FlagBoundLocations, config.FlagFileRoots, config.FlagCompactRoots}, []string{config.FlagFreshness, config.FlagManifestBuckets}},
 	} {
 		dir := filepath.Join(t.TempDir(), "cipher")
 		run(t, "", append(append([]string{"init", "--passfile", pf}, cheapKDF...), append(c.flags, dir)...)...).want(t, 0)

@@ -53,6 +53,11 @@ func runInitV2(a *App, dir, cipherName, chunk string, kf kdfFlags, src passSourc
 	}
 	if err == nil && ft.freshness {
 		p, err = p.WithFeature(session.FlagFreshness)
+		if err == nil {
+			// Its manifests in buckets (§15): a block per 256th of the
+			// directories, not one per directory.
+			p, err = p.WithFeature(session.FlagBuckets)
+		}
 	}
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("init: %w", err))

@@ -45,9 +45,13 @@ func newUpgradeCommand(a *App) *cobra.Command {
 //     first). The vault must not be mounted; an interrupted run is
 //     finished by running upgrade again (every other command refuses the
 //     vault until then).
-//  3. A bound vault without freshness gets the feature flag "Freshness"
-//     (session.AddFreshness): the config only; the vault's first mount
-//     after it records the vault (docs/format.md §15).
+//  3. A bound vault without freshness gets the feature flags "Freshness"
+//     and "ManifestBuckets" (session.AddFreshness): the config only; the
+//     vault's first mount after it records the vault (docs/format.md §15).
+//  4. A vault with freshness whose manifests are one file per directory
+//     gets them packed into buckets and the flag "ManifestBuckets"
+//     (session.PackManifests; §15, "Buckets"). The vault must not be
+//     mounted; an interrupted run is finished by running upgrade again.
 //
 // An up-to-date vault is not an error (exit 0), so that scripts can run
 // it twice.
@@ -70,11 +74,22 @@ func runUpgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) err
 	wasBound := c.Params.Bound()
 	hadRoots := wasBound && c.Params.Has(session.FlagFileRoots)
 	if hadRoots && c.Params.Has(session.FlagCompactRoots) && !markerLeft(dir) {
-		if c.Params.Has(session.FlagFreshness) {
-			fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots (compact), freshness); nothing to do.\n", dir)
-			return nil
+		switch {
+		case !c.Params.Has(session.FlagFreshness):
+			return upgradeFreshness(a, dir, c, u)
+		case !c.Params.Has(session.FlagBuckets):
+			return upgradeBuckets(a, dir, c, u)
 		}
-		return upgradeFreshness(a, dir, c, u)
+		// Manifest files an interrupted packing left (step 4's last
+		// part): removed without the key, only where the bucket holds
+		// the same bytes.
+		if n, err := session.RemovePackedManifests(dir); err != nil {
+			return fmt.Errorf("upgrade: %w", err)
+		} else if n > 0 {
+			fmt.Fprintf(a.Stdout, "Removed %d manifest files an interrupted upgrade had packed into buckets already.\n", n)
+		}
+		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots (compact), freshness, manifest buckets); nothing to do.\n", dir)
+		return nil
 	}
 	if at := mountedAt(dir); at != "" {
 		return fmt.Errorf("upgrade: %s is mounted at %s; unmount it first (the upgrade rewrites every file's header)", dir, at)
@@ -103,6 +118,11 @@ func runUpgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) err
 	if ferr != nil {
 		return fmt.Errorf("upgrade: add freshness: %w", ferr)
 	}
+	packed, perr := s.PackManifests()
+	if perr != nil {
+		return fmt.Errorf("upgrade: pack freshness manifests: %w", perr)
+	}
+	defer reportPacked(a, packed)
 	switch {
 	case res.AlreadyBound:
 		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots (compact)); removed the marker of a finished upgrade.\n", dir)
@@ -162,6 +182,35 @@ func upgradeFreshness(a *App, dir string, c *session.Config, u unlockFlags) erro
 	}
 	fmt.Fprintf(a.Stdout, "Upgraded %s: %s\n", dir, freshnessAdded)
 	return nil
+}
+
+// upgradeBuckets is step 4 alone, on a vault with freshness whose
+// manifests are one file per directory: they are packed into buckets
+// (session.PackManifests). The vault must not be mounted: its mount
+// writes manifest files.
+func upgradeBuckets(a *App, dir string, c *session.Config, u unlockFlags) error {
+	if at := mountedAt(dir); at != "" {
+		return fmt.Errorf("upgrade: %s is mounted at %s; unmount it first (the upgrade packs its freshness manifests)", dir, at)
+	}
+	s, err := a.unlockVault(dir, c, u, "Password")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	packed, err := s.PackManifests()
+	if err != nil {
+		return fmt.Errorf("upgrade: pack freshness manifests: %w", err)
+	}
+	fmt.Fprintf(a.Stdout, "Upgraded %s: ", dir)
+	reportPacked(a, packed)
+	return nil
+}
+
+// reportPacked says what PackManifests did, if anything.
+func reportPacked(a *App, p session.Packed) {
+	if p.Added {
+		fmt.Fprintf(a.Stdout, "Packed %d freshness manifests into buckets (one file per 256th of the directories instead of one per directory). Older encryptfs versions cannot open the vault.\n", p.Packed)
+	}
 }
 
 // markerLeft tells whether dir has the marker of a content upgrade (a

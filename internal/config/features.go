@@ -37,6 +37,13 @@ const FlagCompactRoots = "CompactRoots"
 // BoundLocations.
 const FlagFreshness = "Freshness"
 
+// FlagManifestBuckets: a device's freshness manifests are packed into at
+// most 256 bucket files by the first byte of the directory ID, instead of
+// one file per directory (docs/format.md §15, "Buckets"): the same MAC'd
+// manifests, fewer blocks. A build without the flag refuses the vault (it
+// would find no manifests and report every directory rolled back).
+const FlagManifestBuckets = "ManifestBuckets"
+
 // VaultIDSize is the size of Params.VaultID.
 const VaultIDSize = 16
 
@@ -58,6 +65,7 @@ func featuresV2() []featureV2 {
 		// not required here, so that the epoch vectors stay config-only.
 		{FlagKeyEpochs, nil},
 		{FlagFreshness, []string{FlagBoundLocations}},
+		{FlagManifestBuckets, []string{FlagFreshness}},
 	}
 }
 

@@ -32,12 +32,9 @@ func (v *Vault) loadOwn() {
 // ownFromManifests sets v.own to this device's manifests as they are.
 func (v *Vault) ownFromManifests() {
 	v.own = map[[fc.IDSize]byte]fc.EpochEntry{}
-	ents, _ := backing.ReadDirAt(v.root, manifestsDir(v.self))
-	for _, e := range ents {
-		if id, ok := fc.DecodeID(e.Name); ok {
-			if mf := v.readManifest(v.self, [fc.IDSize]byte(id)); mf.err == nil {
-				v.own[mf.m.DirID] = fc.EpochEntry{DirID: mf.m.DirID, Counter: mf.m.Counter, Hash: mf.hash}
-			}
+	for _, id := range v.ownManifestIDs() {
+		if mf := v.readManifest(v.self, id); mf.err == nil {
+			v.own[mf.m.DirID] = fc.EpochEntry{DirID: mf.m.DirID, Counter: mf.m.Counter, Hash: mf.hash}
 		}
 	}
 }
@@ -104,10 +101,14 @@ func (v *Vault) record(all bool, touched map[dirID]map[string]bool, expects map[
 		}
 		return err
 	}
+	v.staged = nil // what a failed batch staged is taken again whole
 	if all {
 		err = v.walk(func(d walkDir) error { return record(d.fd, d.id, nil, nil) })
 	} else {
 		err = v.recordTouched(touched, expects, record)
+	}
+	if err == nil {
+		err = v.flushBuckets()
 	}
 	if err != nil {
 		return err

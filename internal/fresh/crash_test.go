@@ -67,7 +67,7 @@ func (l *logLines) String() string {
 func openWriter(t *testing.T, dir, state string, log *logLines) (*session.Session, *vault.Vault) {
 	t.Helper()
 	s, err := session.Open(dir, password, session.Options{BoundVaultID: vaultID,
-		Freshness: &fresh.Options{StateDir: state, Interval: -1, Log: log.log}})
+		Freshness: &fresh.Options{StateDir: state, Interval: -1, Log: log.log, Buckets: testBuckets()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestSecondWriter(t *testing.T) {
 	var log logLines
 	_, v := openWriter(t, dir, state, &log)
 	defer v.Close()
-	_, err := session.Open(dir, password, session.Options{BoundVaultID: vaultID, Freshness: &fresh.Options{StateDir: state, Interval: -1}})
+	_, err := session.Open(dir, password, session.Options{BoundVaultID: vaultID, Freshness: &fresh.Options{StateDir: state, Interval: -1, Buckets: testBuckets()}})
 	if !errors.Is(err, fresh.ErrLocked) {
 		t.Fatalf("second writer: %v, want ErrLocked", err)
 	}
@@ -171,7 +171,7 @@ func TestStrictRefusesRollback(t *testing.T) {
 	var log logLines
 	strict := func() (*session.Session, error) {
 		return session.Open(dir, password, session.Options{BoundVaultID: vaultID,
-			Freshness: &fresh.Options{StateDir: state, Interval: -1, Log: log.log, Strict: true}})
+			Freshness: &fresh.Options{StateDir: state, Interval: -1, Log: log.log, Strict: true, Buckets: testBuckets()}})
 	}
 	write := func(name string, crash bool) {
 		t.Helper()

@@ -80,12 +80,7 @@ type manifestFile struct {
 
 // readManifest reads device dev's manifest of directory dirID.
 func (v *Vault) readManifest(dev, dirID [fc.IDSize]byte) manifestFile {
-	dir, err := backing.OpenSubdir(v.root, manifestsDir(dev))
-	if err != nil {
-		return manifestFile{err: err}
-	}
-	defer backing.Close(dir)
-	b, err := readSmall(dir, fc.EncodeID(dirID[:]))
+	b, err := v.readManifestFile(dev, dirID)
 	if err != nil {
 		return manifestFile{err: err}
 	}
@@ -95,6 +90,20 @@ func (v *Vault) readManifest(dev, dirID [fc.IDSize]byte) manifestFile {
 		m, err = nil, fc.ErrTampered
 	}
 	return manifestFile{m: m, hash: fc.Hash(b), err: err}
+}
+
+// readManifestFile reads the bytes of device dev's manifest of dirID,
+// from its bucket or from its file.
+func (v *Vault) readManifestFile(dev, dirID [fc.IDSize]byte) ([]byte, error) {
+	if v.o.Buckets {
+		return v.readBucketed(dev, dirID)
+	}
+	dir, err := backing.OpenSubdir(v.root, manifestsDir(dev))
+	if err != nil {
+		return nil, err
+	}
+	defer backing.Close(dir)
+	return readSmall(dir, fc.EncodeID(dirID[:]))
 }
 
 // dirRecords reads every device's manifest of dirID (the ones that are
@@ -128,11 +137,16 @@ func (v *Vault) openOwnManifests() (int, error) {
 }
 
 // writeManifest writes this device's manifest durably except for the
-// directory fsync (one per batch, syncManifests) and returns its hash.
+// directory fsync (one per batch, in writeEpoch) and returns its hash.
+// With buckets it is staged, and written by the batch's flushBuckets.
 func (v *Vault) writeManifest(m *fc.Manifest) ([fc.HashSize]byte, error) {
 	b, err := v.keyed.MarshalManifest(m)
 	if err != nil {
 		return [fc.HashSize]byte{}, err
+	}
+	if v.o.Buckets {
+		v.stageManifest(m.DirID, b)
+		return fc.Hash(b), nil
 	}
 	dir, err := v.openOwnManifests()
 	if err != nil {

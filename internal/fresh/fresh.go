@@ -82,6 +82,10 @@ type Options struct {
 	// machine did not end cleanly (its own unrecorded changes would look
 	// the same) or this device records the vault for the first time.
 	Strict bool
+	// Buckets: the vault packs each device's manifests into buckets
+	// (feature flag "ManifestBuckets", buckets.go) instead of one file
+	// per directory.
+	Buckets bool
 }
 
 // DefaultGrace is Options.Grace's default: a day, longer than a sync tool
@@ -100,10 +104,12 @@ type Vault struct {
 	self     [fc.IDSize]byte
 	lock     *os.File // nil: another process holds the state (read-only)
 
-	batchMu sync.Mutex    // one batch at a time
-	noted   notedChanges  // what the engine told since the last batch (noted.go)
-	batches atomic.Uint64 // batches that took v.noted (Told.Batches)
-	mu      sync.Mutex    // guards the rest
+	batchMu sync.Mutex                 // one batch at a time
+	noted   notedChanges               // what the engine told since the last batch (noted.go)
+	staged  map[[fc.IDSize]byte][]byte // the batch's manifests, for flushBuckets (under batchMu)
+	tables  bucketTables               // bucket tables read (buckets.go)
+	batches atomic.Uint64              // batches that took v.noted (Told.Batches)
+	mu      sync.Mutex                 // guards the rest
 	state   *State
 	own     map[[fc.IDSize]byte]fc.EpochEntry
 	started bool

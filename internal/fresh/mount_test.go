@@ -23,8 +23,14 @@ var (
 	vaultID  = bytes.Repeat([]byte{0x5d}, 16)
 )
 
+// testBuckets is the manifest layout the tests use: buckets (the layout
+// of a new vault), or one file per directory (vaults not upgraded) when
+// ENCRYPTFS_TEST_MANIFEST_FILES is set (scripts/test.sh runs the
+// freshness tests again with it).
+func testBuckets() bool { return os.Getenv("ENCRYPTFS_TEST_MANIFEST_FILES") == "" }
+
 func options(state string, offline bool) session.Options {
-	return session.Options{BoundVaultID: vaultID, Freshness: &fresh.Options{StateDir: state, Interval: -1, Offline: offline}}
+	return session.Options{BoundVaultID: vaultID, Freshness: &fresh.Options{StateDir: state, Interval: -1, Offline: offline, Buckets: testBuckets()}}
 }
 
 // status is encryptfs freshness status.

@@ -43,6 +43,7 @@ const (
 	FlagFileRoots    = config.FlagFileRoots
 	FlagCompactRoots = config.FlagCompactRoots
 	FlagFreshness    = config.FlagFreshness
+	FlagBuckets      = config.FlagManifestBuckets
 	VaultIDSize      = config.VaultIDSize
 )
 

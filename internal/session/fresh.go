@@ -16,6 +16,9 @@ import (
 // ends it.
 func newFresh(dir string, p config.Params, masterKey []byte, o Options) (*Session, error) {
 	fo := *o.Freshness
+	// The layout is the vault's, whoever built the options (tests of
+	// vaults without flags choose it).
+	fo.Buckets = fo.Buckets || p.Has(config.FlagManifestBuckets)
 	// The freshness key comes from the vault's first key K_0 (epochs.go),
 	// not the current one: manifests and epoch files written before a
 	// revoke must keep verifying after it. (A revoked key's holder who

@@ -4,12 +4,13 @@ import (
 	"errors"
 
 	"github.com/encryptfs/encryptfs/internal/config"
+	"github.com/encryptfs/encryptfs/internal/fresh"
 )
 
 // errHasFreshness stops AddFreshness's config edit: nothing to write.
 var errHasFreshness = errors.New("session: the vault has freshness already")
 
-// AddFreshness adds the feature flag "Freshness" to the config of a bound
+// AddFreshness adds the feature flags "Freshness" and "ManifestBuckets" to the config of a bound
 // vault (encryptfs upgrade): a change of the config only
 // (config.UpgradeParams, which keeps the slots' SlotParams). Nothing in
 // CIPHERDIR needs converting: a vault without manifests or epoch files is
@@ -22,7 +23,12 @@ func (s *Session) AddFreshness() (added bool, err error) {
 		if c.Params.Has(config.FlagFreshness) {
 			return errHasFreshness
 		}
+		// With its manifests in buckets from the start: a vault that gets
+		// freshness has no manifests to pack.
 		p, err := c.Params.WithFeature(config.FlagFreshness)
+		if err == nil {
+			p, err = p.WithFeature(config.FlagManifestBuckets)
+		}
 		if err != nil {
 			return err
 		}
@@ -38,3 +44,55 @@ func (s *Session) AddFreshness() (added bool, err error) {
 	}
 	return added, err
 }
+
+// errHasBuckets stops PackManifests's config edit: nothing to write.
+var errHasBuckets = errors.New("session: the vault's manifests are in buckets already")
+
+// Packed is what PackManifests did.
+type Packed struct {
+	Added           bool // the config got the flag "ManifestBuckets"
+	Packed, Removed int  // manifest files packed into buckets, and removed after
+}
+
+// PackManifests moves the freshness manifests of a vault with freshness
+// into buckets (encryptfs upgrade; fresh.PackManifests): every device's
+// manifest files are packed, the config gets the flag
+// "ManifestBuckets", then the packed files are removed. Each step is
+// crash-safe and a run finishes what an interrupted one left, so on a
+// vault with the flag it only removes leftovers. The vault must not be
+// mounted (a mount of the old layout writes manifest files).
+func (s *Session) PackManifests() (Packed, error) {
+	var out Packed
+	var err error
+	if !s.Params().Has(config.FlagManifestBuckets) {
+		if out.Packed, err = fresh.PackManifests(s.dir); err != nil {
+			return out, err
+		}
+		err = s.editConfig(func(c *config.Config, master []byte) error {
+			if c.Params.Has(config.FlagManifestBuckets) {
+				return errHasBuckets
+			}
+			p, err := c.Params.WithFeature(config.FlagManifestBuckets)
+			if err != nil {
+				return err
+			}
+			up, err := c.UpgradeParams(master, p, s.rand)
+			if err != nil {
+				return err
+			}
+			*c, out.Added = *up, true
+			return nil
+		})
+		if err != nil && !errors.Is(err, errHasBuckets) {
+			return out, err
+		}
+	}
+	out.Removed, err = fresh.RemovePacked(s.dir)
+	return out, err
+}
+
+// RemovePackedManifests removes the manifest files of the vault in dir
+// that its buckets hold byte for byte (what an interrupted PackManifests
+// left after the config got its flag). No key is needed: nothing is
+// removed that a bucket does not hold.
+func RemovePackedManifests(dir string) (int, error) { return fresh.RemovePacked(dir) }
