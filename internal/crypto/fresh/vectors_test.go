@@ -17,6 +17,7 @@ type freshVectors struct {
 	Key         vectortest.Hex
 	Manifest    vectortest.Hex // the file of the manifest below
 	Epoch       vectortest.Hex // the file of the epoch below, committing to Manifest
+	Bucket      vectortest.Hex // bucket BucketOf(DirID) holding Manifest alone (ManifestBuckets)
 	DeviceID    vectortest.Hex
 	DirID       vectortest.Hex
 }
@@ -55,9 +56,13 @@ func generateFreshVectors(t *testing.T) freshVectors {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bf, err := MarshalBucket(BucketOf(dir), []BucketEntry{{DirID: dir, File: mf}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return freshVectors{
 		Description: "Key = HKDF-SHA256(MasterKey, salt = empty, info = Label); each file ends in HMAC-SHA256(Key, domain ‖ body), domain \"encryptfs v2 manifest\\x00\" or \"encryptfs v2 epoch\\x00\" (docs/format.md §15)",
-		MasterKey:   master, Label: Label, Key: key, Manifest: mf, Epoch: ef, DeviceID: dev[:], DirID: dir[:],
+		MasterKey:   master, Label: Label, Key: key, Manifest: mf, Epoch: ef, DeviceID: dev[:], DirID: dir[:], Bucket: bf,
 	}
 }
 
@@ -91,5 +96,16 @@ func TestVectors(t *testing.T) {
 	e, err := k.ParseEpoch(file.Epoch)
 	if err != nil || e.Counter != 7 || len(e.Manifests) != 1 || e.Manifests[0].Hash != Hash(file.Manifest) {
 		t.Fatalf("epoch: %+v, %v", e, err)
+	}
+	// The bucket, by its layout: "EFSB", version 1, one entry (the dirID
+	// and the manifest's length), then the manifest byte for byte.
+	want := append([]byte("EFSB\x01\x00\x00\x00\x01"), file.DirID...)
+	want = append(want, byte(len(file.Manifest)>>24), byte(len(file.Manifest)>>16), byte(len(file.Manifest)>>8), byte(len(file.Manifest)))
+	if want = append(want, file.Manifest...); !bytes.Equal(file.Bucket, want) {
+		t.Fatalf("bucket does not follow its layout:\n%x\n%x", file.Bucket, want)
+	}
+	es, err := ParseBucket(file.DirID[0], file.Bucket)
+	if err != nil || len(es) != 1 || !bytes.Equal(es[0].File, file.Manifest) {
+		t.Fatalf("bucket: %+v, %v", es, err)
 	}
 }
