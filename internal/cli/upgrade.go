@@ -15,7 +15,7 @@ import (
 )
 
 func newUpgradeCommand(a *App) *cobra.Command {
-	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding and file roots in the compact layout (every directory ID and file rewritten; a vault with file roots alone gets the compact layout: each file's first chunks and tag block 0 moved; resumable), then freshness (the config only)", dirArg)
+	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding and file roots in the compact layout (every directory ID and file rewritten; a vault with file roots alone gets the compact layout: each file's first chunks and tag block 0 moved; resumable), then freshness (the config only), then freshness manifests packed into buckets (unmounted; resumable)", dirArg)
 	fs := cmd.Flags()
 	var u unlockFlags
 	u.register(fs, "password")
