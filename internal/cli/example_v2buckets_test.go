@@ -18,12 +18,7 @@ import (
 // buckets with status clean after.
 func TestExampleVaultV2BucketsCLI(t *testing.T) {
 	fstest.RequireFUSE(t)
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	examples := filepath.Join("..", "..", "testdata", "example-vaults")
-	dir := filepath.Join(t.TempDir(), "v2-buckets")
-	cpA(t, filepath.Join(examples, "v2-buckets-aes-256-gcm"), dir)
-	restoreExtras(t, dir, filepath.Join(examples, "v2-buckets-aes-256-gcm.extras"))
-	pf := filepath.Join(examples, "v2-full-credentials", "password")
+	dir, pf := copyFullExample(t, "v2-buckets-aes-256-gcm")
 	wantFlags(t, dir, "CompactRoots", "FileRoots", "KeyEpochs", "Freshness", "ManifestBuckets")
 	before := len(manifestBuckets(t, dir))
 

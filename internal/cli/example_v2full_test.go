@@ -22,12 +22,7 @@ import (
 func TestExampleVaultV2FullCLI(t *testing.T) {
 	// The upgrade below records the example's VaultID with CompactRoots:
 	// a state of its own, so that another copy of it is no rollback.
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	examples := filepath.Join("..", "..", "testdata", "example-vaults")
-	dir := filepath.Join(t.TempDir(), "v2-full")
-	cpA(t, filepath.Join(examples, "v2-full-aes-256-gcm"), dir)
-	restoreExtras(t, dir, filepath.Join(examples, "v2-full-aes-256-gcm.extras"))
-	pf := filepath.Join(examples, "v2-full-credentials", "password")
+	dir, pf := copyFullExample(t, "v2-full-aes-256-gcm")
 
 	run(t, "", "fsck", "--passfile", pf, dir).want(t, 0)
 	state := filepath.Join(t.TempDir(), "state")
@@ -105,6 +100,20 @@ func manifestBuckets(t *testing.T, dir string) []string {
 		t.Fatal("no bucket after the upgrade")
 	}
 	return out
+}
+
+// copyFullExample copies the committed example vault name (v2-full or
+// one made from it) with its extras restored, under a freshness state
+// root of the test's own; it returns the copy and the passfile of
+// v2-full-credentials.
+func copyFullExample(t *testing.T, name string) (dir, passfile string) {
+	t.Helper()
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	examples := filepath.Join("..", "..", "testdata", "example-vaults")
+	dir = filepath.Join(t.TempDir(), name)
+	cpA(t, filepath.Join(examples, name), dir)
+	restoreExtras(t, dir, filepath.Join(examples, name+".extras"))
+	return dir, filepath.Join(examples, "v2-full-credentials", "password")
 }
 
 // restoreExtras applies the extras file of an example vault (what git

@@ -181,22 +181,13 @@ func (v *Vault) stageManifest(dirID [fc.IDSize]byte, file []byte) {
 	v.staged[dirID] = file
 }
 
-// flushBuckets writes every bucket the batch staged a manifest in: the
-// bucket's other entries as they are, the staged ones replacing or
-// joining them, each bucket written whole (temporary file, fsync,
-// rename; the directory fsync is writeEpoch's). An entry of ours that no
-// longer parses (a bucket edited in CIPHERDIR) is lost with it, as the
-// edited file was: the epoch still commits to it, so the next check
-// reports it. Staged entries are dropped whatever happens: a failed
+// flushBuckets writes every bucket the batch staged a manifest in
+// (putBuckets). Staged entries are dropped whatever happens: a failed
 // batch is taken again whole (batch's requeue).
 func (v *Vault) flushBuckets() error {
 	staged := v.staged
 	v.staged = nil
-	byBucket := map[byte][]fc.BucketEntry{}
-	for id, file := range staged {
-		byBucket[fc.BucketOf(id)] = append(byBucket[fc.BucketOf(id)], fc.BucketEntry{DirID: id, File: file})
-	}
-	if len(byBucket) == 0 {
+	if len(staged) == 0 {
 		return nil
 	}
 	dir, err := v.openOwnManifests()
@@ -204,27 +195,45 @@ func (v *Vault) flushBuckets() error {
 		return err
 	}
 	defer backing.Close(dir)
+	_, err = putBuckets(dir, staged)
+	return err
+}
+
+// putBuckets writes files (manifest files by directory ID) into their
+// buckets in mdir: each bucket's other entries as they are, files
+// replacing or joining them, each bucket written whole (temporary file,
+// fsync, rename; the directory fsync is the caller's). It returns how
+// many buckets it wrote. An entry of a bucket that no longer parses (one
+// edited in CIPHERDIR) is lost with it, as the edited file was: an epoch
+// that commits to it still does, so the next check reports it; refusing
+// instead would stop every later batch of the mount.
+func putBuckets(mdir int, files map[[fc.IDSize]byte][]byte) (int, error) {
+	byBucket := map[byte][]fc.BucketEntry{}
+	for id, file := range files {
+		b := fc.BucketOf(id)
+		byBucket[b] = append(byBucket[b], fc.BucketEntry{DirID: id, File: file})
+	}
 	buckets := make([]byte, 0, len(byBucket))
 	for b := range byBucket {
 		buckets = append(buckets, b)
 	}
 	slices.Sort(buckets)
 	for _, b := range buckets {
-		old, _ := v.readOwnBucket(b)
+		old, _ := readBucketFile(mdir, b)
 		entries := byBucket[b]
 		for _, e := range old {
-			if _, ok := staged[e.DirID]; !ok {
+			if _, ok := files[e.DirID]; !ok {
 				entries = append(entries, e)
 			}
 		}
 		file, err := fc.MarshalBucket(b, entries)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		name := fc.BucketName(b)
-		if err := unobserved().ReplaceFile(dir, name+fc.TempSuffix, dir, name, file, 0o600, 0); err != nil {
-			return err
+		if err := unobserved().ReplaceFile(mdir, name+fc.TempSuffix, mdir, name, file, 0o600, 0); err != nil {
+			return 0, err
 		}
 	}
-	return nil
+	return len(buckets), nil
 }

@@ -38,38 +38,10 @@ func PackManifests(dir string) (int, error) {
 		if err != nil {
 			return err
 		}
-		byBucket := map[byte]map[[fc.IDSize]byte][]byte{}
-		for id, file := range files {
-			b := fc.BucketOf(id)
-			if byBucket[b] == nil {
-				byBucket[b] = map[[fc.IDSize]byte][]byte{}
-			}
-			byBucket[b][id] = file
+		if _, err := putBuckets(mdir, files); err != nil {
+			return err
 		}
-		for b, mine := range byBucket {
-			entries := make([]fc.BucketEntry, 0, len(mine))
-			for id, file := range mine {
-				entries = append(entries, fc.BucketEntry{DirID: id, File: file})
-			}
-			old, err := readBucketFile(mdir, b)
-			if err != nil {
-				return err
-			}
-			for _, e := range old {
-				if _, ok := mine[e.DirID]; !ok {
-					entries = append(entries, e)
-				}
-			}
-			file, err := fc.MarshalBucket(b, entries)
-			if err != nil {
-				return err
-			}
-			name := fc.BucketName(b)
-			if err := unobserved().ReplaceFile(mdir, name+fc.TempSuffix, mdir, name, file, 0o600, 0); err != nil {
-				return err
-			}
-			packed += len(mine)
-		}
+		packed += len(files)
 		return unobserved().Fsync(mdir)
 	})
 	return packed, err
@@ -173,9 +145,7 @@ func manifestFiles(mdir int) (map[[fc.IDSize]byte][]byte, error) {
 	return out, nil
 }
 
-// readBucketFile reads bucket b of mdir whole: nil if it is missing. One
-// that does not parse is an error: packing over it would drop its
-// entries, which the epoch may commit to.
+// readBucketFile reads bucket b of mdir whole: nil if it is missing.
 func readBucketFile(mdir int, b byte) ([]fc.BucketEntry, error) {
 	file, err := readSmall(mdir, fc.BucketName(b))
 	if errors.Is(err, fs.ErrNotExist) {

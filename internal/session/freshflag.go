@@ -7,11 +7,12 @@ import (
 	"github.com/encryptfs/encryptfs/internal/fresh"
 )
 
-// errHasFreshness stops AddFreshness's config edit: nothing to write.
-var errHasFreshness = errors.New("session: the vault has freshness already")
+// errHasFeature stops addFeatures's config edit: nothing to write.
+var errHasFeature = errors.New("session: the vault has the feature already")
 
-// AddFreshness adds the feature flags "Freshness" and "ManifestBuckets" to the config of a bound
-// vault (encryptfs upgrade): a change of the config only
+// AddFreshness adds the feature flags "Freshness" and "ManifestBuckets"
+// to the config of a bound vault (encryptfs upgrade): a change of the
+// config only
 // (config.UpgradeParams, which keeps the slots' SlotParams). Nothing in
 // CIPHERDIR needs converting: a vault without manifests or epoch files is
 // one no device has recorded yet, which the first writer (a mount)
@@ -19,18 +20,25 @@ var errHasFreshness = errors.New("session: the vault has freshness already")
 // returns false if the vault had the flag already; an unbound vault is
 // refused (the flag requires BoundLocations: config.ErrCorrupt).
 func (s *Session) AddFreshness() (added bool, err error) {
+	// With its manifests in buckets from the start: a vault that gets
+	// freshness has no manifests to pack.
+	return s.addFeatures(config.FlagFreshness, config.FlagFreshness, config.FlagManifestBuckets)
+}
+
+// addFeatures adds the feature flags to the config (config.UpgradeParams,
+// which keeps the slots' SlotParams) unless it has flag have already: then
+// it returns false and writes nothing.
+func (s *Session) addFeatures(have string, flags ...string) (added bool, err error) {
 	err = s.editConfig(func(c *config.Config, master []byte) error {
-		if c.Params.Has(config.FlagFreshness) {
-			return errHasFreshness
+		if c.Params.Has(have) {
+			return errHasFeature
 		}
-		// With its manifests in buckets from the start: a vault that gets
-		// freshness has no manifests to pack.
-		p, err := c.Params.WithFeature(config.FlagFreshness)
-		if err == nil {
-			p, err = p.WithFeature(config.FlagManifestBuckets)
-		}
-		if err != nil {
-			return err
+		p := c.Params
+		for _, f := range flags {
+			var ferr error
+			if p, ferr = p.WithFeature(f); ferr != nil {
+				return ferr
+			}
 		}
 		up, err := c.UpgradeParams(master, p, s.rand)
 		if err != nil {
@@ -39,14 +47,11 @@ func (s *Session) AddFreshness() (added bool, err error) {
 		*c, added = *up, true
 		return nil
 	})
-	if errors.Is(err, errHasFreshness) {
+	if errors.Is(err, errHasFeature) {
 		return false, nil
 	}
 	return added, err
 }
-
-// errHasBuckets stops PackManifests's config edit: nothing to write.
-var errHasBuckets = errors.New("session: the vault's manifests are in buckets already")
 
 // Packed is what PackManifests did.
 type Packed struct {
@@ -68,22 +73,7 @@ func (s *Session) PackManifests() (Packed, error) {
 		if out.Packed, err = fresh.PackManifests(s.dir); err != nil {
 			return out, err
 		}
-		err = s.editConfig(func(c *config.Config, master []byte) error {
-			if c.Params.Has(config.FlagManifestBuckets) {
-				return errHasBuckets
-			}
-			p, err := c.Params.WithFeature(config.FlagManifestBuckets)
-			if err != nil {
-				return err
-			}
-			up, err := c.UpgradeParams(master, p, s.rand)
-			if err != nil {
-				return err
-			}
-			*c, out.Added = *up, true
-			return nil
-		})
-		if err != nil && !errors.Is(err, errHasBuckets) {
+		if out.Added, err = s.addFeatures(config.FlagManifestBuckets, config.FlagManifestBuckets); err != nil {
 			return out, err
 		}
 	}
