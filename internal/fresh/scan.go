@@ -77,7 +77,9 @@ func (r *Reader) observe(dirfd int, name string) (actual, error) {
 		a.xattrs = xattrDigest(sub)
 	case unix.S_IFREG:
 		a.kind = fc.KindFile
-		fd, _, err := backing.OpenRegular(dirfd, name, unix.O_RDONLY)
+		// O_NONBLOCK kept (as ReadFileAt keeps it): one pread of the
+		// header and the xattrs, no fcntl to clear it per file.
+		fd, _, err := backing.OpenRegular(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK)
 		if err != nil {
 			return a, err
 		}
