@@ -48,9 +48,17 @@ func (t *bucketTable) is(st *unix.Stat_t) bool {
 // directory of each device (the table), the same order as the local
 // state's counters per directory.
 type bucketTables struct {
-	mu sync.Mutex
-	m  map[bucketKey]*bucketTable
+	mu    sync.Mutex
+	m     map[bucketKey]*bucketTable
+	slots int // held in m
 }
+
+// maxCachedSlots bounds what bucketTables holds (32 bytes a slot: 32 MiB
+// at most): a real vault's tables are 20 bytes per directory and device,
+// but buckets planted in CIPHERDIR under many device names could
+// otherwise make a mount keep 64 MiB tables by the hundred. Beyond it
+// the cache starts over; reads stay correct, only slower.
+const maxCachedSlots = 1 << 20
 
 func (c *bucketTables) get(k bucketKey, st *unix.Stat_t) []fc.BucketSlot {
 	c.mu.Lock()
@@ -64,9 +72,13 @@ func (c *bucketTables) get(k bucketKey, st *unix.Stat_t) []fc.BucketSlot {
 func (c *bucketTables) put(k bucketKey, st *unix.Stat_t, slots []fc.BucketSlot) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[bucketKey]*bucketTable{}
+	if c.m == nil || c.slots+len(slots) > maxCachedSlots {
+		c.m, c.slots = map[bucketKey]*bucketTable{}, 0
 	}
+	if old := c.m[k]; old != nil {
+		c.slots -= len(old.slots)
+	}
+	c.slots += len(slots)
 	c.m[k] = &bucketTable{ino: st.Ino, dev: st.Dev, size: st.Size, mtim: st.Mtim, ctim: st.Ctim, slots: slots}
 }
 

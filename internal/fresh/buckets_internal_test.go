@@ -10,6 +10,7 @@ import (
 
 	"github.com/encryptfs/encryptfs/internal/backing"
 	fc "github.com/encryptfs/encryptfs/internal/crypto/fresh"
+	"golang.org/x/sys/unix"
 )
 
 // TestBucketTablesFollowTheFile: a bucket's table is read again whenever
@@ -85,5 +86,22 @@ func TestBucketTablesFollowTheFile(t *testing.T) {
 	}
 	if got, err := v.readBucketed(dev, b); !errors.Is(err, fc.ErrMalformed) {
 		t.Fatalf("truncated bucket: %q, %v", got, err)
+	}
+}
+
+// TestBucketTablesBounded: the tables kept never exceed maxCachedSlots
+// slots, whatever CIPHERDIR holds; a table replaced is not counted twice.
+func TestBucketTablesBounded(t *testing.T) {
+	var c bucketTables
+	st := &unix.Stat_t{Ino: 1}
+	half := make([]fc.BucketSlot, maxCachedSlots/2+1)
+	c.put(bucketKey{b: 1}, st, half)
+	c.put(bucketKey{b: 1}, st, half) // the same bucket again
+	if c.get(bucketKey{b: 1}, st) == nil || c.slots != len(half) {
+		t.Fatalf("one table, replaced: %d slots counted", c.slots)
+	}
+	c.put(bucketKey{b: 2}, st, half)
+	if c.slots > maxCachedSlots || c.get(bucketKey{b: 1}, st) != nil || c.get(bucketKey{b: 2}, st) == nil {
+		t.Fatalf("over the bound: %d slots held", c.slots)
 	}
 }
