@@ -41,7 +41,8 @@
 #                rows), MiB
 #   checks       md5 mismatches and rsync's changed entries (both must be 0:
 #                contents, sizes, mtimes, modes and owners survive)
-#   sizes        du -sm of the ciphertext dir, and the ciphertext bytes of an
+#   sizes        du -sm and -sk of the ciphertext dir, encryptfs's freshness files
+#                in it, and the ciphertext bytes of an
 #                empty, a 1-byte and a 1,000,000-byte file
 #   fio          sequential and random reads and writes (psync, buffered,
 #                the page cache dropped before each job) at 4 KiB, 128 KiB
@@ -732,8 +733,19 @@ run_smallfiles() {
 	du -s "$mnt/$TREE" >/dev/null
 	record "$round" "$col" du_s "$(elapsed "$t")"
 	rss_peak "$round" "$col" du
+	# Format 2 records what changed in batches every 5 s: wait for one, so
+	# that the sizes hold the records of the whole tree.
+	case $col in
+	encryptfs-v1-*) ;;
+	encryptfs-*) sleep 6 ;;
+	esac
 	sync
 	record "$round" "$col" du_MiB "$(du -sm "$cipher" | cut -f1)"
+	record "$round" "$col" du_KiB "$(du -sk "$cipher" | cut -f1)"
+	# encryptfs's freshness records: what format 2 adds beside the tree.
+	if compgen -G "$cipher/encryptfs.manifests.*" >/dev/null; then
+		record "$round" "$col" fresh_KiB "$(du -sck "$cipher"/encryptfs.manifests.* "$cipher"/encryptfs.epoch.* | tail -n 1 | cut -f1)"
+	fi
 
 	t=$(now)
 	rm -rf "${mnt:?}/$TREE"

@@ -40,6 +40,8 @@ ROWS = [
     ("md5_bad", "check: md5 mismatches (must be 0)", "check"),
     ("rsync_changed", "check: rsync changed entries (must be 0)", "check"),
     ("du_MiB", "ciphertext du -sm of the tree, MiB", "size"),
+    ("du_KiB", "ciphertext du -sk of the tree, KiB", "size"),
+    ("fresh_KiB", "of which freshness files (encryptfs.manifests.*, encryptfs.epoch.*), KiB", "size"),
     ("size_0_B", "ciphertext of an empty file, bytes", "size"),
     ("size_1_B", "ciphertext of a 1-byte file, bytes", "size"),
     ("size_1000000_B", "ciphertext of a 1,000,000-byte file, bytes", "size"),
