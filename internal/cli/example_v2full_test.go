@@ -76,28 +76,27 @@ func TestExampleVaultV2FullCLI(t *testing.T) {
 	}
 }
 
-// manifestBuckets returns the bucket files of the one device that wrote
-// the vault in dir, failing if a manifest file of the old layout is left
-// beside them.
+// manifestBuckets returns the bucket files of every device of the vault
+// in dir, failing if a manifest file of the old layout is left beside
+// them.
 func manifestBuckets(t *testing.T, dir string) []string {
 	t.Helper()
 	mdirs, _ := filepath.Glob(filepath.Join(dir, "encryptfs.manifests.*"))
-	if len(mdirs) != 1 {
-		t.Fatalf("manifests directories: %q", mdirs)
-	}
-	ents, err := os.ReadDir(mdirs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), "bucket.") {
-			t.Fatalf("%s left in %s after the upgrade", e.Name(), mdirs[0])
+	for _, m := range mdirs {
+		ents, err := os.ReadDir(m)
+		if err != nil {
+			t.Fatal(err)
 		}
-		out = append(out, filepath.Join(mdirs[0], e.Name()))
+		for _, e := range ents {
+			if !strings.HasPrefix(e.Name(), "bucket.") {
+				t.Fatalf("%s in %s beside the buckets", e.Name(), m)
+			}
+			out = append(out, filepath.Join(m, e.Name()))
+		}
 	}
 	if len(out) == 0 {
-		t.Fatal("no bucket after the upgrade")
+		t.Fatalf("no bucket in %q", mdirs)
 	}
 	return out
 }

@@ -70,7 +70,8 @@ func TestBucketsThroughTheMount(t *testing.T) {
 	if len(files) != 0 || len(buckets) < 100 || len(buckets) > 256 {
 		t.Fatalf("301 directories: %d buckets, %d manifest files", len(buckets), len(files))
 	}
-	if rep := status(t, dir, state); rep.Status != fresh.OK {
+	bucketStatus := func() *fresh.Report { return statusWith(t, dir, optionsLayout(state, true, true)) }
+	if rep := bucketStatus(); rep.Status != fresh.OK {
 		t.Fatalf("after the mount: %s", rep)
 	}
 	man := ownManifests(t, dir)
@@ -81,7 +82,7 @@ func TestBucketsThroughTheMount(t *testing.T) {
 	// A new file in 20 of them: their buckets are rewritten with the
 	// other directories' entries kept.
 	writeDirs(t, dir, optionsLayout(state, false, true), 20, "two")
-	if rep := status(t, dir, state); rep.Status != fresh.OK {
+	if rep := bucketStatus(); rep.Status != fresh.OK {
 		t.Fatalf("after the second mount: %s", rep)
 	}
 	pick := ""
@@ -111,7 +112,7 @@ func TestBucketsThroughTheMount(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(man, pick), file, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		rep := status(t, dir, state)
+		rep := bucketStatus()
 		if name == "the bucket as it was2" {
 			if rep.Status != fresh.OK {
 				t.Fatalf("bucket restored: %s", rep)
