@@ -14,11 +14,19 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, ErrInvalid
 	}
-	if err := f.rooted.ensureRoots(); err != nil {
-		return 0, err
+	if n, done, err := f.rooted.firstRead(p, off); done {
+		return n, err
 	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	return f.reads.readAt(p, off, nil)
+}
+
+// readAt is ReadAt with mu held (for reading, or for writing by
+// fileRoots.firstRead) and the roots loaded, or loaded by loaded
+// (readLocked) before any chunk is opened.
+func (rd fileReads) readAt(p []byte, off int64, loaded func(run storedRun) error) (int, error) {
+	f := rd.f
 	if f.closed {
 		return 0, ErrClosed
 	}
@@ -35,7 +43,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if want == 0 {
 		return 0, nil
 	}
-	if err := f.reads.readLocked(p[:want], off); err != nil {
+	if err := rd.readLocked(p[:want], off, loaded); err != nil {
 		// Deliver the chunks before the first bad one and nothing else:
 		// clear the rest so no unauthenticated byte reaches the caller.
 		n := 0
@@ -62,7 +70,10 @@ type fileReads struct{ f *File }
 // readLocked fills p (non-empty, inside the file) from offset off: one
 // backing read for the whole run of chunks, then the chunks are opened,
 // in parallel for large requests. Full chunks are decrypted straight into p.
-func (rd fileReads) readLocked(p []byte, off int64) error {
+// If loaded is not nil it is called with the first window's stored bytes
+// once they are read, before any chunk is opened (fileRoots.firstRead:
+// the roots are loaded from them), and an error from it ends the read.
+func (rd fileReads) readLocked(p []byte, off int64, loaded func(run storedRun) error) error {
 	f := rd.f
 	e := f.e
 	cs := int64(e.chunkSize)
@@ -70,9 +81,10 @@ func (rd fileReads) readLocked(p []byte, off int64) error {
 	last := uint64((off + int64(len(p)) - 1) / cs)
 	fileLast := f.lastIndex()
 
-	// The cached last chunk needs neither I/O nor decryption.
+	// The cached last chunk needs neither I/O nor decryption (when the
+	// roots are loaded from the read, the window is read all the same).
 	readLast := last
-	if last == fileLast && f.tail.ok {
+	if last == fileLast && f.tail.ok && loaded == nil {
 		start := int64(last) * cs
 		from := max(off, start)
 		copy(p[from-off:], (*f.tail.buf)[from-start:])
@@ -128,6 +140,13 @@ func (rd fileReads) readLocked(p []byte, off int64) error {
 		if err != nil {
 			*job = openJob{}
 			return &ChunkError{Index: wFirst, Offset: int64(wFirst) * cs, Err: err}
+		}
+		if loaded != nil {
+			err, loaded = loaded(storedRun{start: start, buf: buf}), nil
+			if err != nil {
+				*job = openJob{}
+				return err
+			}
 		}
 		if next := wLast + 1; pipelined && next <= readLast {
 			_, nStart, nEnd := window(next)

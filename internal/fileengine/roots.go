@@ -141,7 +141,11 @@ func (fr fileRoots) needRoots() bool { return fr.f.rt != nil && !fr.f.rt.loaded 
 
 // loadRoots reads and checks the tag blocks of a clean file against its
 // root, once per File. Called with mu held for writing.
-func (fr fileRoots) loadRoots() error {
+func (fr fileRoots) loadRoots() error { return fr.loadRootsFrom(storedRun{}) }
+
+// loadRootsFrom is loadRoots taking the stored tag bytes that run holds
+// from it rather than from the backing file (firstRead).
+func (fr fileRoots) loadRootsFrom(run storedRun) error {
 	f := fr.f
 	rs := f.rt
 	if rs == nil || rs.loaded {
@@ -155,7 +159,7 @@ func (fr fileRoots) loadRoots() error {
 	var only *[]byte // a file of one chunk: its plaintext, for the tail cache
 	defer func() { e.bufs.put(only) }()
 	err := fr.forDataGroups(0, e.tagBlocksOf(f.size), func(g uint64) error {
-		if err := fr.readTagBlock(block, g, &only); err != nil {
+		if err := fr.readTagBlock(block, g, &only, run); err != nil {
 			return fmt.Errorf("core: tag block %d: %w", g, err)
 		}
 		rs.tags.load(g, block)
@@ -188,12 +192,13 @@ func (fr fileRoots) loadRoots() error {
 // chunks they name do not exist), and for a file of one chunk entry 0
 // from chunk 0 itself, whose AEAD tag it is: then, if the chunk opens,
 // *only is set to its plaintext (a buffer of the engine's pools, for the
-// tail cache once the root is checked). Called with mu held.
-func (fr fileRoots) readTagBlock(block []byte, g uint64, only **[]byte) error {
+// tail cache once the root is checked). What run holds is taken from it.
+// Called with mu held.
+func (fr fileRoots) readTagBlock(block []byte, g uint64, only **[]byte, run storedRun) error {
 	f := fr.f
 	l := f.e.lay
 	if !l.compact || g > 0 {
-		return readFullAt(f.b, block, l.tagBlockOffset(g))
+		return run.readAt(f.b, block, l.tagBlockOffset(g))
 	}
 	clear(block)
 	n := f.e.chunksOf(f.size)
@@ -221,29 +226,73 @@ func (fr fileRoots) readTagBlock(block []byte, g uint64, only **[]byte) error {
 			break
 		}
 		end := l.entryRunEnd(i) + 1
-		if err := readFullAt(f.b, block[i*content.TagSize:end*content.TagSize], l.entryOffset(i)); err != nil {
+		if err := run.readAt(f.b, block[i*content.TagSize:end*content.TagSize], l.entryOffset(i)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ensureRoots loads the tag blocks before a read if needed, taking the
-// write lock for it (ReadAt runs under the read lock).
-func (fr fileRoots) ensureRoots() error {
+// firstRead loads the tag blocks before a read if needed, taking the
+// write lock for it (ReadAt runs under the read lock). When the read's
+// first backing read spans the stored pieces of tag block 0 (a compact
+// file of 2 chunks or more read from chunk 0, as a whole-file read is),
+// the roots are loaded from those bytes and the read is done here, under
+// the write lock: one backing read instead of two (the pieces, then the
+// chunks with the pieces between them). No chunk is opened before the
+// root is checked. done reports that the read was done here (n, err),
+// or failed (err); else the roots are loaded and ReadAt reads.
+func (fr fileRoots) firstRead(p []byte, off int64) (n int, done bool, err error) {
 	f := fr.f
 	f.mu.RLock()
 	need := fr.needRoots() && !f.closed
 	f.mu.RUnlock()
 	if !need {
-		return nil
+		return 0, false, nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return ErrClosed
+		return 0, true, ErrClosed
 	}
-	return fr.loadRoots()
+	if !fr.needRoots() {
+		return 0, false, nil
+	}
+	if fr.readSpansPieceA(off, len(p)) {
+		n, err := f.reads.readAt(p, off, fr.loadRootsFrom)
+		return n, true, err
+	}
+	if err := fr.loadRoots(); err != nil {
+		return 0, true, err
+	}
+	return 0, false, nil
+}
+
+// readSpansPieceA reports whether a read of n bytes at off reads chunks 0
+// and 1 of a compact file of 2 chunks or more: then its first backing
+// read (readLocked: one window, at least two chunks) holds piece A of tag
+// block 0, which lies between them. Called with mu held.
+func (fr fileRoots) readSpansPieceA(off int64, n int) bool {
+	f := fr.f
+	cs := int64(f.e.chunkSize)
+	return f.e.lay.compact && !f.tail.ok && off < cs && min(off+int64(n), f.size) > cs
+}
+
+// storedRun is bytes of the backing file already read: buf holds
+// [start, start+len(buf)). The zero storedRun holds nothing.
+type storedRun struct {
+	start int64
+	buf   []byte
+}
+
+// readAt fills dst with the backing bytes at off: from the run if it
+// holds all of them, else read from b.
+func (r storedRun) readAt(b Backing, dst []byte, off int64) error {
+	if off >= r.start && off+int64(len(dst)) <= r.start+int64(len(r.buf)) {
+		copy(dst, r.buf[off-r.start:])
+		return nil
+	}
+	return readFullAt(b, dst, off)
 }
 
 // markDirty is called before a change to a file with roots: it loads and

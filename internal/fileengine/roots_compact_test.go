@@ -274,8 +274,10 @@ func TestCompactSmallFileNoSeek(t *testing.T) {
 
 // TestCompactReadAcrossPieces: a read across chunks 0 and 1 (piece A of
 // tag block 0 between them) and across 15 and 16 (piece B) is one backing
-// read, as in the other layouts: the open and a whole read of a 17-chunk
-// file cost the header, the two pieces and one read of the chunks.
+// read, as in the other layouts, and the roots of the first read are
+// loaded from it (fileRoots.firstRead): the open and a whole read of a
+// 2-chunk or a 17-chunk file cost the header and one read of the chunks
+// with the pieces between them (before, the pieces were read first).
 func TestCompactReadAcrossPieces(t *testing.T) {
 	const cs = 4 << 10
 	for _, alg := range testAlgorithms {
@@ -295,10 +297,7 @@ func TestCompactReadAcrossPieces(t *testing.T) {
 				if !bytes.Equal(got, plain) {
 					t.Fatalf("%d bytes: read back differs", size)
 				}
-				want := 3 // header, piece A, the chunks
-				if size > 16*cs {
-					want = 4 // and piece B
-				}
+				const want = 2 // header, the chunks and the pieces between them
 				if r1, _ := m.Counts(); r1-r0 != want {
 					t.Fatalf("%d bytes: open and read cost %d backing reads, want %d", size, r1-r0, want)
 				}
@@ -329,5 +328,76 @@ func TestCompactWriteAcrossPieces(t *testing.T) {
 				readBack(t, e, m, plain)
 			}
 		})
+	}
+}
+
+// TestCompactFirstReadPieces: the first read of a clean compact file
+// loads its roots from the pieces of tag block 0 it read with the chunks
+// (fileRoots.firstRead) only when it spans them, and checks them as a
+// separate read of the pieces did: a first read that starts past chunk 0
+// reads the pieces on their own (with the header and the chunk, 3
+// backing reads, 4 with piece B), a piece A
+// from an older version (with or without the chunk 1 it names) or a
+// damaged piece B fails the first whole read with no byte delivered, and
+// so does a damaged chunk 1.
+func TestCompactFirstReadPieces(t *testing.T) {
+	const cs = 4 << 10
+	e := newCompactEngine(t, content.AES256GCM, sequential(17))
+	r := rand.New(rand.NewPCG(17, 17))
+	for _, size := range []int{2*cs + 9, 17*cs + 5} {
+		plain := randomBytes(r, size)
+		m := rootsFile(t, e, plain)
+		stored := bytes.Clone(m.Bytes())
+
+		r0, _ := m.Counts()
+		f := openRoots(t, e, m)
+		got := make([]byte, 100)
+		if n, err := f.ReadAt(got, cs+10); n != len(got) || err != nil {
+			t.Fatalf("%d bytes: read in chunk 1: %d, %v", size, n, err)
+		}
+		if !bytes.Equal(got, plain[cs+10:cs+110]) {
+			t.Fatalf("%d bytes: read in chunk 1 differs", size)
+		}
+		mustClose(t, f)
+		want := int64(3) // header, piece A, chunk 1
+		if size > 16*cs {
+			want = 4 // and piece B
+		}
+		if r1, _ := m.Counts(); int64(r1-r0) != want {
+			t.Fatalf("%d bytes: open and read in chunk 1: %d backing reads, want %d", size, r1-r0, want)
+		}
+
+		// A newer version of chunk 1, so that the old pieces name the
+		// old chunk 1.
+		newer := bytes.Clone(plain)
+		copy(newer[cs:], "newer")
+		rewrite(t, e, m, newer[cs:cs+5], cs)
+		readBack(t, e, m, newer)
+		now := bytes.Clone(m.Bytes())
+		l := e.lay
+		t.Run("older piece A", func(t *testing.T) {
+			bad := bytes.Clone(now)
+			copy(bad[l.pieceA:l.pieceA+content.CompactHeadEntries*content.TagSize], stored[l.pieceA:])
+			wantRootsError(t, e, bad, newer)
+		})
+		t.Run("older piece A and chunk 1", func(t *testing.T) {
+			// Each chunk matches its entry: only the root tells.
+			bad := bytes.Clone(now)
+			c1 := e.cipherOffset(1)
+			copy(bad[l.pieceA:c1+int64(e.cipherChunk)], stored[l.pieceA:])
+			wantRootsError(t, e, bad, newer)
+		})
+		t.Run("damaged chunk 1", func(t *testing.T) {
+			bad := bytes.Clone(now)
+			bad[e.cipherOffset(1)+int64(e.nonceSize)] ^= 1
+			wantRootsError(t, e, bad, newer)
+		})
+		if size > 16*cs {
+			t.Run("damaged piece B", func(t *testing.T) {
+				bad := bytes.Clone(now)
+				bad[l.pieceB] ^= 1
+				wantRootsError(t, e, bad, newer)
+			})
+		}
 	}
 }
