@@ -223,8 +223,20 @@ func (d *Dir) Remove(n Name) error {
 // with location binding, a file's binding to this name is dropped once
 // the unlink is durable.
 func (d *Dir) Unlink(n Name, mode uint32) error {
+	return d.unlink(n, func() error { return d.v.tree.Unlink(d.treeDir(), n, mode) })
+}
+
+// UnlinkSole is Unlink of regular file n that the caller knows to have no
+// other name: a link count of 1 it saw, in a CIPHERDIR that no one else
+// changes (see tree.UnlinkSole: with location binding it saves a stat).
+func (d *Dir) UnlinkSole(n Name) error {
+	return d.unlink(n, func() error { return d.v.tree.UnlinkSole(d.treeDir(), n) })
+}
+
+// unlink is Unlink and UnlinkSole around rm, the tree's unlink of n.
+func (d *Dir) unlink(n Name, rm func() error) error {
 	f := d.v.openAt(d.fd, n.Backing)
-	err := d.v.tree.Unlink(d.treeDir(), n, mode)
+	err := rm()
 	if err == nil {
 		if f != nil {
 			f.places.move(d.link(n), dirLink{})

@@ -1,6 +1,7 @@
 package fileengine
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"fmt"
 	"io"
@@ -346,13 +347,23 @@ func (fr fileRoots) checkEntry(stored []byte, i uint64, final bool) (hole bool, 
 	return false, nil
 }
 
+// isZero reports whether b is all zeros: an entry (a hole) or a tag
+// block (not kept), which is not secret, so it may stop at the first
+// non-zero byte. Compared with a block of zeros (bytes.Equal, in words):
+// a byte loop over the 4 KiB tag block took 4% of the daemon's CPU in
+// md5sum of small files (twice per open: tagTable.load and hashes).
 func isZero(b []byte) bool {
-	var acc byte
-	for _, c := range b {
-		acc |= c
+	for len(b) > len(zeroTagBlock) {
+		if !bytes.Equal(b[:len(zeroTagBlock)], zeroTagBlock[:]) {
+			return false
+		}
+		b = b[len(zeroTagBlock):]
 	}
-	return acc == 0
+	return bytes.Equal(b, zeroTagBlock[:len(b)])
 }
+
+// zeroTagBlock is a tag block of zeros, for isZero. Read only.
+var zeroTagBlock [content.TagBlockSize]byte
 
 // setEntry records the tag of stored chunk i (sealed by this File).
 func (fr fileRoots) setEntry(i uint64, stored []byte) {

@@ -76,13 +76,22 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	n.r.touch()
 	// The kernel looked the name up before asking, so its node is
 	// normally known here, and with it the file type: a non-symlink needs
-	// no readlink to find a long symlink target's sidecar. Not trusted
-	// when others may change CIPHERDIR.
-	mode := uint32(0)
+	// no readlink to find a long symlink target's sidecar; and a regular
+	// file's link count (node.nlink): a file with no other name needs no
+	// stat to tell whether a binding outlives the name (location binding,
+	// engine.Dir.UnlinkSole; rm -rf paid one fstatat per file). Not
+	// trusted when others may change CIPHERDIR.
+	mode, sole := uint32(0), false
 	if c := n.GetChild(name); c != nil && !n.r.opts.SharedStorage {
 		mode = c.StableAttr().Mode & unix.S_IFMT
+		sole = mode == unix.S_IFREG && c.Operations().(nodeOps).self().nlink.Load() == 1
 	}
-	return n.remove(name, "unlink", func(e entry) error { return n.r.entryDir(e).Unlink(e.name, mode) })
+	return n.remove(name, "unlink", func(e entry) error {
+		if sole {
+			return n.r.entryDir(e).UnlinkSole(e.name)
+		}
+		return n.r.entryDir(e).Unlink(e.name, mode)
+	})
 }
 
 // remove runs op (unlink or rmdir) on child name: under its ordinary
@@ -251,6 +260,10 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if err != nil {
 		return nil, n.r.errno(err, "link", name)
 	}
+	// The target's node is the one the kernel keeps for both names (the
+	// node newChild makes is dropped for it: same inode number), so its
+	// link count is brought up here, before any unlink can use it.
+	tn.nlink.Store(uint32(st.Nlink))
 	return n.newChild(ctx, &st, nil, out, name), 0
 }
 

@@ -144,3 +144,56 @@ func TestBoundLinksTamper(t *testing.T) {
 		})
 	}
 }
+
+// TestBoundUnlinkOfLinkedName: the name a file was created under, then
+// linked (so the kernel's node for it was made with a link count of 1),
+// is unlinked with its binding dropped: put back behind the mount as a
+// hard link of the other name, it does not read. Unlink skips the stat
+// of the link count only for a node whose count is 1 (node.nlink), and
+// Link must bring the target's count up for that to hold.
+func TestBoundUnlinkOfLinkedName(t *testing.T) {
+	v := mounttest.NewBoundVault(t, nil)
+	m := func(p string) string { return filepath.Join(v.Mnt, p) }
+	entries := func() map[string]bool {
+		des, err := os.ReadDir(v.Cipher)
+		must(t, err)
+		got := map[string]bool{}
+		for _, de := range des {
+			got[de.Name()] = true
+		}
+		return got
+	}
+	added := func(before map[string]bool) string {
+		t.Helper()
+		var names []string
+		for n := range entries() {
+			if !before[n] {
+				names = append(names, n)
+			}
+		}
+		if len(names) != 1 {
+			t.Fatalf("new backing entries: %v, want 1", names)
+		}
+		return names[0]
+	}
+	data := []byte("one file, two names, then one")
+	before := entries()
+	must(t, os.WriteFile(m("a"), data, 0o644))
+	aName := added(before)
+	before = entries()
+	must(t, os.Link(m("a"), m("b")))
+	bName := added(before)
+	must(t, os.Remove(m("a")))
+	if got, err := os.ReadFile(m("b")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read b after the unlink of a: %q, %v", got, err)
+	}
+	// The storage brings the name back.
+	must(t, os.Link(filepath.Join(v.Cipher, bName), filepath.Join(v.Cipher, aName)))
+	v.Remount(t)
+	if got, err := os.ReadFile(m("a")); err == nil {
+		t.Fatalf("a brought back behind the mount reads %q: its binding outlived the unlink", got)
+	}
+	if got, err := os.ReadFile(m("b")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read b after the remount: %q, %v", got, err)
+	}
+}

@@ -37,6 +37,13 @@ type node struct {
 	// (openFiles.bind), which with the node's inode number keys it in
 	// the engine's open-file table.
 	fileDev atomic.Uint64
+	// nlink is the link count of the node's backing object as last found
+	// by the lookup, listing or create that made the node (newChild), or
+	// by a link of ours to it (Link); 0 if unknown. It only goes up
+	// through Link, so without others changing CIPHERDIR a 1 here is the
+	// file's only name (Unlink: no stat of it); a count that went down
+	// since costs that stat only.
+	nlink atomic.Uint32
 
 	// Symlinks: the backing inode number, which a rename changes, and
 	// whether the node holds its own, older number in r.moved (linkino.go).
@@ -249,9 +256,11 @@ func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out 
 		id = n.lnk.linkIdentity(name, st.Ino)
 	}
 	child := n.NewInode(ctx, n.r.newNode(dirID), id)
+	cn := child.Operations().(nodeOps).self()
 	if id.Mode == unix.S_IFLNK {
-		child.Operations().(nodeOps).self().linkIno.Store(st.Ino)
+		cn.linkIno.Store(st.Ino)
 	}
+	cn.nlink.Store(uint32(st.Nlink))
 	return child
 }
 

@@ -152,7 +152,18 @@ func (t *Tree) emptyDir(dirfd int, name string) (restore func(), err error) {
 // only after a crash left a stale binding) are not touched, and a links
 // file left so is fsck's orphan-links.
 func (t *Tree) Unlink(d Dir, n Name, mode uint32) error {
-	return t.rb.unlink(d, n, mode, func(mode uint32) error { return t.unlink(d.fd, n, mode) })
+	return t.rb.unlink(d, n, mode, false, func(mode uint32) error { return t.unlink(d.fd, n, mode) })
+}
+
+// UnlinkSole is Unlink of regular file n of d that the caller knows to
+// have no other name (a link count of 1 it saw, in a CIPHERDIR no one
+// else changes): with location binding, no binding of the file outlives
+// n, so the link count is not asked again (rebinder.unlink's fstatat,
+// one per file of rm -rf). A caller that is wrong leaves what a crash
+// between an unlink and its binding's drop leaves: a stale binding of a
+// file with other names, which fsck reports and --repair drops.
+func (t *Tree) UnlinkSole(d Dir, n Name) error {
+	return t.rb.unlink(d, n, unix.S_IFREG, true, func(mode uint32) error { return t.unlink(d.fd, n, mode) })
 }
 
 // unlink is Unlink without the binding: the entry, then its sidecars.

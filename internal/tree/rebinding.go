@@ -32,8 +32,9 @@ type rebinding interface {
 	finishAll(dirfds []int, rbs ...rebind)
 	// unlink removes entry n of d (of file type mode, 0 if unknown)
 	// through rm (the unbound unlink), dropping n's binding from a file
-	// that lives on under other names (Tree.Unlink).
-	unlink(d Dir, n Name, mode uint32, rm func(mode uint32) error) error
+	// that lives on under other names (Tree.Unlink); sole: the caller
+	// knows n is a regular file with no other name (Tree.UnlinkSole).
+	unlink(d Dir, n Name, mode uint32, sole bool, rm func(mode uint32) error) error
 	// link links oldN of od (backing stat st) as newN of nd through ln
 	// (the unbound link), binding the file to the new name first
 	// (Tree.Link).
@@ -56,7 +57,9 @@ func (unbound) begin(int, Name, *unix.Stat_t, bind.Place, bind.Place, int) (rebi
 
 func (unbound) beginDropReplaced(int, Name, *unix.Stat_t, bind.Place) rebind { return noRebind }
 
-func (unbound) unlink(_ Dir, _ Name, mode uint32, rm func(uint32) error) error { return rm(mode) }
+func (unbound) unlink(_ Dir, _ Name, mode uint32, _ bool, rm func(uint32) error) error {
+	return rm(mode)
+}
 
 func (unbound) link(_ Dir, _ Name, _ *unix.Stat_t, _ Dir, _ Name, ln func() error) error {
 	return ln()
@@ -74,12 +77,14 @@ func (r *rebinder) needPlace(d Dir) error {
 }
 
 // unlink opens a file with several names at n's place before removing n
-// (a known non-regular entry, or one in a Dir without its ID, is removed
-// as is), and drops the binding once the unlink is durable: else the
-// binding would stay, and the name's place would stay valid for the
-// contents.
-func (r *rebinder) unlink(d Dir, n Name, mode uint32, rm func(uint32) error) error {
-	if d.id == nil || mode != 0 && mode != unix.S_IFREG {
+// (a known non-regular entry, one in a Dir without its ID, or a file the
+// caller knows has no other name (sole) is removed as is), and drops the
+// binding once the unlink is durable: else the binding would stay, and
+// the name's place would stay valid for the contents. Whether the file
+// has other names is asked of the backing (its link count), one fstatat
+// per unlink, unless the caller knows (sole).
+func (r *rebinder) unlink(d Dir, n Name, mode uint32, sole bool, rm func(uint32) error) error {
+	if d.id == nil || mode != 0 && mode != unix.S_IFREG || sole {
 		return rm(mode)
 	}
 	st, err := backing.Fstatat(d.fd, n.Backing)
