@@ -198,23 +198,9 @@ func (f *File) prepareHeader(withHoles bool) error {
 		// nothing of the file is durable before it.
 		return f.b.Sync()
 	}
-	var h content.Header
-	// Why safe: 128 random bits make a collision between two files' IDs (and
-	// so their per-file keys) negligible for any realistic number of files.
-	if _, err := io.ReadFull(f.e.rand, h.FileID[:]); err != nil {
-		return fmt.Errorf("core: random file ID: %w", err)
-	}
-	if withHoles {
-		h.Flags = content.FlagSparse
-	}
-	h.Epoch = f.e.suite.Epoch() // a new file: the current master-key epoch
-	if err := f.e.roots.fill(f, &h); err != nil {
-		return err
-	}
-	f.e.bind.stamp(&h, f.place)
-	fc, err := f.e.suite.FileOf(h)
+	h, fc, err := f.newHeader(withHoles)
 	if err != nil {
-		return fmt.Errorf("core: file key: %w", err)
+		return err
 	}
 	if err := writeFullAt(f.b, f.e.suite.MarshalHeader(h), 0); err != nil {
 		// A header written in part would leave a file too short or too
@@ -227,6 +213,31 @@ func (f *File) prepareHeader(withHoles bool) error {
 	f.wroteHeader(&h)
 	f.e.roots.opened(f, true)
 	return nil
+}
+
+// newHeader makes the header of a file that has none: a fresh random
+// file ID, SPARSE if withHoles, bound to the File's place, with its file
+// cipher. Nothing is written.
+func (f *File) newHeader(withHoles bool) (content.Header, *content.FileCipher, error) {
+	var h content.Header
+	// Why safe: 128 random bits make a collision between two files' IDs (and
+	// so their per-file keys) negligible for any realistic number of files.
+	if _, err := io.ReadFull(f.e.rand, h.FileID[:]); err != nil {
+		return h, nil, fmt.Errorf("core: random file ID: %w", err)
+	}
+	if withHoles {
+		h.Flags = content.FlagSparse
+	}
+	h.Epoch = f.e.suite.Epoch() // a new file: the current master-key epoch
+	if err := f.e.roots.fill(f, &h); err != nil {
+		return h, nil, err
+	}
+	f.e.bind.stamp(&h, f.place)
+	fc, err := f.e.suite.FileOf(h)
+	if err != nil {
+		return h, nil, fmt.Errorf("core: file key: %w", err)
+	}
+	return h, fc, nil
 }
 
 // prepareDataHeader is prepareHeader before a change of the contents.

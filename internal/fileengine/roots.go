@@ -328,6 +328,62 @@ func (fr fileRoots) markDirty() error {
 	return err
 }
 
+// oneChunkFirst reports whether a write that makes the File's file
+// newSize bytes long is the first write of a new file (no header yet) of
+// one chunk in a compact layout: then its header is written clean, with
+// chunk 0 right after it, in one backing write (newUnwritten, then
+// sealJob.sealAndWrite: cleanHeader), not DIRTY before the chunk and
+// clean again at the close (three writes: the common case of a small
+// file copied in, untar's). There is no older version of the file for a
+// DIRTY header to cover: a crash leaves the empty file or the written
+// one, clean (a process crash keeps a write whole), or, torn by a power
+// loss, a file that fails as a whole, as a torn first write of chunk 0
+// fails without roots. A later write goes the DIRTY way.
+func (fr fileRoots) oneChunkFirst(newSize int64) bool {
+	f := fr.f
+	return f.e.lay.compact && !f.hasHeader && newSize <= int64(f.e.chunkSize)
+}
+
+// newUnwritten gives a file without a header its new header (born DIRTY,
+// as before any data: withRoots.fill) in memory only: the write that
+// follows stores it clean with chunk 0 (oneChunkFirst). Called with mu
+// held for writing.
+func (fr fileRoots) newUnwritten() error {
+	f := fr.f
+	f.forData = true
+	defer func() { f.forData = false }()
+	h, fc, err := f.newHeader(false)
+	if err != nil {
+		return err
+	}
+	f.hdr, f.fc, f.hasHeader = h, fc, true
+	f.e.roots.opened(f, true)
+	return nil
+}
+
+// cleanHeader is the clean header of the File's file once it is size
+// bytes long, its entries up to date: what finalize writes, for a write
+// that stores it with its chunks (oneChunkFirst). Called with mu held for
+// writing.
+func (fr fileRoots) cleanHeader(size int64) (content.Header, error) {
+	h := fr.f.hdr
+	h.Flags &^= content.FlagDirty
+	h.Gen++
+	h.Size = uint64(size)
+	root, err := fr.root(size, h.Gen)
+	h.Root = root
+	return h, err
+}
+
+// wroteClean records that clean header h is on the backing file, with
+// every chunk it commits to: the File owes it no clean header.
+func (fr fileRoots) wroteClean(h content.Header) {
+	f := fr.f
+	f.hdr = h
+	f.wroteHeader(&h)
+	f.rt.wrote = false
+}
+
 // checkEntry applies the root to stored chunk i of a file whose entries
 // are trusted: it reports hole if the entry is zero (the chunk is a hole:
 // its stored bytes are not looked at) and an error if the chunk's tag is

@@ -59,14 +59,20 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		return err
 	}
 	hadHeader, oldHdr := f.hasHeader, f.hdr
-	if err := f.prepareDataHeader(pl.setSparse); err != nil {
+	withHeader := f.rooted.oneChunkFirst(newSize)
+	if withHeader {
+		err = f.rooted.newUnwritten()
+	} else {
+		err = f.prepareDataHeader(pl.setSparse)
+	}
+	if err != nil {
 		return err
 	}
 	if err := f.rooted.markDirty(); err != nil {
 		return err
 	}
 	f.zeroHoleEntries(&pl)
-	if err := f.store(&pl, p, off, newSize); err != nil {
+	if err := f.store(&pl, p, off, newSize, withHeader); err != nil {
 		f.holes.forgetHoles(0)
 		f.e.roots.distrust(f) // entries may be ahead of the chunks: rebuilt before the clean header
 		if !pl.growing {
@@ -81,13 +87,14 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 }
 
 // store seals and writes the chunks of plan pl for p at off, and caches the
-// new last chunk when the write sealed it.
-func (f *File) store(pl *writePlan, p []byte, off, newSize int64) error {
+// new last chunk when the write sealed it. withHeader: the clean header
+// goes in the backing write of chunk 0 (fileRoots.oneChunkFirst).
+func (f *File) store(pl *writePlan, p []byte, off, newSize int64, withHeader bool) error {
 	e := f.e
 	oldSize := f.size
 	job := e.sealJobs.Get().(*sealJob)
 	defer job.release()
-	*job = sealJob{f: f, p: p, off: off, newSize: newSize, newLast: pl.newLast}
+	*job = sealJob{f: f, p: p, off: off, newSize: newSize, newLast: pl.newLast, withHeader: withHeader}
 	if pl.resealOld {
 		if err := job.addMerged(pl.oldLast, oldSize); err != nil {
 			return err
@@ -151,6 +158,12 @@ type sealJob struct {
 	merged  [3]mergedChunk // at most: re-sealed old last, first edge, last edge
 	nmerged int
 
+	// withHeader: the File's clean header (fileRoots.cleanHeader) is
+	// written with chunk 0, in the same backing write, right before it
+	// (fileRoots.oneChunkFirst: compact layout, chunk 0 follows the
+	// header).
+	withHeader bool
+
 	// The run being sealed by work.
 	runFirst uint64
 	stored   []byte
@@ -211,9 +224,14 @@ func (j *sealJob) plain(i uint64) []byte {
 func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 	e := j.f.e
 	windowBytes := min(count, e.windowChunks)*e.cipherChunk + int(e.lay.readGaps)
+	head := 0 // room for the header before chunk 0 (withHeader)
+	if j.withHeader && first == 0 {
+		head = int(e.lay.header)
+		windowBytes += head
+	}
 	bufs := [2]*[]byte{e.bufs.get(windowBytes)}
 	defer e.bufs.put(bufs[0])
-	pipelined := e.parallel && count > e.windowChunks
+	pipelined := e.parallel && count > e.windowChunks && head == 0
 	if pipelined {
 		bufs[1] = e.bufs.get(windowBytes)
 		defer e.bufs.put(bufs[1])
@@ -244,7 +262,11 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 		if pipelined {
 			buf = bufs[w%2]
 		}
-		j.runFirst, j.stored = wFirst, (*buf)[:size]
+		at0 := 0
+		if wFirst == 0 {
+			at0 = head
+		}
+		j.runFirst, j.stored = wFirst, (*buf)[at0:at0+size]
 		j.nonces = nonces[done*e.nonceSize : (done+n)*e.nonceSize]
 		if rs := j.f.rt; rs != nil {
 			rs.tags.blockFor(wFirst) // the workers fill its entries
@@ -269,8 +291,25 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 		}
 		if !pipelined {
 			pieces := j.withPieces(wFirst, wLast)
+			var clean content.Header
+			if at0 > 0 {
+				// The clean header, its root over the entries just set,
+				// right before chunk 0 (cipherOffset(0) is the header's
+				// size in a compact layout).
+				var err error
+				if clean, err = j.f.rooted.cleanHeader(j.newSize); err != nil {
+					return err
+				}
+				if hb := e.suite.MarshalHeader(clean); copy((*buf)[:at0], hb) != len(hb) || len(hb) != at0 {
+					panic(fmt.Sprintf("core: header of %d bytes, want %d", len(hb), at0))
+				}
+				stored, at = (*buf)[:at0+size], 0
+			}
 			if err := writeFullAt(j.f.b, stored, at); err != nil {
 				return err
+			}
+			if at0 > 0 {
+				j.f.rooted.wroteClean(clean)
 			}
 			if rs := j.f.rt; rs != nil {
 				rs.tags.savedPieces(pieces)
