@@ -22,7 +22,9 @@ import (
 // The root is brought up to date at fsync and at the last close (Close),
 // not per write. In between, the header carries DIRTY, set by the first
 // write after a clean state with one header write (a plain pwrite, no
-// fsync) before any chunk of the new version. Only an explicit fsync is a
+// fsync) before any chunk of the new version. (One exception: a new
+// file's first write of one chunk writes the header clean with the chunk,
+// in one pwrite: oneChunkFirst.) Only an explicit fsync is a
 // barrier (docs/format.md §16, "Durability"): it makes the data durable,
 // then the clean header, so what was fsynced reads back verified as a
 // whole. The implicit path (the DIRTY header, the clean header at close)
@@ -302,21 +304,34 @@ func (r storedRun) readAt(b Backing, dst []byte, off int64) error {
 // the header is DIRTY already. Called with mu held for writing, after
 // prepareHeader.
 func (fr fileRoots) markDirty() error {
+	_, err := fr.markDirtyWith(false)
+	return err
+}
+
+// markDirtyWith is markDirty for a write whose first backing write
+// starts at chunk 0 in a compact layout (withChunk0), which then carries
+// the DIRTY header too, before the chunk: the header is returned, not
+// written (the write stores it: headerStored, or dirtyAlone if it fails),
+// one backing write fewer for an append to a file of one chunk.
+func (fr fileRoots) markDirtyWith(withChunk0 bool) (*content.Header, error) {
 	f := fr.f
 	rs := f.rt
 	if rs == nil {
-		return nil
+		return nil, nil
 	}
 	if err := fr.loadRoots(); err != nil {
-		return err
+		return nil, err
 	}
 	rs.wrote = true
 	if f.hdr.Flags&content.FlagDirty != 0 {
-		return nil
+		return nil, nil
 	}
 	h := f.hdr
 	h.Flags |= content.FlagDirty
 	h.Gen++
+	if withChunk0 {
+		return &h, nil
+	}
 	// No fsync: the write is issued before any chunk of the new version,
 	// which orders it for a process crash (the backing file system keeps
 	// completed writes). A power loss may keep a chunk and lose this
@@ -325,7 +340,35 @@ func (fr fileRoots) markDirty() error {
 	// bytes; an fsync here cost every in-place edit of a clean file one
 	// synchronous disk flush (0.04-0.06x, docs/format.md §16 "Cost").
 	_, err := f.writeHeader(h)
-	return err
+	return nil, err
+}
+
+// withChunk0 reports whether the first backing write of write plan pl
+// starts at chunk 0, right after the header (compact layout), in one
+// window: then the header write the write needs (DIRTY, markDirtyWith,
+// or clean, oneChunkFirst) goes in it.
+func (fr fileRoots) withChunk0(pl *writePlan) bool {
+	f := fr.f
+	return f.rt != nil && f.e.lay.compact && !pl.separate && pl.runStart == 0 &&
+		pl.last < uint64(f.e.windowChunks)
+}
+
+// headerStored records that header h, given to the write (pending DIRTY
+// or clean), is on the backing file.
+func (fr fileRoots) headerStored(h content.Header) {
+	f := fr.f
+	f.hdr = h
+	f.wroteHeader(&h)
+	if h.Flags&content.FlagDirty == 0 {
+		f.rt.wrote = false
+	}
+}
+
+// dirtyAlone writes the DIRTY header h that a failed write was to carry,
+// on its own, so that the file is DIRTY whatever part of that write
+// reached the backing file (as if markDirty had written it first).
+func (fr fileRoots) dirtyAlone(h content.Header) {
+	fr.f.writeHeader(h)
 }
 
 // oneChunkFirst reports whether a write that makes the File's file
@@ -373,15 +416,6 @@ func (fr fileRoots) cleanHeader(size int64) (content.Header, error) {
 	root, err := fr.root(size, h.Gen)
 	h.Root = root
 	return h, err
-}
-
-// wroteClean records that clean header h is on the backing file, with
-// every chunk it commits to: the File owes it no clean header.
-func (fr fileRoots) wroteClean(h content.Header) {
-	f := fr.f
-	f.hdr = h
-	f.wroteHeader(&h)
-	f.rt.wrote = false
 }
 
 // checkEntry applies the root to stored chunk i of a file whose entries

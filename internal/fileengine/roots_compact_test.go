@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
@@ -406,9 +407,10 @@ func TestCompactFirstReadPieces(t *testing.T) {
 // leaves it one chunk long stores the clean header with the chunk, in
 // one backing write (fileRoots.oneChunkFirst), so the file is clean
 // before its close and the close writes nothing: what a crash keeps
-// then reads verified. A second write goes the DIRTY way (DIRTY header,
-// chunk, clean header at the close); a first write of two chunks too.
-// The combined write torn after the header fails as a whole.
+// then reads verified. A second write goes the DIRTY way, its DIRTY
+// header in the same backing write as chunk 0 (markDirtyWith), then the
+// clean header at the close; a first write of two chunks too. The
+// combined write torn after the header fails as a whole.
 func TestCompactOneChunkFirstWrite(t *testing.T) {
 	const cs = 4 << 10
 	for _, alg := range testAlgorithms {
@@ -437,8 +439,8 @@ func TestCompactOneChunkFirstWrite(t *testing.T) {
 				t.Fatal("a second write left the file clean before the close")
 			}
 			mustClose(t, f)
-			if _, w := m.Counts(); w != 4 {
-				t.Fatalf("two writes and a close: %d backing writes, want 4 (header and chunk, DIRTY header, chunk, clean header)", w)
+			if _, w := m.Counts(); w != 3 {
+				t.Fatalf("two writes and a close: %d backing writes, want 3 (clean header and chunk, DIRTY header and chunk, clean header)", w)
 			}
 			readBack(t, e, m, plain)
 
@@ -470,5 +472,66 @@ func TestCompactOneChunkFirstWrite(t *testing.T) {
 			mustClose(t, f)
 			readBack(t, e, m, two)
 		})
+	}
+}
+
+// failingWrite is a MemBacking whose next write, once armed, stores its
+// second half only and fails: a write that reached the chunk, not the
+// header before it.
+type failingWrite struct {
+	*MemBacking
+	armed bool
+}
+
+func (b *failingWrite) WriteAt(p []byte, off int64) (int, error) {
+	if !b.armed {
+		return b.MemBacking.WriteAt(p, off)
+	}
+	b.armed = false
+	b.MemBacking.WriteAt(p[len(p)/2:], off+int64(len(p)/2))
+	return 0, syscall.EIO
+}
+
+// TestCompactDirtyWithChunk0: a change to a clean file whose first
+// backing write starts at chunk 0 carries the DIRTY header in that write
+// (one backing write, then the clean header at the close); if that write
+// fails, the DIRTY header is written on its own, so the file is DIRTY
+// (its chunks read with v1's rules, fsck dirty-root) whatever part of the
+// write was stored, as when the header went first.
+func TestCompactDirtyWithChunk0(t *testing.T) {
+	const cs = 4 << 10
+	e := newCompactEngine(t, content.AES256GCM, sequential(19))
+	r := rand.New(rand.NewPCG(19, 19))
+	for _, size := range []int{3000, 3*cs + 5} {
+		plain := randomBytes(r, size)
+		m := rootsFile(t, e, plain)
+		_, w0 := m.Counts()
+		f := openRoots(t, e, m)
+		mustWrite(t, f, []byte("new"), 10)
+		copy(plain[10:], "new")
+		if _, w := m.Counts(); w-w0 != 1 {
+			t.Fatalf("%d bytes: a change of chunk 0: %d backing writes, want 1 (DIRTY header and chunk)", size, w-w0)
+		}
+		if g := openRoots(t, e, NewMemBackingFrom(bytes.Clone(m.Bytes()))); !g.RootDirty() {
+			t.Fatalf("%d bytes: not DIRTY after a change, before the close", size)
+		}
+		mustClose(t, f)
+		readBack(t, e, m, plain)
+
+		fw := &failingWrite{MemBacking: m}
+		f, err := e.OpenAt(fw, testPlace)
+		if err != nil {
+			t.Fatalf("OpenAt: %v", err)
+		}
+		fw.armed = true
+		if _, err := f.WriteAt([]byte("lost"), 20); err == nil {
+			t.Fatalf("%d bytes: the failing write succeeded", size)
+		}
+		g := openRoots(t, e, NewMemBackingFrom(bytes.Clone(m.Bytes())))
+		if !g.RootDirty() {
+			t.Fatalf("%d bytes: a failed change of chunk 0 left the file clean", size)
+		}
+		mustClose(t, g)
+		f.Close()
 	}
 }

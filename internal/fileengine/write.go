@@ -59,8 +59,8 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		return err
 	}
 	hadHeader, oldHdr := f.hasHeader, f.hdr
-	withHeader := f.rooted.oneChunkFirst(newSize)
-	if withHeader {
+	oneChunk := f.rooted.oneChunkFirst(newSize)
+	if oneChunk {
 		err = f.rooted.newUnwritten()
 	} else {
 		err = f.prepareDataHeader(pl.setSparse)
@@ -68,11 +68,15 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	if err != nil {
 		return err
 	}
-	if err := f.rooted.markDirty(); err != nil {
+	dirty, err := f.rooted.markDirtyWith(f.rooted.withChunk0(&pl))
+	if err != nil {
 		return err
 	}
 	f.zeroHoleEntries(&pl)
-	if err := f.store(&pl, p, off, newSize, withHeader); err != nil {
+	if err := f.store(&pl, p, off, newSize, chunk0Header{dirty: dirty, clean: oneChunk}); err != nil {
+		if dirty != nil && f.hdr.Flags&content.FlagDirty == 0 {
+			f.rooted.dirtyAlone(*dirty) // the write that was to carry it failed
+		}
 		f.holes.forgetHoles(0)
 		f.e.roots.distrust(f) // entries may be ahead of the chunks: rebuilt before the clean header
 		if !pl.growing {
@@ -86,15 +90,25 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	return f.holes.afterWrite(&pl)
 }
 
+// chunk0Header is the header a write stores in its backing write of
+// chunk 0, right before the chunk (compact layout): none, the DIRTY
+// header of its first change (fileRoots.markDirtyWith), or the clean
+// header of a new file of one chunk, made once the chunk is sealed
+// (fileRoots.oneChunkFirst).
+type chunk0Header struct {
+	dirty *content.Header
+	clean bool
+}
+
 // store seals and writes the chunks of plan pl for p at off, and caches the
-// new last chunk when the write sealed it. withHeader: the clean header
-// goes in the backing write of chunk 0 (fileRoots.oneChunkFirst).
-func (f *File) store(pl *writePlan, p []byte, off, newSize int64, withHeader bool) error {
+// new last chunk when the write sealed it. head is the header to store
+// with chunk 0, if any.
+func (f *File) store(pl *writePlan, p []byte, off, newSize int64, head chunk0Header) error {
 	e := f.e
 	oldSize := f.size
 	job := e.sealJobs.Get().(*sealJob)
 	defer job.release()
-	*job = sealJob{f: f, p: p, off: off, newSize: newSize, newLast: pl.newLast, withHeader: withHeader}
+	*job = sealJob{f: f, p: p, off: off, newSize: newSize, newLast: pl.newLast, head: head}
 	if pl.resealOld {
 		if err := job.addMerged(pl.oldLast, oldSize); err != nil {
 			return err
@@ -158,11 +172,9 @@ type sealJob struct {
 	merged  [3]mergedChunk // at most: re-sealed old last, first edge, last edge
 	nmerged int
 
-	// withHeader: the File's clean header (fileRoots.cleanHeader) is
-	// written with chunk 0, in the same backing write, right before it
-	// (fileRoots.oneChunkFirst: compact layout, chunk 0 follows the
-	// header).
-	withHeader bool
+	// head: the header written with chunk 0, in the same backing write,
+	// right before it (compact layout: chunk 0 follows the header).
+	head chunk0Header
 
 	// The run being sealed by work.
 	runFirst uint64
@@ -225,7 +237,7 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 	e := j.f.e
 	windowBytes := min(count, e.windowChunks)*e.cipherChunk + int(e.lay.readGaps)
 	head := 0 // room for the header before chunk 0 (withHeader)
-	if j.withHeader && first == 0 {
+	if (j.head.dirty != nil || j.head.clean) && first == 0 {
 		head = int(e.lay.header)
 		windowBytes += head
 	}
@@ -291,16 +303,20 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 		}
 		if !pipelined {
 			pieces := j.withPieces(wFirst, wLast)
-			var clean content.Header
+			var h content.Header
 			if at0 > 0 {
-				// The clean header, its root over the entries just set,
-				// right before chunk 0 (cipherOffset(0) is the header's
-				// size in a compact layout).
-				var err error
-				if clean, err = j.f.rooted.cleanHeader(j.newSize); err != nil {
-					return err
+				// The header right before chunk 0 (cipherOffset(0) is the
+				// header's size in a compact layout): DIRTY as made, or
+				// clean, its root over the entries just set.
+				if j.head.dirty != nil {
+					h = *j.head.dirty
+				} else {
+					var err error
+					if h, err = j.f.rooted.cleanHeader(j.newSize); err != nil {
+						return err
+					}
 				}
-				if hb := e.suite.MarshalHeader(clean); copy((*buf)[:at0], hb) != len(hb) || len(hb) != at0 {
+				if hb := e.suite.MarshalHeader(h); copy((*buf)[:at0], hb) != len(hb) || len(hb) != at0 {
 					panic(fmt.Sprintf("core: header of %d bytes, want %d", len(hb), at0))
 				}
 				stored, at = (*buf)[:at0+size], 0
@@ -309,7 +325,7 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 				return err
 			}
 			if at0 > 0 {
-				j.f.rooted.wroteClean(clean)
+				j.f.rooted.headerStored(h)
 			}
 			if rs := j.f.rt; rs != nil {
 				rs.tags.savedPieces(pieces)
