@@ -22,9 +22,9 @@ import (
 // The root is brought up to date at fsync and at the last close (Close),
 // not per write. In between, the header carries DIRTY, set by the first
 // write after a clean state with one header write (a plain pwrite, no
-// fsync) before any chunk of the new version. (One exception: a new
-// file's first write of one chunk writes the header clean with the chunk,
-// in one pwrite: oneChunkFirst.) Only an explicit fsync is a
+// fsync) before any chunk of the new version: in the same pwrite as the
+// chunks when they start at chunk 0, right after the header (compact
+// layout: withChunk0, newWithChunk0). Only an explicit fsync is a
 // barrier (docs/format.md §16, "Durability"): it makes the data durable,
 // then the clean header, so what was fsynced reads back verified as a
 // whole. The implicit path (the DIRTY header, the clean header at close)
@@ -345,23 +345,20 @@ func (fr fileRoots) markDirtyWith(withChunk0 bool) (*content.Header, error) {
 
 // withChunk0 reports whether the first backing write of write plan pl
 // starts at chunk 0, right after the header (compact layout), in one
-// window: then the header write the write needs (DIRTY, markDirtyWith,
-// or clean, oneChunkFirst) goes in it.
+// window: then the DIRTY header the write needs (markDirtyWith) goes in
+// it.
 func (fr fileRoots) withChunk0(pl *writePlan) bool {
 	f := fr.f
 	return f.rt != nil && f.e.lay.compact && !pl.separate && pl.runStart == 0 &&
 		pl.last < uint64(f.e.windowChunks)
 }
 
-// headerStored records that header h, given to the write (pending DIRTY
-// or clean), is on the backing file.
+// headerStored records that DIRTY header h, given to a write
+// (newUnwritten, markDirtyWith), is on the backing file.
 func (fr fileRoots) headerStored(h content.Header) {
 	f := fr.f
 	f.hdr = h
 	f.wroteHeader(&h)
-	if h.Flags&content.FlagDirty == 0 {
-		f.rt.wrote = false
-	}
 }
 
 // dirtyAlone writes the DIRTY header h that a failed write was to carry,
@@ -371,26 +368,24 @@ func (fr fileRoots) dirtyAlone(h content.Header) {
 	fr.f.writeHeader(h)
 }
 
-// oneChunkFirst reports whether a write that makes the File's file
-// newSize bytes long is the first write of a new file (no header yet) of
-// one chunk in a compact layout: then its header is written clean, with
-// chunk 0 right after it, in one backing write (newUnwritten, then
-// sealJob.sealAndWrite: cleanHeader), not DIRTY before the chunk and
-// clean again at the close (three writes: the common case of a small
-// file copied in, untar's). There is no older version of the file for a
-// DIRTY header to cover: a crash leaves the empty file or the written
-// one, clean (a process crash keeps a write whole), or, torn by a power
-// loss, a file that fails as a whole, as a torn first write of chunk 0
-// fails without roots. A later write goes the DIRTY way.
-func (fr fileRoots) oneChunkFirst(newSize int64) bool {
+// newWithChunk0 reports whether the first write of a file without a
+// header, by plan pl, stores the new header with chunk 0 (compact layout:
+// chunk 0 follows the header): its first backing write starts at chunk
+// 0, in one window (withChunk0). The header is then made in memory
+// (newUnwritten), born DIRTY as any header before data, and written in
+// that backing write, before the chunk: the order of a DIRTY header
+// written first (a process crash keeps a write whole), one backing write
+// fewer (a small file copied in: DIRTY header and chunk, then the clean
+// header at the close, as format 1's header and chunk).
+func (fr fileRoots) newWithChunk0(pl *writePlan) bool {
 	f := fr.f
-	return f.e.lay.compact && !f.hasHeader && newSize <= int64(f.e.chunkSize)
+	return f.e.lay.compact && !f.hasHeader && !pl.separate && pl.runStart == 0 &&
+		pl.last < uint64(f.e.windowChunks)
 }
 
 // newUnwritten gives a file without a header its new header (born DIRTY,
-// as before any data: withRoots.fill) in memory only: the write that
-// follows stores it clean with chunk 0 (oneChunkFirst). Called with mu
-// held for writing.
+// as before any data: withRoots.fill) in memory only, for the write that
+// follows to store (newWithChunk0). Called with mu held for writing.
 func (fr fileRoots) newUnwritten() error {
 	f := fr.f
 	f.forData = true
@@ -402,20 +397,6 @@ func (fr fileRoots) newUnwritten() error {
 	f.hdr, f.fc, f.hasHeader = h, fc, true
 	f.e.roots.opened(f, true)
 	return nil
-}
-
-// cleanHeader is the clean header of the File's file once it is size
-// bytes long, its entries up to date: what finalize writes, for a write
-// that stores it with its chunks (oneChunkFirst). Called with mu held for
-// writing.
-func (fr fileRoots) cleanHeader(size int64) (content.Header, error) {
-	h := fr.f.hdr
-	h.Flags &^= content.FlagDirty
-	h.Gen++
-	h.Size = uint64(size)
-	root, err := fr.root(size, h.Gen)
-	h.Root = root
-	return h, err
 }
 
 // checkEntry applies the root to stored chunk i of a file whose entries

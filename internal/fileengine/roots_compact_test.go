@@ -308,8 +308,8 @@ func TestCompactReadAcrossPieces(t *testing.T) {
 }
 
 // TestCompactWriteAcrossPieces: a new file written in one request across
-// the pieces of tag block 0 costs three backing writes: the DIRTY header,
-// the chunks with the pieces between them (their entries from the
+// the pieces of tag block 0 costs two backing writes: the DIRTY header
+// with the chunks and the pieces between them (their entries from the
 // table), the clean header at close; it reads back verified and clean.
 func TestCompactWriteAcrossPieces(t *testing.T) {
 	const cs = 4 << 10
@@ -323,8 +323,8 @@ func TestCompactWriteAcrossPieces(t *testing.T) {
 				f := openRoots(t, e, m)
 				mustWrite(t, f, plain, 0)
 				mustClose(t, f)
-				if _, w := m.Counts(); w != 3 {
-					t.Fatalf("%d bytes in one write: %d backing writes, want 3", size, w)
+				if _, w := m.Counts(); w != 2 {
+					t.Fatalf("%d bytes in one write: %d backing writes, want 2", size, w)
 				}
 				readBack(t, e, m, plain)
 			}
@@ -403,74 +403,68 @@ func TestCompactFirstReadPieces(t *testing.T) {
 	}
 }
 
-// TestCompactOneChunkFirstWrite: the first write of a new file that
-// leaves it one chunk long stores the clean header with the chunk, in
-// one backing write (fileRoots.oneChunkFirst), so the file is clean
-// before its close and the close writes nothing: what a crash keeps
-// then reads verified. A second write goes the DIRTY way, its DIRTY
-// header in the same backing write as chunk 0 (markDirtyWith), then the
-// clean header at the close; a first write of two chunks too. The
-// combined write torn after the header fails as a whole.
-func TestCompactOneChunkFirstWrite(t *testing.T) {
+// TestCompactNewFileHeaderWithChunk0: the first write of a new file
+// from chunk 0 stores its DIRTY header in the same backing write as the
+// chunks, right before them (fileRoots.newWithChunk0), so a new file of
+// one chunk costs two backing writes (header and chunk, clean header at
+// the close), as in format 1, not three; what a crash keeps before the
+// close is DIRTY and reads with v1's rules. A second write adds its
+// chunk only; a first write past chunk 0 writes the header first, alone.
+// The combined write torn after the header fails as a whole.
+func TestCompactNewFileHeaderWithChunk0(t *testing.T) {
 	const cs = 4 << 10
 	for _, alg := range testAlgorithms {
 		t.Run(string(alg), func(t *testing.T) {
 			e := newCompactEngine(t, alg, sequential(18))
 			r := rand.New(rand.NewPCG(18, 18))
-			plain := randomBytes(r, 3000)
+			for _, size := range []int{3000, 3*cs + 7} {
+				plain := randomBytes(r, size)
+				m := NewMemBacking()
+				f := openRoots(t, e, m)
+				mustWrite(t, f, plain, 0)
+				if _, w := m.Counts(); w != 1 {
+					t.Fatalf("%d bytes: first write: %d backing writes, want 1 (header and chunks)", size, w)
+				}
+				// A crash now keeps what was written: DIRTY, it reads.
+				g := openRoots(t, e, NewMemBackingFrom(bytes.Clone(m.Bytes())))
+				if !g.RootDirty() {
+					t.Fatalf("%d bytes: not DIRTY before the close", size)
+				}
+				if got, err := readAll(g); err != nil || !bytes.Equal(got, plain) {
+					t.Fatalf("%d bytes: DIRTY file reads %d bytes, %v", size, len(got), err)
+				}
+				mustClose(t, g)
+				torn := bytes.Clone(m.Bytes())[:e.lay.header+100]
+				if g, err := e.OpenAt(NewMemBackingFrom(torn), testPlace); err == nil {
+					if _, err := readAll(g); err == nil {
+						t.Fatalf("%d bytes: a write torn after the header reads", size)
+					}
+					g.Close()
+				}
+
+				more := randomBytes(r, 500)
+				mustWrite(t, f, more, int64(len(plain)))
+				plain = append(plain, more...)
+				mustClose(t, f)
+				want := 3 // header and chunk 0, the appended chunk, the clean header
+				if size > cs {
+					want = 4 // and the entries of the pieces of block 0
+				}
+				if _, w := m.Counts(); w != want {
+					t.Fatalf("%d bytes: two writes and a close: %d backing writes, want %d", size, w, want)
+				}
+				readBack(t, e, m, plain)
+			}
+
+			// A first write past chunk 0: the header alone first.
 			m := NewMemBacking()
 			f := openRoots(t, e, m)
-			mustWrite(t, f, plain, 0)
-			if _, w := m.Counts(); w != 1 {
-				t.Fatalf("first write of one chunk: %d backing writes, want 1 (header and chunk)", w)
-			}
-			if f.RootDirty() {
-				t.Fatal("DIRTY after a first write of one chunk")
-			}
-			// A crash now keeps what was written: it reads, clean.
-			readBack(t, e, NewMemBackingFrom(bytes.Clone(m.Bytes())), plain)
-			torn := bytes.Clone(m.Bytes())[:e.lay.header+100]
-			wantRootsError(t, e, torn, plain)
-
-			more := randomBytes(r, 500)
-			mustWrite(t, f, more, int64(len(plain)))
-			plain = append(plain, more...)
-			if !f.RootDirty() {
-				t.Fatal("a second write left the file clean before the close")
+			mustWrite(t, f, []byte("tail"), 2*cs)
+			if _, w := m.Counts(); w != 2 {
+				t.Fatalf("first write in chunk 2: %d backing writes, want 2 (header, chunk)", w)
 			}
 			mustClose(t, f)
-			if _, w := m.Counts(); w != 3 {
-				t.Fatalf("two writes and a close: %d backing writes, want 3 (clean header and chunk, DIRTY header and chunk, clean header)", w)
-			}
-			readBack(t, e, m, plain)
-
-			// A first write at an offset (zeros before it) and an empty
-			// file grown by a truncate take the same way.
-			m = NewMemBacking()
-			f = openRoots(t, e, m)
-			mustWrite(t, f, []byte("tail"), 1000)
-			mustClose(t, f)
-			if _, w := m.Counts(); w != 1 {
-				t.Fatalf("first write at 1000: %d backing writes, want 1", w)
-			}
-			readBack(t, e, m, append(make([]byte, 1000), "tail"...))
-			m = NewMemBacking()
-			f = openRoots(t, e, m)
-			if err := f.Truncate(cs); err != nil {
-				t.Fatalf("Truncate: %v", err)
-			}
-			mustClose(t, f)
-			readBack(t, e, m, make([]byte, cs))
-
-			m = NewMemBacking()
-			f = openRoots(t, e, m)
-			two := randomBytes(r, cs+1)
-			mustWrite(t, f, two, 0)
-			if !f.RootDirty() {
-				t.Fatal("a first write of two chunks left the file clean before the close")
-			}
-			mustClose(t, f)
-			readBack(t, e, m, two)
+			readBack(t, e, m, append(make([]byte, 2*cs), "tail"...))
 		})
 	}
 }

@@ -59,9 +59,11 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		return err
 	}
 	hadHeader, oldHdr := f.hasHeader, f.hdr
-	oneChunk := f.rooted.oneChunkFirst(newSize)
-	if oneChunk {
+	var head *content.Header // the DIRTY header stored with chunk 0, if any
+	if f.rooted.newWithChunk0(&pl) {
 		err = f.rooted.newUnwritten()
+		h := f.hdr
+		head = &h
 	} else {
 		err = f.prepareDataHeader(pl.setSparse)
 	}
@@ -72,8 +74,11 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	if err != nil {
 		return err
 	}
+	if dirty != nil {
+		head = dirty
+	}
 	f.zeroHoleEntries(&pl)
-	if err := f.store(&pl, p, off, newSize, chunk0Header{dirty: dirty, clean: oneChunk}); err != nil {
+	if err := f.store(&pl, p, off, newSize, head); err != nil {
 		if dirty != nil && f.hdr.Flags&content.FlagDirty == 0 {
 			f.rooted.dirtyAlone(*dirty) // the write that was to carry it failed
 		}
@@ -90,20 +95,11 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	return f.holes.afterWrite(&pl)
 }
 
-// chunk0Header is the header a write stores in its backing write of
-// chunk 0, right before the chunk (compact layout): none, the DIRTY
-// header of its first change (fileRoots.markDirtyWith), or the clean
-// header of a new file of one chunk, made once the chunk is sealed
-// (fileRoots.oneChunkFirst).
-type chunk0Header struct {
-	dirty *content.Header
-	clean bool
-}
-
 // store seals and writes the chunks of plan pl for p at off, and caches the
-// new last chunk when the write sealed it. head is the header to store
-// with chunk 0, if any.
-func (f *File) store(pl *writePlan, p []byte, off, newSize int64, head chunk0Header) error {
+// new last chunk when the write sealed it. head, if not nil, is the DIRTY
+// header to store in the backing write of chunk 0, right before it
+// (fileRoots.newWithChunk0, markDirtyWith).
+func (f *File) store(pl *writePlan, p []byte, off, newSize int64, head *content.Header) error {
 	e := f.e
 	oldSize := f.size
 	job := e.sealJobs.Get().(*sealJob)
@@ -172,9 +168,9 @@ type sealJob struct {
 	merged  [3]mergedChunk // at most: re-sealed old last, first edge, last edge
 	nmerged int
 
-	// head: the header written with chunk 0, in the same backing write,
-	// right before it (compact layout: chunk 0 follows the header).
-	head chunk0Header
+	// head: the DIRTY header written with chunk 0, in the same backing
+	// write, right before it (compact layout: chunk 0 follows the header).
+	head *content.Header
 
 	// The run being sealed by work.
 	runFirst uint64
@@ -237,7 +233,7 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 	e := j.f.e
 	windowBytes := min(count, e.windowChunks)*e.cipherChunk + int(e.lay.readGaps)
 	head := 0 // room for the header before chunk 0 (withHeader)
-	if (j.head.dirty != nil || j.head.clean) && first == 0 {
+	if j.head != nil && first == 0 {
 		head = int(e.lay.header)
 		windowBytes += head
 	}
@@ -303,20 +299,10 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 		}
 		if !pipelined {
 			pieces := j.withPieces(wFirst, wLast)
-			var h content.Header
 			if at0 > 0 {
 				// The header right before chunk 0 (cipherOffset(0) is the
-				// header's size in a compact layout): DIRTY as made, or
-				// clean, its root over the entries just set.
-				if j.head.dirty != nil {
-					h = *j.head.dirty
-				} else {
-					var err error
-					if h, err = j.f.rooted.cleanHeader(j.newSize); err != nil {
-						return err
-					}
-				}
-				if hb := e.suite.MarshalHeader(h); copy((*buf)[:at0], hb) != len(hb) || len(hb) != at0 {
+				// header's size in a compact layout).
+				if hb := e.suite.MarshalHeader(*j.head); copy((*buf)[:at0], hb) != len(hb) || len(hb) != at0 {
 					panic(fmt.Sprintf("core: header of %d bytes, want %d", len(hb), at0))
 				}
 				stored, at = (*buf)[:at0+size], 0
@@ -325,7 +311,7 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 				return err
 			}
 			if at0 > 0 {
-				j.f.rooted.headerStored(h)
+				j.f.rooted.headerStored(*j.head)
 			}
 			if rs := j.f.rt; rs != nil {
 				rs.tags.savedPieces(pieces)
