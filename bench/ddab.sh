@@ -4,7 +4,9 @@
 # on a private tmpfs, then a read back after drop_caches, the two
 # binaries interleaved over ROUNDS rounds.
 # Usage (as root): bench/ddab.sh A-BINARY B-BINARY; ROUNDS=5,
-# TRANSPORT=classic|uring. Prints a line a mount: "0|1 WRITE-MB/s
+# TRANSPORT=classic|uring, A_INIT / B_INIT="init flags" (e.g.
+# A_INIT="--format 1" with one binary for both: format 1 against the
+# default format 2). Prints a line a mount: "0|1 WRITE-MB/s
 # READ-GB/s" (dd's own units); take the medians per binary.
 set -euo pipefail
 A=$1 B=$2 ROUNDS=${ROUNDS:-5} T=${TRANSPORT:-classic}
@@ -16,7 +18,12 @@ cleanup() {
 }
 trap cleanup EXIT
 echo pw > "$W/pw"
-for x in 0 1; do bin=$A; [ $x = 1 ] && bin=$B; mkdir "$W/c$x" "$W/m$x"; "$bin" init --passfile "$W/pw" "$W/c$x" >/dev/null 2>&1; done
+read -r -a INIT0 <<<"${A_INIT:-}"
+read -r -a INIT1 <<<"${B_INIT:-}"
+for x in 0 1; do
+  bin=$A flags=("${INIT0[@]}"); [ $x = 1 ] && bin=$B flags=("${INIT1[@]}")
+  mkdir "$W/c$x" "$W/m$x"; "$bin" init --passfile "$W/pw" "${flags[@]}" "$W/c$x" >/dev/null 2>&1
+done
 for _ in $(seq "$ROUNDS"); do
   for x in 0 1; do
     bin=$A; [ $x = 1 ] && bin=$B
