@@ -32,8 +32,8 @@ func (v *Vault) loadOwn() {
 // ownFromManifests sets v.own to this device's manifests as they are.
 func (v *Vault) ownFromManifests() {
 	v.own = map[[fc.IDSize]byte]fc.EpochEntry{}
-	for _, id := range v.ownManifestIDs() {
-		if mf := v.readManifest(v.self, id); mf.err == nil {
+	for id, b := range v.ownManifestFiles() {
+		if mf := v.manifestOf(v.self, id, b); mf.err == nil {
 			v.own[mf.m.DirID] = fc.EpochEntry{DirID: mf.m.DirID, Counter: mf.m.Counter, Hash: mf.hash}
 		}
 	}

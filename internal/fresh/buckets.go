@@ -146,15 +146,18 @@ func readBucketTable(f *backing.File, b byte, size int64) ([]fc.BucketSlot, erro
 	return fc.ParseBucketTable(b, table, n, size)
 }
 
-// ownManifestIDs lists the directories this device has a manifest of,
-// in either layout.
-func (v *Vault) ownManifestIDs() [][fc.IDSize]byte {
+// ownManifestFiles reads this device's manifests, in either layout, by
+// directory ID: each file once, or each bucket once (not an entry at a
+// time through its table).
+func (v *Vault) ownManifestFiles() map[[fc.IDSize]byte][]byte {
+	out := map[[fc.IDSize]byte][]byte{}
 	ents, _ := backing.ReadDirAt(v.root, manifestsDir(v.self))
-	var out [][fc.IDSize]byte
 	for _, e := range ents {
 		if !v.o.Buckets {
 			if id, ok := fc.DecodeID(e.Name); ok {
-				out = append(out, [fc.IDSize]byte(id))
+				if b, err := v.readManifestFile(v.self, [fc.IDSize]byte(id)); err == nil {
+					out[[fc.IDSize]byte(id)] = b
+				}
 			}
 			continue
 		}
@@ -167,7 +170,7 @@ func (v *Vault) ownManifestIDs() [][fc.IDSize]byte {
 			continue
 		}
 		for _, en := range entries {
-			out = append(out, en.DirID)
+			out[en.DirID] = en.File
 		}
 	}
 	return out

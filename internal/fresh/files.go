@@ -84,6 +84,12 @@ func (v *Vault) readManifest(dev, dirID [fc.IDSize]byte) manifestFile {
 	if err != nil {
 		return manifestFile{err: err}
 	}
+	return v.manifestOf(dev, dirID, b)
+}
+
+// manifestOf verifies and parses b, found as device dev's manifest of
+// directory dirID.
+func (v *Vault) manifestOf(dev, dirID [fc.IDSize]byte, b []byte) manifestFile {
 	m, err := v.keyed.ParseManifest(b)
 	if err == nil && (m.Device != dev || m.DirID != dirID) {
 		// Authentic, but another directory's or device's: a copy.
