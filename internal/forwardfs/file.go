@@ -154,6 +154,8 @@ type handle struct {
 	n      *node
 	of     *openFile
 	append bool
+	// directWriter: opened FOPEN_DIRECT_IO and may write (directWriters).
+	directWriter bool
 }
 
 // openFlags are the open(2) flags the handle itself keeps; everything else
@@ -225,7 +227,8 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 			return nil, 0, n.errno(err, "truncate")
 		}
 	}
-	return &handle{n: n, of: of, append: flags&unix.O_APPEND != 0}, n.r.keepCache(of) | n.r.noFlush(flags), 0
+	h := &handle{n: n, of: of, append: flags&unix.O_APPEND != 0}
+	return h, n.r.openFlags(h, flags, n.r.keepCache(of)), 0
 }
 
 // noFlush is FOPEN_NOFLUSH for every handle on a vault whose FLUSH does
@@ -350,6 +353,9 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 		if err := h.of.Settle(); err != nil {
 			h.n.errno(err, "release")
 		}
+	}
+	if h.directWriter {
+		h.n.r.directWriters.release(h.of)
 	}
 	return h.n.errno(h.n.r.files.put(h.of), "close")
 }

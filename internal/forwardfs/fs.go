@@ -63,10 +63,13 @@ type Root struct {
 	opts   Options
 	euid   int // the daemon's uid: 0 means we chown new entries to the caller
 	files  openFiles
-	ops    atomic.Uint64 // requests served, for idle detection
-	dirFDs dirFDSet      // the nodes that cache a directory fd (node.fd)
-	logged loggedSet
-	moved  movedLinks // numbers of renamed symlinks (linkino.go)
+	// directWriters: which open files have a write-only handle that
+	// bypasses the page cache (direct.go).
+	directWriters directWriters
+	ops           atomic.Uint64 // requests served, for idle detection
+	dirFDs        dirFDSet      // the nodes that cache a directory fd (node.fd)
+	logged        loggedSet
+	moved         movedLinks // numbers of renamed symlinks (linkino.go)
 	// noXattrs is non-nil (engine.IsNoXattrs) when the backing store keeps
 	// no extended attributes (probed once, in NewRoot): the mount then
 	// looks like a file system without them (see xattr.go).
