@@ -6,51 +6,42 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestDirectWritersDecide: the rule of direct.go, decision by decision.
-// (Through the mount, TestDirectWritersStayCoherent checks what a user
-// sees; on Linux 6.18 the kernel also drops a directly written range from
-// the cache itself, so there a cached reader beside a direct writer reads
-// fresh bytes even without the rule, which Linux 6.1 does not do.)
-func TestDirectWritersDecide(t *testing.T) {
-	var d directWriters
-	a, b := new(openFile), new(openFile)
+// TestDirectWritersRule: which opens go direct, and when a direct write
+// invalidates the kernel's cache (direct.go). Through the mount,
+// TestDirectWritersStayCoherent checks what a user sees; on Linux 6.18 the
+// kernel also drops a directly written range from the cache itself, so
+// there a cached reader beside a direct writer reads fresh bytes even
+// without the invalidation, which Linux 6.1 does not do: this test is what
+// fails here if the rule is broken.
+func TestDirectWritersRule(t *testing.T) {
 	alone := func() bool { return true }
 	shared := func() bool { return false }
-	steps := []struct {
+	opens := []struct {
 		what  string
-		of    *openFile
-		sole  func() bool
 		flags uint32
+		sole  func() bool
 		want  bool
 	}{
-		{"write-only, alone", a, alone, unix.O_WRONLY, true},
-		{"read-only beside a direct writer", a, shared, unix.O_RDONLY, true},
-		{"read-write beside a direct writer", a, shared, unix.O_RDWR, true},
-		{"write-only beside cached handles", b, shared, unix.O_WRONLY, false},
-		{"read-write, alone", b, alone, unix.O_RDWR, false},
-		{"read-only, alone", b, alone, unix.O_RDONLY, false},
-		{"write-only with append and create, alone", b, alone, unix.O_WRONLY | unix.O_APPEND | unix.O_CREAT, true},
+		{"write-only, alone", unix.O_WRONLY, alone, true},
+		{"write-only with append, create and truncate, alone", unix.O_WRONLY | unix.O_APPEND | unix.O_CREAT | unix.O_TRUNC, alone, true},
+		{"write-only beside other handles", unix.O_WRONLY, shared, false},
+		{"read-write, alone", unix.O_RDWR, alone, false},
+		{"read-only, alone", unix.O_RDONLY, alone, false},
+		{"read-only beside a direct writer", unix.O_RDONLY, shared, false},
 	}
-	for _, s := range steps {
-		if got := d.decide(s.of, s.sole, s.flags); got != s.want {
-			t.Errorf("%s: direct %v, want %v", s.what, got, s.want)
+	for _, o := range opens {
+		if got := goesDirect(o.flags, o.sole); got != o.want {
+			t.Errorf("%s: direct %v, want %v", o.what, got, o.want)
 		}
 	}
-	// a has two handles that may write (the write-only and the read-write
-	// one): after one goes, new handles still go direct; after both, not.
-	if d.open[a] != 2 || d.open[b] != 1 {
-		t.Fatalf("counts a %d b %d, want 2 and 1", d.open[a], d.open[b])
+
+	if needsInvalidation(4096, alone) {
+		t.Error("a direct write with no other handle open is invalidated")
 	}
-	d.release(a)
-	if !d.decide(a, shared, unix.O_RDONLY) {
-		t.Error("a reader beside the remaining direct writer is cached")
+	if needsInvalidation(0, shared) {
+		t.Error("an empty write is invalidated")
 	}
-	d.release(a)
-	if d.decide(a, shared, unix.O_RDONLY) {
-		t.Error("a reader after the last direct writer went is still direct")
-	}
-	d.release(b)
-	if len(d.open) != 0 {
-		t.Errorf("%d entries left after every release", len(d.open))
+	if !needsInvalidation(100, shared) {
+		t.Error("a direct write beside another handle is not invalidated")
 	}
 }

@@ -154,8 +154,8 @@ type handle struct {
 	n      *node
 	of     *openFile
 	append bool
-	// directWriter: opened FOPEN_DIRECT_IO and may write (directWriters).
-	directWriter bool
+	// direct: opened FOPEN_DIRECT_IO (direct.go).
+	direct bool
 }
 
 // openFlags are the open(2) flags the handle itself keeps; everything else
@@ -282,6 +282,9 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		h.of.Wrote.Store(true)
 	}
 	k, err := h.of.WriteAt(data, off)
+	if h.direct {
+		h.n.r.directWriters.wrote(h.n, h.of, off, int64(k))
+	}
 	if err != nil {
 		return uint32(k), h.n.errno(err, "write")
 	}
@@ -353,9 +356,6 @@ func (h *handle) Release(ctx context.Context) syscall.Errno {
 		if err := h.of.Settle(); err != nil {
 			h.n.errno(err, "release")
 		}
-	}
-	if h.directWriter {
-		h.n.r.directWriters.release(h.of)
 	}
 	return h.n.errno(h.n.r.files.put(h.of), "close")
 }
