@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +27,7 @@ import (
 // no open is refused a shared map. TestDirectWritersRule checks when the
 // invalidation is sent.
 func TestDirectWritersStayCoherent(t *testing.T) {
-	var logs lockedBuffer
+	var logs mounttest.SyncWriter
 	v := mounttest.NewVault(t, func(o *mount.Options) { o.Logger = log.New(&logs, "", 0) })
 	readAll := func(fd int, n int) []byte {
 		t.Helper()
@@ -196,22 +195,4 @@ func eventually(ok func() bool) {
 	for deadline := time.Now().Add(2 * time.Second); !ok() && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
-}
-
-// lockedBuffer is a log sink the daemon's goroutines may write to.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
