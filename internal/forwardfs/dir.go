@@ -144,7 +144,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	cn := child.Operations().(nodeOps).self()
 	n.r.files.bind(of, cn)
 	h := &handle{n: cn, of: of, append: flags&unix.O_APPEND != 0}
-	return child, h, n.r.openFlags(h, flags, n.r.openFuseFlags()), 0
+	return child, h, n.r.openFuseFlags() | n.r.noFlush(flags), 0
 }
 
 // openExisting opens the existing regular file e for Create.
@@ -171,7 +171,7 @@ func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fus
 	cn := child.Operations().(nodeOps).self()
 	n.r.files.bind(of, cn)
 	h := &handle{n: cn, of: of, append: flags&unix.O_APPEND != 0}
-	return child, h, n.r.openFlags(h, flags, n.r.keepCache(of)), 0
+	return child, h, n.r.keepCache(of) | n.r.noFlush(flags), 0
 }
 
 // Mknod creates a fifo, socket, device node or empty regular file.

@@ -154,8 +154,6 @@ type handle struct {
 	n      *node
 	of     *openFile
 	append bool
-	// direct: opened FOPEN_DIRECT_IO (direct.go).
-	direct bool
 }
 
 // openFlags are the open(2) flags the handle itself keeps; everything else
@@ -227,8 +225,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 			return nil, 0, n.errno(err, "truncate")
 		}
 	}
-	h := &handle{n: n, of: of, append: flags&unix.O_APPEND != 0}
-	return h, n.r.openFlags(h, flags, n.r.keepCache(of)), 0
+	return &handle{n: n, of: of, append: flags&unix.O_APPEND != 0}, n.r.keepCache(of) | n.r.noFlush(flags), 0
 }
 
 // noFlush is FOPEN_NOFLUSH for every handle on a vault whose FLUSH does
@@ -282,9 +279,6 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		h.of.Wrote.Store(true)
 	}
 	k, err := h.of.WriteAt(data, off)
-	if h.direct {
-		h.n.r.directWriters.wrote(h.n, h.of, off, int64(k))
-	}
 	if err != nil {
 		return uint32(k), h.n.errno(err, "write")
 	}

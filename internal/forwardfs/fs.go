@@ -63,13 +63,10 @@ type Root struct {
 	opts   Options
 	euid   int // the daemon's uid: 0 means we chown new entries to the caller
 	files  openFiles
-	// directWriters: write-only handles that bypass the page cache
-	// (direct.go).
-	directWriters directWriters
-	ops           atomic.Uint64 // requests served, for idle detection
-	dirFDs        dirFDSet      // the nodes that cache a directory fd (node.fd)
-	logged        loggedSet
-	moved         movedLinks // numbers of renamed symlinks (linkino.go)
+	ops    atomic.Uint64 // requests served, for idle detection
+	dirFDs dirFDSet      // the nodes that cache a directory fd (node.fd)
+	logged loggedSet
+	moved  movedLinks // numbers of renamed symlinks (linkino.go)
 	// noXattrs is non-nil (engine.IsNoXattrs) when the backing store keeps
 	// no extended attributes (probed once, in NewRoot): the mount then
 	// looks like a file system without them (see xattr.go).
@@ -104,12 +101,6 @@ func NewRoot(s *session.Session, opts Options) (*Root, error) {
 	r.node.dirID = id
 	r.node.fd = fd // never closed by OnForget: the root is never forgotten
 	r.files.init(r.ev)
-	r.directWriters.notify = func(n *node, off, size int64) error {
-		if errno := n.NotifyContent(off, size); errno != 0 {
-			return errno
-		}
-		return nil
-	}
 	return r, nil
 }
 

@@ -78,10 +78,9 @@ type requestStep struct {
 // the step that caused them.
 //
 // What the rows cost and why:
-//   - create+write+close: LOOKUP (negative), CREATE, WRITE, RELEASE. The
-//     write-only handle bypasses the page cache (forwardfs direct.go), so
-//     the kernel no longer asks GETXATTR security.capability before the
-//     first write of each new inode (file_remove_privs): 5 requests before.
+//   - create+write+close: LOOKUP (negative), CREATE, GETXATTR
+//     security.capability (once per new inode: with HANDLE_KILLPRIV_V2 the
+//     kernel then marks the inode S_NOSEC and asks no more), WRITE, RELEASE.
 //   - stat: GETATTR of the file (the write invalidated its size).
 //   - open+read+close right after the write: OPEN, READ (the open
 //     dropped the page cache: see keepCache), RELEASE; no FLUSH on any
@@ -163,7 +162,7 @@ func TestRequestCounts(t *testing.T) {
 	// FOPEN_NOFLUSH and settles the file at RELEASE (Release).
 	flush := 0
 	steps := []requestStep{
-		{"create+write+close", 4 + flush, nil, func() error { return os.WriteFile(p, []byte("hello"), 0o644) }},
+		{"create+write+close", 5 + flush, nil, func() error { return os.WriteFile(p, []byte("hello"), 0o644) }},
 		{"stat", 1, nil, func() error { _, err := os.Stat(p); return err }},
 		{"open+read+close", 3, nil, func() error {
 			b, err := os.ReadFile(p)
