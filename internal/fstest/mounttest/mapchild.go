@@ -45,7 +45,10 @@ func MapShared(t testing.TB, path string, size int) (*Mapping, error) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), mapChildEnv+"=1")
+	// A binary built with -race sleeps 1 s at exit unless told not to:
+	// 200 mappings would take 200 s.
+	cmd.Env = append(os.Environ(), mapChildEnv+"=1",
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	cmd.Args = []string{exe, path, strconv.Itoa(size)}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
