@@ -18,7 +18,10 @@
 # CPU per GiB tells a daemon that works harder (its own state) from one
 # that gets less of the machine (steal, other tenants).
 #
-# As root. ROUNDS=5, TRANSPORT=classic|uring, COLS="v2 v1 securefs".
+# As root. ROUNDS=5, TRANSPORT=classic|uring, COLS="v2 v1 securefs";
+# v2nc is v2 with dd oflag=nocache: the writer drops the file's pages
+# behind it (fadvise DONTNEED), to see what a drop-behind would be worth.
+# CONDS="quiet after idle" picks the conditions.
 # Writes a table to stdout and the raw rows to $OUT (default
 # bench/results/writeafter-<date>.csv).
 set -euo pipefail
@@ -56,7 +59,7 @@ tar -C "$SRC" -cf "$W/tree.tar" --exclude="$TREE/drivers" --exclude="$TREE/Docum
 mnt() {
 	rm -rf "$W/c" && mkdir -p "$W/c" "$W/m"
 	case $1 in
-	v2) "$BIN" init --passfile "$W/pw" --kdf-memory 8 --kdf-time 1 "$W/c" >/dev/null 2>&1 ;;
+	v2 | v2nc) "$BIN" init --passfile "$W/pw" --kdf-memory 8 --kdf-time 1 "$W/c" >/dev/null 2>&1 ;;
 	v1) "$BIN" init --format 1 --passfile "$W/pw" --kdf-memory 8 --kdf-time 1 "$W/c" >/dev/null 2>&1 ;;
 	securefs) securefs create --pass "$PW" --rounds 1 "$W/c" >/dev/null 2>&1 ;;
 	esac
@@ -85,7 +88,7 @@ dd1() {
 	read -r u0 s0 < <(ticks "$PID")
 	read -r st0 io0 < <(sysstat)
 	t0=$EPOCHREALTIME
-	dd if=/dev/zero of="$W/m/zero" bs=128k count=8000 conv=fsync status=none
+	dd if=/dev/zero of="$W/m/zero" bs=128k count=8000 conv=fsync $DD_EXTRA status=none
 	t1=$EPOCHREALTIME
 	read -r u1 s1 < <(ticks "$PID")
 	read -r st1 io1 < <(sysstat)
@@ -109,7 +112,7 @@ for r in $(seq "$ROUNDS"); do
 	n=${#cols[@]}
 	for i in $(seq 0 $((n - 1))); do
 		col=${cols[$(((i + r) % n))]}
-		for cond in quiet after idle; do
+		for cond in ${CONDS:-quiet after idle}; do
 			sync
 			echo 3 >/proc/sys/vm/drop_caches
 			mnt "$col"
@@ -123,6 +126,8 @@ for r in $(seq "$ROUNDS"); do
 				read -r u1 s1 < <(ticks "$PID")
 				pause=$(awk -v t="$((u1 + s1 - u0 - s0))" -v hz="$HZ" 'BEGIN { printf "%.2f", t / hz }')
 			fi
+			DD_EXTRA=""
+			[ "$col" = v2nc ] && DD_EXTRA=oflag=nocache
 			dd1 "$r" "$col" "$cond" "$pause"
 			unm
 			tail -n 1 "$OUT" >&2
