@@ -44,12 +44,11 @@ func MapShared(t testing.TB, path string, size int) (*Mapping, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(exe)
+	cmd := exec.Command(exe, path, strconv.Itoa(size))
 	// A binary built with -race sleeps 1 s at exit unless told not to:
 	// 200 mappings would take 200 s.
 	cmd.Env = append(os.Environ(), mapChildEnv+"=1",
 		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	cmd.Args = []string{exe, path, strconv.Itoa(size)}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
