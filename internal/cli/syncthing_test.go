@@ -53,7 +53,10 @@ func newSyncthingNode(t *testing.T, name string) *syncthingNode {
 
 // writeConfig writes n's config.xml: the shared folder with both devices,
 // everything on 127.0.0.1, no discovery, relays, NAT, upgrades or
-// reports, the watcher reporting changes after 1 s.
+// reports, the watcher reporting changes after 1 s, and a failed dial
+// retried after 5 s: with Syncthing's default of 60 s, one failed Hello
+// exchange when both sides dialled each other at once after an unpause
+// used up waitSynced's whole minute (a CI run failed so).
 func (n *syncthingNode) writeConfig(t *testing.T, peer *syncthingNode) {
 	t.Helper()
 	dev := func(d *syncthingNode) string {
@@ -74,6 +77,7 @@ func (n *syncthingNode) writeConfig(t *testing.T, peer *syncthingNode) {
 <relaysEnabled>false</relaysEnabled><natEnabled>false</natEnabled><startBrowser>false</startBrowser>
 <urAccepted>-1</urAccepted><autoUpgradeIntervalH>0</autoUpgradeIntervalH><crashReportingEnabled>false</crashReportingEnabled>
 <minHomeDiskFree unit="%%">0</minHomeDiskFree><setLowPriority>false</setLowPriority>
+<reconnectionIntervalS>5</reconnectionIntervalS>
 </options>
 </configuration>
 `, stFolderID, n.folder, n.id, peer.id, dev(n), dev(peer), strings.TrimPrefix(n.api, "http://"), stAPIKey, n.listen)
