@@ -143,7 +143,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	cn := child.Operations().(nodeOps).self()
 	n.r.files.bind(of, cn)
-	h := &handle{n: cn, of: of, append: flags&unix.O_APPEND != 0}
+	h := newHandle(cn, of, flags)
 	return child, h, n.r.openFuseFlags() | n.r.noFlush(flags), 0
 }
 
@@ -170,7 +170,7 @@ func (n *node) openExisting(ctx context.Context, e entry, flags uint32, out *fus
 	child := n.newChild(ctx, &st, nil, out, e.name.Plain)
 	cn := child.Operations().(nodeOps).self()
 	n.r.files.bind(of, cn)
-	h := &handle{n: cn, of: of, append: flags&unix.O_APPEND != 0}
+	h := newHandle(cn, of, flags)
 	return child, h, n.r.keepCache(of) | n.r.noFlush(flags), 0
 }
 

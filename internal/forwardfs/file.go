@@ -154,6 +154,18 @@ type handle struct {
 	n      *node
 	of     *openFile
 	append bool
+	// drop is the drop-behind state of a write-only handle, nil for any
+	// other (dropbehind.go).
+	drop *dropBehind
+}
+
+// newHandle returns a handle of node n on of, opened with open(2) flags.
+func newHandle(n *node, of *openFile, flags uint32) *handle {
+	h := &handle{n: n, of: of, append: flags&unix.O_APPEND != 0}
+	if flags&unix.O_ACCMODE == unix.O_WRONLY {
+		h.drop = &dropBehind{}
+	}
+	return h
 }
 
 // openFlags are the open(2) flags the handle itself keeps; everything else
@@ -225,7 +237,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 			return nil, 0, n.errno(err, "truncate")
 		}
 	}
-	return &handle{n: n, of: of, append: flags&unix.O_APPEND != 0}, n.r.keepCache(of) | n.r.noFlush(flags), 0
+	return newHandle(n, of, flags), n.r.keepCache(of) | n.r.noFlush(flags), 0
 }
 
 // noFlush is FOPEN_NOFLUSH for every handle on a vault whose FLUSH does
@@ -282,6 +294,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 	if err != nil {
 		return uint32(k), h.n.errno(err, "write")
 	}
+	h.dropBehindAfter(off, int64(k))
 	return uint32(k), 0
 }
 

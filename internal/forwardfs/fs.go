@@ -71,6 +71,9 @@ type Root struct {
 	// no extended attributes (probed once, in NewRoot): the mount then
 	// looks like a file system without them (see xattr.go).
 	noXattrs error
+	// notifies counts the drop-behind notifications in flight
+	// (dropbehind.go); Close waits for them.
+	notifies sync.WaitGroup
 }
 
 // NewRoot opens the CIPHERDIR of session s and reads its directory ID.
@@ -109,6 +112,7 @@ func NewRoot(s *session.Session, opts Options) (*Root, error) {
 // and an unmount can overtake the last ones. Call it after the server has
 // exited, when no handle can be used any more.
 func (r *Root) Close() error {
+	r.notifies.Wait() // the connection is gone: they fail at once
 	r.files.closeAll()
 	r.dirFDs.mu.Lock()
 	nodes := make([]*node, 0, len(r.dirFDs.m))
