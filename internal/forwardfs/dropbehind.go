@@ -10,11 +10,12 @@ import "sync"
 // Why: without the writeback cache every write(2) is first copied into
 // the FUSE page cache, so a 1000 MiB dd left 1000 MiB of pages that no
 // one reads: the next sole open of a written file drops them anyway
-// (keepCache), and on this VM every new page costs a host fault on first
-// touch (bench/README.md, writeafter.sh). Dropped behind the writer, the
-// same few MiB of pages are reused, and the dd write ran 1.12x (classic)
-// and 1.17x (io_uring) faster, medians of 5 interleaved rounds, with the
-// read back within noise (docs/performance.md, "Drop-behind").
+// (keepCache). Dropped behind the writer, the same few MiB are reused.
+// On a VM whose host takes freed memory back (free page reporting, as
+// here), where a page new to the guest costs a host fault at first touch,
+// that made the dd write 1.14-1.41x faster; given memory the guest had
+// just touched it ran 0.94-0.97x, and the rest of the page cache is no
+// longer pushed out by such a file (docs/performance.md, "Drop-behind").
 //
 // Why it is safe: the page cache goes stale only when pages are dropped
 // while a write into them has not reached the daemon yet and someone
