@@ -28,9 +28,13 @@ import (
 func TestWriteOnlyDropsBehind(t *testing.T) {
 	v := mounttest.NewVault(t, nil)
 	const (
-		total = 40 << 20
+		total = 64 << 20
 		step  = 8 << 20 // dropBehindStep
 		block = 128 << 10
+		// At most two steps stay cached once the run has ended, one
+		// more if a drop was still in flight when the next was due
+		// (one at a time) and the run ended before it was sent.
+		bound = 3 * step
 	)
 	data := make([]byte, total)
 	for i := range data {
@@ -53,7 +57,7 @@ func TestWriteOnlyDropsBehind(t *testing.T) {
 		}
 		// The last drop may still be on its way: wait for the
 		// residency to settle below the bound, or take the last reading.
-		eventually(func() bool { resident = fincore(t, path); return resident <= 2*step })
+		eventually(func() bool { resident = fincore(t, path); return resident <= bound })
 		return resident
 	}
 	readBack := func(path string) {
@@ -68,8 +72,8 @@ func TestWriteOnlyDropsBehind(t *testing.T) {
 	}
 
 	sole := filepath.Join(v.Mnt, "sole")
-	if res := write(sole, unix.O_WRONLY, nil); res > 2*step {
-		t.Errorf("a sole write-only handle left %d MiB of %d cached, want at most %d", res>>20, total>>20, 2*step>>20)
+	if res := write(sole, unix.O_WRONLY, nil); res > bound {
+		t.Errorf("a sole write-only handle left %d MiB of %d cached, want at most %d", res>>20, total>>20, bound>>20)
 	}
 	readBack(sole)
 
