@@ -1,6 +1,9 @@
 package forwardfs
 
-import "sync"
+import (
+	"os"
+	"sync"
+)
 
 // Drop-behind: a write-only handle that is its file's only handle and
 // writes a long sequential run has the kernel drop the page cache behind
@@ -34,14 +37,14 @@ const (
 	// dropBehindStep is how far a run must have gone past the last drop
 	// before the next: one notification per 8 MiB written.
 	dropBehindStep = 8 << 20
-	// pageMask rounds an offset down to its page (4 KiB pages: a larger
-	// page only makes the dropped range end below a page boundary,
-	// which invalidate_inode_pages2_range rounds itself).
-	pageMask = ^int64(4096 - 1)
 )
 
 // dropBehind is the drop-behind state of one write-only handle.
 type dropBehind struct {
+	// page is the page size: the kernel drops whole pages, and one that
+	// held the start of the current write must stay.
+	page int64
+
 	mu sync.Mutex
 	// next is where the handle's sequential run continues: the end of its
 	// last write. A write elsewhere starts a new run.
@@ -59,11 +62,12 @@ type dropBehind struct {
 func (d *dropBehind) wrote(off, n int64, sole func() bool) (from, length int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	mask := ^(d.page - 1)
 	if off != d.next {
-		d.from = off & pageMask
+		d.from = off & mask
 	}
 	d.next = off + n
-	to := off & pageMask
+	to := off & mask
 	if d.busy || to-d.from < dropBehindStep || !sole() {
 		return 0, 0
 	}
@@ -71,6 +75,9 @@ func (d *dropBehind) wrote(off, n int64, sole func() bool) (from, length int64) 
 	d.from, d.busy = to, true
 	return from, to - from
 }
+
+// newDropBehind returns the drop-behind state of a new write-only handle.
+func newDropBehind() *dropBehind { return &dropBehind{page: int64(os.Getpagesize())} }
 
 // done ends the notification in flight.
 func (d *dropBehind) done() {

@@ -49,7 +49,7 @@ func TestDropBehindRanges(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var d dropBehind
+			d := dropBehind{page: 4096}
 			for i, s := range tc.steps {
 				if s.done {
 					d.done()

@@ -163,7 +163,7 @@ type handle struct {
 func newHandle(n *node, of *openFile, flags uint32) *handle {
 	h := &handle{n: n, of: of, append: flags&unix.O_APPEND != 0}
 	if flags&unix.O_ACCMODE == unix.O_WRONLY {
-		h.drop = &dropBehind{}
+		h.drop = newDropBehind()
 	}
 	return h
 }
