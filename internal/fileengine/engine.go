@@ -178,7 +178,9 @@ type Engine struct {
 	roots        rootScheme    // file roots or none (scheme.go)
 	links        LinkStore     // links files (links.go); nil without binding
 
+	memo      rootMemo // roots of small files already computed (rootmemo.go)
 	bufs      bufPools
+	tagBlocks sync.Pool // *tagBlock (tagTable.free)
 	sealJobs  sync.Pool // *sealJob
 	openJobs  sync.Pool // *openJob
 	zeroPlain []byte    // ChunkSize zero bytes; read-only

@@ -112,6 +112,9 @@ func (f *File) Close() error {
 	err := f.settleLocked()
 	f.closed = true
 	f.tail.drop()
+	if f.rt != nil {
+		f.rt.tags.release()
+	}
 	return err
 }
 

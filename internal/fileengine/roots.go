@@ -110,7 +110,7 @@ func (fr fileRoots) root(size int64, gen uint64) ([content.RootSize]byte, error)
 // new file when fresh), in an engine with roots (scheme.go: withRoots).
 func (fr fileRoots) newRootState(fresh bool) {
 	f := fr.f
-	f.rt = &rootState{}
+	f.rt = &rootState{tags: tagTable{free: &f.e.tagBlocks}}
 	if fresh {
 		// A new header: DIRTY before a write (to be made clean by this
 		// File), clean and empty otherwise.
@@ -171,12 +171,8 @@ func (fr fileRoots) loadRootsFrom(run storedRun) error {
 	if err != nil {
 		return err
 	}
-	root, err := fr.root(f.size, f.hdr.Gen)
-	if err != nil {
+	if err := fr.checkRoot(); err != nil {
 		return err
-	}
-	if err := content.CheckRoot(f.hdr.Root, root); err != nil {
-		return fmt.Errorf("core: tag blocks: %w", err)
 	}
 	rs.loaded, rs.trusted = true, true
 	if only != nil {
@@ -186,6 +182,28 @@ func (fr fileRoots) loadRootsFrom(run storedRun) error {
 		// costs one backing read of the chunk, not two.
 		f.tail.set(*only)
 	}
+	return nil
+}
+
+// checkRoot checks the tag table just loaded against the header's root:
+// by hashing, or for a small file this engine wrote or checked in this
+// state by comparing the entries with the ones it remembers (rootMemo),
+// which accepts and refuses what hashing would.
+func (fr fileRoots) checkRoot() error {
+	f := fr.f
+	e, h := f.e, f.hdr
+	n := e.chunksOf(f.size)
+	if e.memo.matches(h.FileID, uint64(f.size), h.Gen, h.Root, n, f.rt.tags.head()) {
+		return nil
+	}
+	root, err := fr.root(f.size, h.Gen)
+	if err != nil {
+		return err
+	}
+	if err := content.CheckRoot(h.Root, root); err != nil {
+		return fmt.Errorf("core: tag blocks: %w", err)
+	}
+	e.memo.remember(h.FileID, uint64(f.size), h.Gen, h.Root, n, f.rt.tags.head())
 	return nil
 }
 
@@ -533,6 +551,7 @@ func (fr fileRoots) finalize(durable bool) error {
 	if _, err := f.writeHeader(h); err != nil {
 		return err
 	}
+	f.e.memo.remember(h.FileID, h.Size, h.Gen, h.Root, f.e.chunksOf(f.size), rs.tags.head())
 	rs.wrote, rs.unrooted = false, false
 	if durable {
 		if err := f.b.Sync(); err != nil {

@@ -3,6 +3,7 @@ package fileengine
 import (
 	"crypto/sha256"
 	"slices"
+	"sync"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
@@ -17,6 +18,13 @@ import (
 // block made beforehand (blockFor).
 type tagTable struct {
 	blocks map[uint64]*tagBlock
+	// free is where blocks come from and go back to (the engine's
+	// tagBlocks), so that a File opened per small file (tar -x, md5sum)
+	// does not allocate and clear 4 KiB for its tag block each time;
+	// nil: allocated. A block goes back when the table drops it, and
+	// all of them at the File's Close (release): every use of a block's
+	// memory (entry, entries, head) ends under the File's lock.
+	free *sync.Pool
 }
 
 // tagBlock is one tag block in memory with its content.TagBlockHash.
@@ -53,11 +61,49 @@ func (t *tagTable) blockFor(i uint64) *tagBlock {
 		if t.blocks == nil {
 			t.blocks = make(map[uint64]*tagBlock)
 		}
-		b = &tagBlock{}
+		b = t.newBlock()
+		clear(b.entries[:])
 		t.blocks[g] = b
 	}
 	b.stale = true
 	return b
+}
+
+// newBlock returns a block whose entries are arbitrary and whose other
+// fields are zero.
+func (t *tagTable) newBlock() *tagBlock {
+	if t.free != nil {
+		if b, ok := t.free.Get().(*tagBlock); ok {
+			entries := b.entries
+			*b = tagBlock{entries: entries}
+			return b
+		}
+	}
+	return new(tagBlock)
+}
+
+// drop removes block g from the table and gives it back.
+func (t *tagTable) drop(g uint64) {
+	if b := t.blocks[g]; b != nil && t.free != nil {
+		t.free.Put(b)
+	}
+	delete(t.blocks, g)
+}
+
+// release gives every block back: the File is closed.
+func (t *tagTable) release() {
+	for g := range t.blocks {
+		t.drop(g)
+	}
+}
+
+// head returns tag block 0's entries: the table's own memory (not to be
+// changed), or zeros for a block not in the table.
+func (t *tagTable) head() []byte {
+	if b := t.blocks[0]; b != nil {
+		return b.entries[:]
+	}
+	return zeroTagBlock[:]
 }
 
 // set makes chunk i's entry tag.
@@ -127,12 +173,12 @@ func (t *tagTable) entries(first, last uint64, zeros []byte) []byte {
 // non-zero entry.
 func (t *tagTable) load(g uint64, block []byte) {
 	if isZero(block) {
-		delete(t.blocks, g)
+		t.drop(g)
 		return
 	}
 	b := t.blocks[g]
 	if b == nil {
-		b = &tagBlock{}
+		b = t.newBlock()
 		if t.blocks == nil {
 			t.blocks = make(map[uint64]*tagBlock)
 		}
@@ -185,13 +231,13 @@ func (t *tagTable) clear(first, end uint64) []uint64 {
 // not exist): the blocks past the last are dropped.
 func (t *tagTable) cut(n uint64) {
 	if n == 0 {
-		clear(t.blocks)
+		t.release()
 		return
 	}
 	blocks := (n + content.TagEntries - 1) / content.TagEntries
 	for g := range t.blocks {
 		if g >= blocks {
-			delete(t.blocks, g)
+			t.drop(g)
 		}
 	}
 	if n%content.TagEntries != 0 {
@@ -209,7 +255,7 @@ func (t *tagTable) hashes(count uint64) []content.BlockHash {
 		}
 		if b.stale {
 			if isZero(b.entries[:]) {
-				delete(t.blocks, g)
+				t.drop(g)
 				continue
 			}
 			b.hash = content.TagBlockHash(b.entries[:])

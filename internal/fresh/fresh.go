@@ -256,6 +256,7 @@ func (v *Vault) Start() error {
 
 func (v *Vault) loop() {
 	defer close(v.done)
+	background()
 	t := time.NewTicker(v.o.Interval)
 	defer t.Stop()
 	for {
