@@ -22,7 +22,7 @@ import (
 // with its entry (each authentic on its own) must all still fail.
 func TestTamperWhileMounted(t *testing.T) {
 	for _, c := range []struct {
-		name   string
+		name string
 		// chunk1 is the last chunk: it runs to the end of the file.
 		tamper func(stored, older []byte, chunk1, entry1 int64)
 	}{
