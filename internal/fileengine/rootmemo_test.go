@@ -105,5 +105,4 @@ func (rm *rootMemo) forget() {
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
 	clear(rm.m)
-	rm.bytes = 0
 }

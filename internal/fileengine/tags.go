@@ -28,6 +28,7 @@ type tagTable struct {
 }
 
 // tagBlock is one tag block in memory with its content.TagBlockHash.
+// tagTable.newBlock resets every field but entries when it reuses one.
 type tagBlock struct {
 	entries [content.TagBlockSize]byte
 	hash    [sha256.Size]byte
@@ -74,8 +75,7 @@ func (t *tagTable) blockFor(i uint64) *tagBlock {
 func (t *tagTable) newBlock() *tagBlock {
 	if t.free != nil {
 		if b, ok := t.free.Get().(*tagBlock); ok {
-			entries := b.entries
-			*b = tagBlock{entries: entries}
+			b.hash, b.stale, b.unsaved, b.lo, b.hi = [sha256.Size]byte{}, false, false, 0, 0
 			return b
 		}
 	}
