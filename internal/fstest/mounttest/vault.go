@@ -20,9 +20,12 @@ import (
 type Vault struct {
 	Cipher, Mnt string        // CIPHERDIR and the mount point
 	Srv         *mount.Server // the current mount (Remount replaces it)
-	Log         *SyncWriter   // what the daemon logged
-	Logger      *log.Logger   // the daemon's logger, writing to Log
-	Tree        *tree.Tree    // the tree of the mount's session, for planting entries in CIPHERDIR
+	// Mounted is the session the current mount serves (Session makes a
+	// new one): its engine's open files are the mount's.
+	Mounted *session.Session
+	Log     *SyncWriter // what the daemon logged
+	Logger  *log.Logger // the daemon's logger, writing to Log
+	Tree    *tree.Tree  // the tree of the mount's session, for planting entries in CIPHERDIR
 	// VaultID, if set, turns location binding (format v2) on in every
 	// session of the vault (session.Options.BoundVaultID): NewBoundVault.
 	VaultID []byte
@@ -161,7 +164,7 @@ func newVault(t testing.TB, cipher string, vaultID []byte, roots bool, mod func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	v.Srv = srv
+	v.Srv, v.Mounted = srv, opts.Session
 	t.Cleanup(func() {
 		// v.Srv: a test may have remounted.
 		if err := v.Srv.Unmount(); err != nil {
@@ -193,5 +196,5 @@ func (v *Vault) MountAgain(t testing.TB, mod func(*mount.Options)) {
 	}
 	srv, err := mount.Mount(opts)
 	Must(t, err)
-	v.Srv = srv
+	v.Srv, v.Mounted = srv, opts.Session
 }
