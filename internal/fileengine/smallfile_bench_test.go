@@ -1,6 +1,7 @@
 package fileengine
 
 import (
+	"io"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
@@ -40,8 +41,8 @@ func BenchmarkSmallFile(b *testing.B) {
 			mustClose(b, f)
 			for b.Loop() {
 				f := c.open(b, c.e, m)
-				if _, err := f.ReadAt(buf, 0); err != nil && err.Error() != "EOF" {
-					_ = err
+				if n, err := f.ReadAt(buf, 0); n != len(data) || err != io.EOF {
+					b.Fatalf("read %d bytes: %v", n, err)
 				}
 				mustClose(b, f)
 			}
