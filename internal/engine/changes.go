@@ -15,11 +15,20 @@ import (
 // directory ID and name, which is what freshness records; a syscall only
 // knows fds, whose paths would have to be found again.
 type Changes interface {
-	// Touched: name of dirID changed (its contents, xattrs or links).
+	// Touched: name of dirID changed (its xattrs or links, or a change
+	// the engine does not tell apart).
 	Touched(dirID []byte, name string)
+	// Wrote: the contents of the file at name of dirID changed (a
+	// write, truncate or hole punch); nothing else of it did.
+	Wrote(dirID []byte, name string)
 	// Made: name of dirID was created (or replaced): what it is now is
 	// the disk's to say.
 	Made(dirID []byte, name string)
+	// Created: name of dirID is a regular file this device just created
+	// (it did not exist): empty, with no xattrs. From here on this
+	// device tells each change of it (Wrote, Header, Touched), so that
+	// freshness can record what it is without reading it back.
+	Created(dirID []byte, name string)
 	// Removed: this device unlinked or removed name of dirID.
 	Removed(dirID []byte, name string)
 	// Renamed: from of fromID now is to of toID (exchange: the two
@@ -83,6 +92,13 @@ func (c *changes) made(dirID []byte, name string, id []byte) {
 		c.links.learn(id, dirID, name)
 	}
 	c.c.Made(dirID, name)
+}
+
+// created notes a new regular file this device created at name of dirID.
+func (c *changes) created(dirID []byte, name string) {
+	if c != nil {
+		c.c.Created(dirID, name)
+	}
 }
 
 // removed notes a removed entry (and forgets a directory there).
@@ -187,7 +203,7 @@ func (f *File) changed() {
 		return
 	}
 	f.places.noted.Store(g)
-	f.places.each(func(l dirLink) { c.c.Touched([]byte(l.parent), l.name) })
+	f.places.each(func(l dirLink) { c.c.Wrote([]byte(l.parent), l.name) })
 }
 
 // headerWritten tells the header the file engine wrote for f.

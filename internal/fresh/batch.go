@@ -231,13 +231,10 @@ func (v *Vault) recordDir(dirfd int, dirID [fc.IDSize]byte, names []string, coun
 	}
 	changed := false
 	for _, n := range names {
-		a, err := v.r.observe(dirfd, n)
+		refs := byName[n]
+		a, err := v.nameNow(dirfd, n, exp, refs)
 		if err != nil {
 			continue
-		}
-		refs := byName[n]
-		if e, ok := exp[n]; ok {
-			a = e.apply(a, refs)
 		}
 		cur, _ := current(refs)
 		if !a.present && len(refs) == 0 || slices.ContainsFunc(cur, func(r ref) bool { return exact(a, r.rec) }) {
@@ -256,6 +253,22 @@ func (v *Vault) recordDir(dirfd int, dirID [fc.IDSize]byte, names []string, coun
 		own.Counter = counter
 	}
 	return own, changed
+}
+
+// nameNow is what the batch records name n of dirfd as: a file this
+// device created in the window as the engine told it, with no disk read;
+// else what the disk says, corrected by what the device did (expect.go).
+func (v *Vault) nameNow(dirfd int, n string, exp map[string]expected, refs []ref) (actual, error) {
+	e, ok := exp[n]
+	if ok && e.created {
+		v.trusted.Add(1)
+		return e.made(), nil
+	}
+	a, err := v.r.observe(dirfd, n)
+	if err == nil && ok {
+		a = e.apply(a, refs)
+	}
+	return a, err
 }
 
 // allNames is every recorded name on disk in dirfd and every name the

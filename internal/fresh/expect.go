@@ -21,7 +21,18 @@ import (
 //   - an object this device removed (unlinked, or renamed away), present
 //     again.
 // Xattrs are not covered: the record holds a digest of every value,
-// which only the batch computes (docs/format.md §15).
+// which only the batch computes (docs/format.md §15), except for a file
+// this device created in the batch's window (below).
+//
+// A file this device created (Told.Created) and changed since only by
+// writes (Told.Wrote, Told.Header) is known whole: it is the file of the
+// last header told (no header yet: empty, zero ID), and it has no xattrs
+// (an xattr set would have been told as Touched, which drops the mark).
+// The batch records that without reading the file back (observe costs
+// six system calls and a MAC per file, most of what freshness costs an
+// untar), and a disk that says otherwise is the storage's change, which
+// the next check reports (as above). A record's gen may lag (holds), so
+// a header not told yet is no false alarm.
 
 // expected is what this device last made of one name.
 type expected struct {
@@ -29,6 +40,15 @@ type expected struct {
 	id      [fc.IDSize]byte // a file's ID and gen, from the header it wrote
 	gen     uint64
 	known   bool // present with a header this device wrote (id, gen)
+	// created: a regular file this device created in this window, whose
+	// every change since was told as a content change: no xattrs.
+	created bool
+}
+
+// made is what the batch records of a name this device created (e.created):
+// the file of its last header told, no xattrs; no disk read.
+func (e expected) made() actual {
+	return actual{present: true, kind: fc.KindFile, id: e.id, gen: e.gen}
 }
 
 // apply returns what the batch records for a name found as a, given what

@@ -109,6 +109,7 @@ type Vault struct {
 	staged  map[[fc.IDSize]byte][]byte // the batch's manifests, for flushBuckets (under batchMu)
 	tables  bucketTables               // bucket tables read (buckets.go)
 	batches atomic.Uint64              // batches that took v.noted (Told.Batches)
+	trusted atomic.Uint64              // names recorded as created, unread (batch.go nameNow)
 	mu      sync.Mutex                 // guards the rest
 	state   *State
 	own     map[[fc.IDSize]byte]fc.EpochEntry

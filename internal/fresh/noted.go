@@ -18,6 +18,12 @@ type notedChanges struct {
 	mu      sync.Mutex
 	touched map[dirID]map[string]bool     // directory ID -> backing names
 	expects map[dirID]map[string]expected // what this device made of them (expect.go)
+	// carried: the files the last batch took as created (expected.created),
+	// by the ID they had then (zero: no header yet). A header told of one
+	// in this window marks it created again: a close's header often comes
+	// just after a batch took the file's creation and first writes. Any
+	// other change told of the name drops it (expectLocked, uncreate).
+	carried map[dirID]map[string][fc.IDSize]byte
 }
 
 // take returns the noted names and expectations and starts afresh (a
@@ -27,6 +33,17 @@ func (c *notedChanges) take() (map[dirID]map[string]bool, map[dirID]map[string]e
 	defer c.mu.Unlock()
 	touched, expects := c.touched, c.expects
 	c.touched, c.expects = map[dirID]map[string]bool{}, map[dirID]map[string]expected{}
+	c.carried = map[dirID]map[string][fc.IDSize]byte{}
+	for d, names := range expects {
+		for n, e := range names {
+			if e.created {
+				if c.carried[d] == nil {
+					c.carried[d] = map[string][fc.IDSize]byte{}
+				}
+				c.carried[d][n] = e.id
+			}
+		}
+	}
 	return touched, expects
 }
 
@@ -50,6 +67,7 @@ func (c *notedChanges) gone(dir dirID) {
 	defer c.mu.Unlock()
 	delete(c.touched, dir)
 	delete(c.expects, dir)
+	delete(c.carried, dir)
 }
 
 // expectAt sets the expectation of name in dir (nil forgets it).
@@ -61,6 +79,43 @@ func (c *notedChanges) expectAt(dir dirID, name string, e *expected) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.expectLocked(dir, name, e)
+}
+
+// header notes that this device wrote the header (id, gen) of the file at
+// name of dir. A file this device created in this window (or that the
+// last batch took as created: carried) stays known to be created if this
+// is its first header or one of the same file.
+func (c *notedChanges) header(dir dirID, name string, id [fc.IDSize]byte, gen uint64) {
+	name, ok := recordedName(name)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := expected{present: true, known: true, id: id, gen: gen}
+	sameFile := func(was [fc.IDSize]byte) bool { return was == id || was == [fc.IDSize]byte{} }
+	if old, ok := c.expects[dir][name]; ok {
+		e.created = old.created && (!old.known || sameFile(old.id))
+	} else if was, ok := c.carried[dir][name]; ok {
+		e.created = sameFile(was)
+	}
+	c.expectLocked(dir, name, &e)
+}
+
+// uncreate drops what a creation in this window told of name of dir (it
+// has no xattrs): a change not told apart was made to it since.
+func (c *notedChanges) uncreate(dir dirID, name string) {
+	name, ok := recordedName(name)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.expects[dir][name]; ok && e.created {
+		e.created = false
+		c.expects[dir][name] = e
+	}
+	delete(c.carried[dir], name)
 }
 
 // expectRenamed moves the expectation of a renamed name: the new name is
@@ -93,6 +148,9 @@ func (c *notedChanges) expectRenamed(fromDir dirID, from string, toDir dirID, to
 // them); e nil forgets it (a change whose outcome is not known here).
 // Called with c.mu held.
 func (c *notedChanges) expectLocked(dir dirID, name string, e *expected) {
+	if e == nil || !e.created {
+		delete(c.carried[dir], name)
+	}
 	if e == nil {
 		if c.expects[dir] != nil {
 			delete(c.expects[dir], name)
@@ -103,16 +161,30 @@ func (c *notedChanges) expectLocked(dir dirID, name string, e *expected) {
 		c.expects[dir] = map[string]expected{}
 	}
 	if old, ok := c.expects[dir][name]; ok && old.known && e.known && old.id == e.id && old.gen > e.gen {
-		return // headers of one file only go up; keep the newest seen
+		// Headers of one file only go up: keep the newest seen (and
+		// whether it was created here, as e says).
+		old.created = old.created && e.created
+		c.expects[dir][name] = old
+		return
 	}
 	c.expects[dir][name] = *e
 }
 
 // requeue puts the names and expectations of a failed batch back among
-// the noted ones; what was noted since wins.
+// the noted ones; what was noted since wins. A name noted since is no
+// longer trusted as created (its Touched found no expectation to drop
+// the mark from).
 func (c *notedChanges) requeue(touched map[dirID]map[string]bool, expects map[dirID]map[string]expected) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for d, names := range expects {
+		for n, e := range names {
+			if c.touched[d][n] && e.created {
+				e.created = false
+				names[n] = e
+			}
+		}
+	}
 	for d, names := range touched {
 		for n := range names {
 			if c.touched[d] == nil {

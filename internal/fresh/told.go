@@ -30,10 +30,30 @@ func dirKey(id []byte) (k [fc.IDSize]byte, ok bool) {
 	return [fc.IDSize]byte(id), true
 }
 
-// Touched: name of dirID changed (contents, xattrs, links).
+// Touched: name of dirID changed (xattrs, links, or a change not told
+// apart): what it is now is the disk's to say, and a file created in
+// this window is no longer known to have no xattrs (expect.go).
 func (t Told) Touched(dirID []byte, name string) {
 	if d, ok := dirKey(dirID); ok {
 		t.v.noted.touch(d, name)
+		t.v.noted.uncreate(d, name)
+	}
+}
+
+// Wrote: the contents of the file at name of dirID changed (the header
+// it wrote is told by Header).
+func (t Told) Wrote(dirID []byte, name string) {
+	if d, ok := dirKey(dirID); ok {
+		t.v.noted.touch(d, name)
+	}
+}
+
+// Created: name of dirID is a regular file this device created: empty,
+// no xattrs, until this device tells otherwise (expect.go).
+func (t Told) Created(dirID []byte, name string) {
+	if d, ok := dirKey(dirID); ok {
+		t.v.noted.touch(d, name)
+		t.v.noted.expectAt(d, name, &expected{present: true, created: true})
 	}
 }
 
@@ -75,7 +95,7 @@ func (t Told) Header(dirID []byte, name string, fileID []byte, gen uint64) {
 		return
 	}
 	t.v.noted.touch(d, name)
-	t.v.noted.expectAt(d, name, &expected{present: true, known: true, id: id, gen: gen})
+	t.v.noted.header(d, name, id, gen)
 }
 
 // Gone: the directory dirID was removed (or replaced by a rename): the

@@ -9,6 +9,7 @@ import (
 	fr "github.com/encryptfs/encryptfs/internal/fresh"
 	"github.com/encryptfs/encryptfs/internal/session"
 	"github.com/encryptfs/encryptfs/vault"
+	"golang.org/x/sys/unix"
 )
 
 // backingName is the backing path of plaintext name (a file of the root)
@@ -39,7 +40,10 @@ func backingName(t *testing.T, dir, name string) string {
 // said OK):
 //   - an older version of a file rewritten through the mount put back;
 //   - a file written through the mount deleted;
-//   - a file removed through the mount put back.
+//   - a file removed through the mount put back;
+//   - a file created through the mount given an xattr by the storage,
+//     or replaced by the file that was at its name before (the batch
+//     records a created file as the engine told it, unread).
 func TestBatchRecordsWhatTheDeviceDid(t *testing.T) {
 	must := mustFor(t)
 	cases := []struct {
@@ -67,6 +71,17 @@ func TestBatchRecordsWhatTheDeviceDid(t *testing.T) {
 			must(os.Remove(f))
 			must(os.WriteFile(b, mustRead(t, old), 0o600))
 		}, "present again", fr.Behind},
+		{"created file given an xattr", func(t *testing.T, f, b, old string) {
+			must(os.Remove(f))
+			must(os.WriteFile(f, []byte("a new file"), 0o644))
+			must(unix.Setxattr(b, "user.planted", []byte("x"), 0))
+		}, "xattrs differ", fr.Behind},
+		{"created file replaced by the old one", func(t *testing.T, f, b, old string) {
+			must(os.Remove(f))
+			must(os.WriteFile(f, []byte("a new file"), 0o644))
+			must(os.Remove(b))
+			must(os.WriteFile(b, mustRead(t, old), 0o600))
+		}, "replaced by another object", fr.Behind},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

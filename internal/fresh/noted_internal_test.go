@@ -1,0 +1,54 @@
+package fresh
+
+import "testing"
+
+// TestCreatedCarried: a file this device created stays known whole (no
+// xattrs, the file of its last header) across the batch that took its
+// creation, for the header its close writes after that batch; and only
+// while nothing but its contents changed.
+func TestCreatedCarried(t *testing.T) {
+	d := dirID{1}
+	id, other := [16]byte{2}, [16]byte{3}
+	created := func(c *notedChanges, name string) bool {
+		t.Helper()
+		e, ok := c.expects[d][name]
+		return ok && e.created
+	}
+	for _, tc := range []struct {
+		name string
+		// between runs after the batch that took the creation, before
+		// the close's header (id, 2).
+		between func(c *notedChanges)
+		header  [16]byte
+		want    bool
+	}{
+		{"header of the file", func(*notedChanges) {}, id, true},
+		{"header of another file", func(*notedChanges) {}, other, false},
+		{"xattr set", func(c *notedChanges) { c.uncreate(d, "f") }, id, false},
+		{"renamed away and back", func(c *notedChanges) {
+			c.expectRenamed(d, "f", d, "g", false)
+			c.expectRenamed(d, "g", d, "f", false)
+		}, id, false},
+		{"removed and made", func(c *notedChanges) {
+			c.expectAt(d, "f", &expected{})
+			c.expectAt(d, "f", nil)
+		}, id, false},
+		{"a second batch", func(c *notedChanges) { c.take() }, id, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &notedChanges{}
+			c.take()
+			c.expectAt(d, "f", &expected{present: true, created: true})
+			c.header(d, "f", id, 1)
+			if !created(c, "f") {
+				t.Fatal("a created file's first header dropped its creation")
+			}
+			c.take()
+			tc.between(c)
+			c.header(d, "f", tc.header, 2)
+			if got := created(c, "f"); got != tc.want {
+				t.Fatalf("created after the batch: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
