@@ -181,3 +181,53 @@ func newMountableVault(t *testing.T, pw string, flags ...string) (dir, pf, mnt s
 	cleanupMount(t, mnt)
 	return dir, pf, mnt
 }
+
+// TestFreshnessCreatedFileTampered: the storage changes a file in the
+// seconds between its creation through the mount and the batch that
+// records it, on the transport ENCRYPTFS_TRANSPORT selects: an xattr
+// added to its backing file, or the file replaced by one from before.
+// The batch records a created file as the mount made it (no xattrs, its
+// own header), not as the disk shows it, so status reports the change
+// (exit 27, behind: a sync in flight could explain a deletion or an
+// unknown object) instead of adopting it and saying OK.
+func TestFreshnessCreatedFileTampered(t *testing.T) {
+	dir, pf, mnt := newMountableVault(t, "pw")
+	backingOf := func(name string) string {
+		r := run(t, "", "encrypt-path", "--passfile", pf, dir, name)
+		r.want(t, 0)
+		return filepath.Join(dir, strings.TrimSpace(r.stdout))
+	}
+	run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, 0)
+	must(t, os.WriteFile(filepath.Join(mnt, "old"), []byte("a file from before"), 0o644))
+	run(t, "", "unmount", mnt).want(t, 0)
+	oldCopy := filepath.Join(t.TempDir(), "old")
+	cpA(t, backingOf("old"), oldCopy)
+
+	// The cases run in order on one vault: the second status reports the
+	// first case's file too (still behind), and must report its own.
+	for _, c := range []struct {
+		name   string
+		tamper func(t *testing.T, b string)
+		want   string
+	}{
+		{"xattr", func(t *testing.T, b string) { must(t, unix.Setxattr(b, "user.planted", []byte("x"), 0)) }, "xattrs differ"},
+		{"replaced", func(t *testing.T, b string) {
+			must(t, os.Remove(b))
+			cpA(t, oldCopy, b)
+		}, "replaced by another object"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := "new-" + c.name
+			b := backingOf(name) // names are deterministic per directory
+			run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, 0)
+			must(t, os.WriteFile(filepath.Join(mnt, name), []byte("written through the mount"), 0o644))
+			c.tamper(t, b)
+			run(t, "", "unmount", mnt).want(t, 0)
+			r := run(t, "", "freshness", "status", "--passfile", pf, dir)
+			r.want(t, ExitFreshBehind)
+			if !strings.Contains(r.stdout, "/"+name) || !strings.Contains(r.stdout, c.want) {
+				t.Fatalf("status does not report /%s (%s):\n%s", name, c.want, r.stdout)
+			}
+		})
+	}
+}
