@@ -13,12 +13,13 @@ import (
 // rootMemo spares a small file's root its hashing when the file is read
 // again by the engine that wrote or checked it (tar -x then md5sum, a
 // build that writes objects and links them): it remembers, per file ID,
-// the last clean state that this engine computed the root of, with a
-// digest of the tag entries the root was computed over. Checking a
+// the last clean state that this engine computed the root of, as one
+// digest of its header fields and the tag entries the root was computed
+// over. Checking a
 // clean file's stored tag block against its root costs the SHA-256 of
 // the 4 KiB block and an HMAC, the larger part of what format 2 adds to
 // a read of a small file (docs/performance.md, "Format 2 against format
-// 1, per file"); the digest costs one to five SHA-256 blocks.
+// 1, per file"); the digest costs two to six SHA-256 blocks.
 //
 // What it replaces is the hash of the block, not the read: the tag
 // entries are still read from the backing file (from chunk 0 itself for
