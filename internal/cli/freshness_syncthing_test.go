@@ -19,9 +19,7 @@ import (
 // Both directions, then both sides writing while disconnected.
 func TestFreshnessSyncthing(t *testing.T) {
 	requireTool(t, "syncthing")
-	a, b := newSyncthingNode(t, "a"), newSyncthingNode(t, "b")
-	a.writeConfig(t, b)
-	b.writeConfig(t, a)
+	a, b := newSyncthingPair(t)
 	cipher := map[*syncthingNode]string{a: filepath.Join(a.folder, "vault"), b: filepath.Join(b.folder, "vault")}
 	state := map[*syncthingNode]string{a: filepath.Join(t.TempDir(), "state-a"), b: filepath.Join(t.TempDir(), "state-b")}
 	pf := writePassfile(t, "pw")
@@ -117,9 +115,7 @@ func TestFreshnessSyncthing(t *testing.T) {
 	watch(a)
 
 	// Both sides write while disconnected, in different places.
-	a.setPaused(t, b, true)
-	b.setPaused(t, a, true)
-	waitFor(t, "disconnect", func() bool { return !a.connected(t, b) && !b.connected(t, a) })
+	disconnect(t, a, b)
 	write(a, func(v *vault.Vault) {
 		must(t, v.Mkdir("from-a", 0o755))
 		must(t, v.WriteFile("from-a/new", []byte("a"), 0o644))
@@ -132,8 +128,7 @@ func TestFreshnessSyncthing(t *testing.T) {
 	})
 	a.scan(t)
 	b.scan(t)
-	a.setPaused(t, b, false)
-	b.setPaused(t, a, false)
+	reconnect(t, a, b)
 	watch(a, b)
 	t.Logf("%d checks during syncs reported behind", behind)
 }

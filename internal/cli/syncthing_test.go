@@ -54,14 +54,23 @@ func newSyncthingNode(t *testing.T, name string) *syncthingNode {
 // writeConfig writes n's config.xml: the shared folder with both devices,
 // everything on 127.0.0.1, no discovery, relays, NAT, upgrades or
 // reports, the watcher reporting changes after 1 s, and a failed dial
-// retried after 5 s: with Syncthing's default of 60 s, one failed Hello
-// exchange when both sides dialled each other at once after an unpause
-// used up waitSynced's whole minute (a CI run failed so).
-func (n *syncthingNode) writeConfig(t *testing.T, peer *syncthingNode) {
+// retried after 5 s.
+//
+// Only the dialer knows its peer's address; the other side lists it as
+// "dynamic", which with discovery off means it never dials. When both
+// sides dialled each other at once after an unpause, each side's Hello
+// exchange waited for the other until Syncthing's 20 s timeout, twice in
+// a row, and used up waitSynced's minute (two CI runs failed so, one of
+// them with the retry interval already at 5 s).
+func (n *syncthingNode) writeConfig(t *testing.T, peer *syncthingNode, dialer bool) {
 	t.Helper()
-	dev := func(d *syncthingNode) string {
-		return fmt.Sprintf(`<device id="%s" name="%s" compression="metadata" introducer="false"><address>tcp://127.0.0.1:%d</address><paused>false</paused></device>`,
-			d.id, d.name, d.listen)
+	dev := func(d *syncthingNode, dial bool) string {
+		addr := "dynamic"
+		if dial {
+			addr = fmt.Sprintf("tcp://127.0.0.1:%d", d.listen)
+		}
+		return fmt.Sprintf(`<device id="%s" name="%s" compression="metadata" introducer="false"><address>%s</address><paused>false</paused></device>`,
+			d.id, d.name, addr)
 	}
 	conf := fmt.Sprintf(`<configuration version="36">
 <folder id="%s" label="vault" path="%s" type="sendreceive" rescanIntervalS="3600" fsWatcherEnabled="true" fsWatcherDelayS="1" ignorePerms="false" autoNormalize="true">
@@ -80,8 +89,18 @@ func (n *syncthingNode) writeConfig(t *testing.T, peer *syncthingNode) {
 <reconnectionIntervalS>5</reconnectionIntervalS>
 </options>
 </configuration>
-`, stFolderID, n.folder, n.id, peer.id, dev(n), dev(peer), strings.TrimPrefix(n.api, "http://"), stAPIKey, n.listen)
+`, stFolderID, n.folder, n.id, peer.id, dev(n, false), dev(peer, dialer), strings.TrimPrefix(n.api, "http://"), stAPIKey, n.listen)
 	must(t, os.WriteFile(filepath.Join(n.home, "config.xml"), []byte(conf), 0o600))
+}
+
+// newSyncthingPair makes two configured instances: a dials b, b only
+// listens (see writeConfig).
+func newSyncthingPair(t *testing.T) (a, b *syncthingNode) {
+	t.Helper()
+	a, b = newSyncthingNode(t, "a"), newSyncthingNode(t, "b")
+	a.writeConfig(t, b, true)
+	b.writeConfig(t, a, false)
+	return a, b
 }
 
 // start runs the instance until the test ends.
@@ -207,6 +226,23 @@ func (n *syncthingNode) setPaused(t *testing.T, peer *syncthingNode, paused bool
 	n.call(t, "POST", "/rest/system/"+op+"?device="+peer.id, nil)
 }
 
+// disconnect pauses a pair on both sides and waits until neither is
+// connected.
+func disconnect(t *testing.T, a, b *syncthingNode) {
+	t.Helper()
+	a.setPaused(t, b, true)
+	b.setPaused(t, a, true)
+	waitFor(t, "disconnect", func() bool { return !a.connected(t, b) && !b.connected(t, a) })
+}
+
+// reconnect resumes a pair made by newSyncthingPair: the listener b
+// first, so that a's first dial is let in.
+func reconnect(t *testing.T, a, b *syncthingNode) {
+	t.Helper()
+	b.setPaused(t, a, false)
+	a.setPaused(t, b, false)
+}
+
 // syncConflictRe is the plaintext name of Syncthing's conflict copy of
 // "note.txt" in the mount.
 var syncConflictRe = regexp.MustCompile(`^note\.txt\.sync-conflict-[0-9]{8}-[0-9]{6}-[A-Z0-9]{7}$`)
@@ -220,9 +256,7 @@ var syncConflictRe = regexp.MustCompile(`^note\.txt\.sync-conflict-[0-9]{8}-[0-9
 // readable, and fsck finds both copies clean.
 func TestSyncthing(t *testing.T) {
 	requireTool(t, "syncthing")
-	a, b := newSyncthingNode(t, "a"), newSyncthingNode(t, "b")
-	a.writeConfig(t, b)
-	b.writeConfig(t, a)
+	a, b := newSyncthingPair(t)
 
 	cipherA := filepath.Join(a.folder, "vault")
 	pf := writePassfile(t, "pw")
@@ -246,9 +280,7 @@ func TestSyncthing(t *testing.T) {
 	}
 
 	// Disconnected: both sides change note.txt and make "same/".
-	a.setPaused(t, b, true)
-	b.setPaused(t, a, true)
-	waitFor(t, "disconnect", func() bool { return !a.connected(t, b) && !b.connected(t, a) })
+	disconnect(t, a, b)
 	for _, s := range []struct{ name, mnt string }{{"a", mntA}, {"b", mntB}} {
 		must(t, os.WriteFile(filepath.Join(s.mnt, "note.txt"), []byte("edited on "+s.name+"\n"), 0o644))
 		must(t, os.Mkdir(filepath.Join(s.mnt, "same"), 0o755))
@@ -256,8 +288,7 @@ func TestSyncthing(t *testing.T) {
 	}
 	a.scan(t)
 	b.scan(t)
-	a.setPaused(t, b, false)
-	b.setPaused(t, a, false)
+	reconnect(t, a, b)
 	waitSynced(t, a, b)
 
 	for _, s := range []struct{ name, mnt string }{{"a", mntA}, {"b", mntB}} {
