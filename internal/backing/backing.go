@@ -129,6 +129,39 @@ func OpenSubdir(dirfd int, name string) (int, error) {
 	return OpenDir(dirfd, name)
 }
 
+// OpenPath opens the directory at the components names below rootfd (none:
+// rootfd itself) like OpenDir: one openat2 for the whole path, with
+// RESOLVE_BENEATH and RESOLVE_NO_SYMLINKS checking every component, so
+// finding a directory d levels down costs one open and one close rather
+// than d of each. Each component is checked as OpenSubdir checks it; a
+// path longer than PATH_MAX is opened one component at a time.
+func OpenPath(rootfd int, names []string) (int, error) {
+	n := 0
+	for _, name := range names {
+		if err := checkName(name); err != nil {
+			return -1, err
+		}
+		n += len(name) + 1
+	}
+	if n < unix.PathMax {
+		return OpenDir(rootfd, strings.Join(names, "/"))
+	}
+	fd, err := OpenDir(rootfd, "")
+	for _, name := range names {
+		if err != nil {
+			break
+		}
+		var sub int
+		sub, err = OpenDir(fd, name)
+		Close(fd)
+		fd = sub
+	}
+	if err != nil {
+		return -1, err
+	}
+	return fd, nil
+}
+
 // Close closes fd, ignoring EINTR (Linux always releases the fd).
 func Close(fd int) error {
 	err := unix.Close(fd)

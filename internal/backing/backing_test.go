@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -60,6 +61,63 @@ func TestOpenDir(t *testing.T) {
 				t.Fatalf("OpenDir(%q) = %v, want %v", tc.rel, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestOpenPath: a path of checked components, opened in one call or,
+// past PATH_MAX, one component at a time, with the same refusals: a
+// symlink anywhere in it, "..", a component with a slash, a file.
+func TestOpenPath(t *testing.T) {
+	dir, root := setup(t)
+	for _, tc := range []struct {
+		names []string
+		want  error // nil: success
+	}{
+		{nil, nil},
+		{[]string{"d", "e"}, nil},
+		{[]string{"link", "e"}, unix.ELOOP},
+		{[]string{"d", "..", "d"}, ErrBadComponent},
+		{[]string{"d/e"}, ErrBadComponent},
+		{[]string{"f"}, unix.ENOTDIR},
+	} {
+		fd, err := OpenPath(root, tc.names)
+		if err == nil {
+			Close(fd)
+		}
+		if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
+			t.Errorf("OpenPath(%q) = %v, want %v", tc.names, err, tc.want)
+		}
+	}
+	// 20 levels of 250-byte names: past PATH_MAX, opened level by level;
+	// a symlink at the last level is refused there too.
+	var long []string
+	at, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	must(t, err)
+	for i := range 20 {
+		name := string(rune('a'+i)) + strings.Repeat("x", 249)
+		must(t, unix.Mkdirat(at, name, 0o755))
+		sub, err := unix.Openat(at, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		must(t, err)
+		unix.Close(at)
+		at = sub
+		long = append(long, name)
+	}
+	defer unix.Close(at)
+	mf, err := unix.Openat(at, "marker", unix.O_CREAT|unix.O_WRONLY, 0o644)
+	must(t, err)
+	unix.Close(mf)
+	must(t, unix.Symlinkat(".", at, "loop"))
+	fd, err := OpenPath(root, long)
+	must(t, err)
+	if _, err := ReadFileAt(fd, "marker", 10); err != nil {
+		t.Errorf("OpenPath of a %d-level path opened another directory: %v", len(long), err)
+	}
+	Close(fd)
+	if fd, err := OpenPath(root, append(long, "loop")); !errors.Is(err, unix.ENOTDIR) {
+		t.Errorf("OpenPath through a symlink past PATH_MAX = %v, want ENOTDIR", err)
+		if err == nil {
+			Close(fd)
+		}
 	}
 }
 

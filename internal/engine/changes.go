@@ -29,6 +29,11 @@ type Changes interface {
 	// device tells each change of it (Wrote, Header, Touched), so that
 	// freshness can record what it is without reading it back.
 	Created(dirID []byte, name string)
+	// MadeDir: name of dirID is a directory this device just made (it
+	// did not exist) with ID id: no xattrs, until this device tells
+	// otherwise (Touched for its xattrs, through the locator), so that
+	// freshness can record it without reading it back.
+	MadeDir(dirID []byte, name string, id []byte)
 	// Removed: this device unlinked or removed name of dirID.
 	Removed(dirID []byte, name string)
 	// Renamed: from of fromID now is to of toID (exchange: the two
@@ -83,15 +88,21 @@ func (c *changes) all() {
 	}
 }
 
-// made notes a new entry; a new directory id lies there.
-func (c *changes) made(dirID []byte, name string, id []byte) {
-	if c == nil {
-		return
+// made notes a new entry: what it is is the disk's to say.
+func (c *changes) made(dirID []byte, name string) {
+	if c != nil {
+		c.c.Made(dirID, name)
 	}
-	if id != nil {
+}
+
+// madeDir notes directory id, which this device just made at name of
+// dirID (mkdir never replaces an entry): the locator learns where it
+// lies.
+func (c *changes) madeDir(dirID []byte, name string, id []byte) {
+	if c != nil {
 		c.links.learn(id, dirID, name)
+		c.c.MadeDir(dirID, name, id)
 	}
-	c.c.Made(dirID, name)
 }
 
 // created notes a new regular file this device created at name of dirID.

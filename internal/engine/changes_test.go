@@ -43,6 +43,9 @@ func (c *told) Wrote(d []byte, n string)   { c.add(fmt.Sprintf("wrote %x/%s", d,
 func (c *told) Made(d []byte, n string)    { c.add(fmt.Sprintf("made %x/%s", d, n)) }
 func (c *told) Created(d []byte, n string) { c.add(fmt.Sprintf("created %x/%s", d, n)) }
 func (c *told) Removed(d []byte, n string) { c.add(fmt.Sprintf("removed %x/%s", d, n)) }
+func (c *told) MadeDir(d []byte, n string, id []byte) {
+	c.add(fmt.Sprintf("madedir %x/%s %x", d, n, id))
+}
 func (c *told) Renamed(f []byte, fn string, t []byte, tn string, x bool) {
 	c.add(fmt.Sprintf("renamed %x/%s %x/%s %v", f, fn, t, tn, x))
 }
@@ -99,6 +102,28 @@ func TestChangesTold(t *testing.T) {
 	}
 	if got := c.take(); !slices.Contains(got, at("touched", n)) || slices.Contains(got, at("wrote", n)) {
 		t.Errorf("an xattr set told %q, want %q alone", got, at("touched", n))
+	}
+
+	// A directory made is told with its ID; an xattr set on it later is
+	// told at its entry, which freshness takes as "read it back".
+	sn, _ := d.NewName("sub")
+	sid, err := d.Mkdir(sn, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, w := c.take(), fmt.Sprintf("madedir %x/%s %x", d.ID(), sn.Backing, sid); !slices.Contains(got, w) {
+		t.Errorf("mkdir told %q, want %q", got, w)
+	}
+	sub, err := d.Sub(sn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if err := sub.Object().SetXattr("user.k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.take(); !slices.Contains(got, at("touched", sn)) {
+		t.Errorf("an xattr set on a new directory told %q, want %q", got, at("touched", sn))
 	}
 
 	// Renamed, the file tells its content changes at its new name.

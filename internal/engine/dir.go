@@ -201,7 +201,7 @@ func (d *Dir) Create(n Name, flags int, mode uint32, o OpenOptions) (*File, erro
 func (d *Dir) Mkdir(n Name, mode uint32) ([]byte, error) {
 	id, err := d.v.tree.Mkdir(d.treeDir(), n, mode)
 	if err == nil {
-		d.v.changes.made(d.id, n.Backing, id)
+		d.v.changes.madeDir(d.id, n.Backing, id)
 	}
 	return id, err
 }
@@ -278,7 +278,7 @@ func (d *Dir) Link(n Name, to *Dir, tn Name) error {
 			f.Release()
 		}
 		d.v.changes.touched(d.id, n.Backing)
-		d.v.changes.made(to.id, tn.Backing, nil)
+		d.v.changes.made(to.id, tn.Backing)
 	}
 	return err
 }
@@ -288,7 +288,7 @@ func (d *Dir) Link(n Name, to *Dir, tn Name) error {
 func (d *Dir) Symlink(n Name, target string) error {
 	err := d.v.tree.Symlink(d.treeDir(), n, target)
 	if err == nil {
-		d.v.changes.made(d.id, n.Backing, nil)
+		d.v.changes.made(d.id, n.Backing)
 	}
 	return err
 }

@@ -173,15 +173,11 @@ func (v *Vault) Locate(id []byte) (int, error) {
 	}
 	// CIPHERDIR opened anew: the session's last batch runs after the
 	// engine closed (the files' last headers told first).
-	fd, err := backing.OpenRoot(v.dir)
-	for _, n := range p {
-		if err != nil {
-			break
-		}
-		var sub int
-		sub, err = backing.OpenSubdir(fd, n)
-		backing.Close(fd)
-		fd = sub
+	root, err := backing.OpenRoot(v.dir)
+	fd := -1
+	if err == nil {
+		fd, err = backing.OpenPath(root, p)
+		backing.Close(root)
 	}
 	if err != nil {
 		c.links.forget(string(id))

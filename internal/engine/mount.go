@@ -79,7 +79,7 @@ func (d *Dir) Rmdir(n Name) error {
 func (d *Dir) Mknod(n Name, mode uint32, dev uint64) error {
 	err := d.v.tree.Mknod(d.treeDir(), n, mode, dev)
 	if err == nil {
-		d.v.changes.made(d.id, n.Backing, nil)
+		d.v.changes.made(d.id, n.Backing)
 	}
 	return err
 }

@@ -20,7 +20,8 @@ import (
 // given xattrs (and had them removed), renamed, renamed over another,
 // linked, removed and created again, reopened and appended; and the
 // batch must have spared the read-back for some of them (else the test
-// proves nothing about that path).
+// proves nothing about that path). The same for directories made through
+// the mount: nested, given an xattr, moved, removed.
 func TestCreatedRecordedUnread(t *testing.T) {
 	must := mustFor(t)
 	for _, roots := range []bool{false, true} {
@@ -79,6 +80,28 @@ func TestCreatedRecordedUnread(t *testing.T) {
 			if len(bad) > 0 {
 				t.Errorf("records that are not what the disk holds:\n%v", bad)
 			}
+
+			// Directories made in a window: recorded unread, but for the
+			// one given an xattr (read back, its digest recorded) and the
+			// one removed; a moved one at its new name.
+			must(os.MkdirAll(p("nd/inner/deeper"), 0o755))
+			must(os.Mkdir(p("xdir"), 0o755))
+			must(unix.Setxattr(p("xdir"), "user.tag", []byte("v"), 0))
+			must(os.Mkdir(p("moved"), 0o755))
+			must(os.Rename(p("moved"), p("d/moved-to")))
+			must(os.Mkdir(p("rmd"), 0o755))
+			must(os.Remove(p("rmd")))
+			before = fr.Trusted(s.Freshness())
+			must(s.Freshness().Flush())
+			if n := fr.Trusted(s.Freshness()) - before; n != 4 {
+				t.Errorf("the batch recorded %d directories unread, want 4 (nd, nd/inner, nd/inner/deeper, d/moved-to)", n)
+			}
+			bad, err = fr.Inexact(s.Freshness())
+			must(err)
+			if len(bad) > 0 {
+				t.Errorf("records of directories that are not what the disk holds:\n%v", bad)
+			}
+
 			must(unmount())
 			o.Freshness.Offline = true
 			if rep := statusWith(t, dir, o); rep.Status != fr.OK {

@@ -36,7 +36,7 @@ func (c *notedChanges) take() (map[dirID]map[string]bool, map[dirID]map[string]e
 	c.carried = map[dirID]map[string][fc.IDSize]byte{}
 	for d, names := range expects {
 		for n, e := range names {
-			if e.created {
+			if e.created && !e.dir {
 				if c.carried[d] == nil {
 					c.carried[d] = map[string][fc.IDSize]byte{}
 				}
@@ -95,7 +95,7 @@ func (c *notedChanges) header(dir dirID, name string, id [fc.IDSize]byte, gen ui
 	e := expected{present: true, known: true, id: id, gen: gen}
 	sameFile := func(was [fc.IDSize]byte) bool { return was == id || was == [fc.IDSize]byte{} }
 	if old, ok := c.expects[dir][name]; ok {
-		e.created = old.created && (!old.known || sameFile(old.id))
+		e.created = old.created && !old.dir && (!old.known || sameFile(old.id))
 	} else if was, ok := c.carried[dir][name]; ok {
 		e.created = sameFile(was)
 	}

@@ -26,8 +26,10 @@ type Reader struct {
 	// Name decrypts backing name b of the directory dirfd (ID dirID).
 	Name func(dirfd int, dirID []byte, b string) (string, error)
 	// Locate opens the directory with ID id where the engine last saw
-	// it (engine.Vault.Locate); the batch checks the ID it finds there.
-	// nil, or an error: the batch finds it by walking the tree.
+	// it (engine.Vault.Locate), and only once it has read id in that
+	// directory's encryptfs.dirid: never a directory found by the
+	// locator's links alone, which may be stale. nil, or an error: the
+	// batch finds it by walking the tree.
 	Locate func(id []byte) (int, error)
 	// Found tells the engine where a walk found directory id: at
 	// backing name name of parent (nil parent: the root).

@@ -57,6 +57,19 @@ func (t Told) Created(dirID []byte, name string) {
 	}
 }
 
+// MadeDir: name of dirID is a directory this device made, with ID id: no
+// xattrs until this device tells otherwise (expect.go).
+func (t Told) MadeDir(dirID []byte, name string, id []byte) {
+	d, ok := dirKey(dirID)
+	sub, ok2 := dirKey(id)
+	if !ok || !ok2 {
+		t.Made(dirID, name)
+		return
+	}
+	t.v.noted.touch(d, name)
+	t.v.noted.expectAt(d, name, &expected{present: true, created: true, dir: true, id: sub})
+}
+
 // Made: name of dirID was created: what it is now is the disk's to say.
 func (t Told) Made(dirID []byte, name string) {
 	if d, ok := dirKey(dirID); ok {

@@ -82,6 +82,11 @@ func TestBatchRecordsWhatTheDeviceDid(t *testing.T) {
 			must(os.Remove(b))
 			must(os.WriteFile(b, mustRead(t, old), 0o600))
 		}, "replaced by another object", fr.Behind},
+		{"made directory given an xattr", func(t *testing.T, f, b, old string) {
+			must(os.Remove(f))
+			must(os.Mkdir(f, 0o755))
+			must(unix.Setxattr(b, "user.planted", []byte("x"), 0))
+		}, "xattrs differ", fr.Behind},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
