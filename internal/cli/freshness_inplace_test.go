@@ -185,7 +185,8 @@ func newMountableVault(t *testing.T, pw string, flags ...string) (dir, pf, mnt s
 // TestFreshnessCreatedFileTampered: the storage changes a file in the
 // seconds between its creation through the mount and the batch that
 // records it, on the transport ENCRYPTFS_TRANSPORT selects: an xattr
-// added to its backing file, or the file replaced by one from before.
+// added to its backing file, or the file replaced by one from before; and
+// an xattr added to a directory made through the mount.
 // The batch records a created file as the mount made it (no xattrs, its
 // own header), not as the disk shows it, so status reports the change
 // (exit 27, behind: a sync in flight could explain a deletion or an
@@ -207,20 +208,26 @@ func TestFreshnessCreatedFileTampered(t *testing.T) {
 	// first case's file too (still behind), and must report its own.
 	for _, c := range []struct {
 		name   string
+		dir    bool // a directory made through the mount, not a file
 		tamper func(t *testing.T, b string)
 		want   string
 	}{
-		{"xattr", func(t *testing.T, b string) { must(t, unix.Setxattr(b, "user.planted", []byte("x"), 0)) }, "xattrs differ"},
-		{"replaced", func(t *testing.T, b string) {
+		{"xattr", false, func(t *testing.T, b string) { must(t, unix.Setxattr(b, "user.planted", []byte("x"), 0)) }, "xattrs differ"},
+		{"replaced", false, func(t *testing.T, b string) {
 			must(t, os.Remove(b))
 			cpA(t, oldCopy, b)
 		}, "replaced by another object"},
+		{"dir-xattr", true, func(t *testing.T, b string) { must(t, unix.Setxattr(b, "user.planted", []byte("x"), 0)) }, "xattrs differ"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			name := "new-" + c.name
 			b := backingOf(name) // names are deterministic per directory
 			run(t, "", "mount", "--passfile", pf, dir, mnt).want(t, 0)
-			must(t, os.WriteFile(filepath.Join(mnt, name), []byte("written through the mount"), 0o644))
+			if c.dir {
+				must(t, os.Mkdir(filepath.Join(mnt, name), 0o755))
+			} else {
+				must(t, os.WriteFile(filepath.Join(mnt, name), []byte("written through the mount"), 0o644))
+			}
 			c.tamper(t, b)
 			run(t, "", "unmount", mnt).want(t, 0)
 			r := run(t, "", "freshness", "status", "--passfile", pf, dir)
