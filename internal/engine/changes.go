@@ -192,10 +192,13 @@ func (p *filePlaces) move(from, to dirLink) {
 	p.locs = out
 }
 
-// each calls fn for each place.
+// each calls fn for each place, without the lock (fn tells freshness,
+// which takes its own). A file has one place but for hard links: the copy
+// fits on the stack.
 func (p *filePlaces) each(fn func(dirLink)) {
+	var buf [2]dirLink
 	p.mu.Lock()
-	locs := append([]dirLink(nil), p.locs...)
+	locs := append(buf[:0], p.locs...)
 	p.mu.Unlock()
 	for _, l := range locs {
 		fn(l)

@@ -498,7 +498,8 @@ func (fr fileRoots) saveEntries() error {
 		return nil // untrusted entries are rebuilt from the chunks (finalize)
 	}
 	n := f.e.chunksOf(f.size)
-	for _, g := range rs.tags.unsavedGroups() {
+	var buf [4]uint64
+	for _, g := range rs.tags.unsavedGroups(buf[:]) {
 		b := rs.tags.blocks[g]
 		first, last := g*content.TagEntries+uint64(b.lo), min(g*content.TagEntries+uint64(b.hi), n-1)
 		if n > 0 && first <= last {

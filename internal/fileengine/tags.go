@@ -144,15 +144,21 @@ func (t *tagTable) savedPieces(pieces uint8) {
 	}
 }
 
-// unsavedGroups returns, sorted, the blocks with unsaved entries.
-func (t *tagTable) unsavedGroups() []uint64 {
-	var gs []uint64
+// unsavedGroups returns, sorted, the blocks with unsaved entries, in
+// buf's memory when they fit (a small file's close allocates nothing).
+func (t *tagTable) unsavedGroups(buf []uint64) []uint64 {
+	gs := buf[:0]
+	if len(t.blocks) == 0 {
+		return gs
+	}
 	for g, b := range t.blocks {
 		if b.unsaved {
 			gs = append(gs, g)
 		}
 	}
-	slices.Sort(gs)
+	if len(gs) > 1 {
+		slices.Sort(gs)
+	}
 	return gs
 }
 

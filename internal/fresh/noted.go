@@ -55,6 +55,11 @@ func (c *notedChanges) touch(dir dirID, name string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.touchLocked(dir, name)
+}
+
+// touchLocked is touch of a recorded name with mu held.
+func (c *notedChanges) touchLocked(dir dirID, name string) {
 	if c.touched[dir] == nil {
 		c.touched[dir] = map[string]bool{}
 	}
@@ -70,7 +75,8 @@ func (c *notedChanges) gone(dir dirID) {
 	delete(c.carried, dir)
 }
 
-// expectAt sets the expectation of name in dir (nil forgets it).
+// expectAt notes name of dir (touch) and sets its expectation (nil
+// forgets it), under one lock.
 func (c *notedChanges) expectAt(dir dirID, name string, e *expected) {
 	name, ok := recordedName(name)
 	if !ok {
@@ -78,11 +84,12 @@ func (c *notedChanges) expectAt(dir dirID, name string, e *expected) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.touchLocked(dir, name)
 	c.expectLocked(dir, name, e)
 }
 
-// header notes that this device wrote the header (id, gen) of the file at
-// name of dir. A file this device created in this window (or that the
+// header notes name of dir (touch) and that this device wrote the header
+// (id, gen) of the file there. A file this device created in this window (or that the
 // last batch took as created: carried) stays known to be created if this
 // is its first header or one of the same file.
 func (c *notedChanges) header(dir dirID, name string, id [fc.IDSize]byte, gen uint64) {
@@ -92,6 +99,7 @@ func (c *notedChanges) header(dir dirID, name string, id [fc.IDSize]byte, gen ui
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.touchLocked(dir, name)
 	e := expected{present: true, known: true, id: id, gen: gen}
 	sameFile := func(was [fc.IDSize]byte) bool { return was == id || was == [fc.IDSize]byte{} }
 	if old, ok := c.expects[dir][name]; ok {

@@ -52,7 +52,6 @@ func (t Told) Wrote(dirID []byte, name string) {
 // no xattrs, until this device tells otherwise (expect.go).
 func (t Told) Created(dirID []byte, name string) {
 	if d, ok := dirKey(dirID); ok {
-		t.v.noted.touch(d, name)
 		t.v.noted.expectAt(d, name, &expected{present: true, created: true})
 	}
 }
@@ -66,14 +65,12 @@ func (t Told) MadeDir(dirID []byte, name string, id []byte) {
 		t.Made(dirID, name)
 		return
 	}
-	t.v.noted.touch(d, name)
 	t.v.noted.expectAt(d, name, &expected{present: true, created: true, dir: true, id: sub})
 }
 
 // Made: name of dirID was created: what it is now is the disk's to say.
 func (t Told) Made(dirID []byte, name string) {
 	if d, ok := dirKey(dirID); ok {
-		t.v.noted.touch(d, name)
 		t.v.noted.expectAt(d, name, nil)
 	}
 }
@@ -81,7 +78,6 @@ func (t Told) Made(dirID []byte, name string) {
 // Removed: this device removed name of dirID.
 func (t Told) Removed(dirID []byte, name string) {
 	if d, ok := dirKey(dirID); ok {
-		t.v.noted.touch(d, name)
 		t.v.noted.expectAt(d, name, &expected{})
 	}
 }
@@ -107,7 +103,6 @@ func (t Told) Header(dirID []byte, name string, fileID []byte, gen uint64) {
 	if !ok || !ok2 {
 		return
 	}
-	t.v.noted.touch(d, name)
 	t.v.noted.header(d, name, id, gen)
 }
 

@@ -5,11 +5,11 @@
 // name. Directory ID files and file headers carry up to a few bindings; a
 // reader accepts the object only where one of them matches.
 //
-// It does no I/O and holds no state beyond its key.
+// It does no I/O and holds no state beyond its key (and states keyed
+// with it, internal/crypto/internal/macpool).
 package bind
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/internal/macpool"
 )
 
 // Sizes of the format.
@@ -82,6 +84,9 @@ type Binder struct {
 	// linksKey is K_links, the links file's MAC key (links.go).
 	linksKey []byte
 	wiped    bool
+	// macs keeps keyed states of key (a binding per file created or
+	// opened); dropped at Wipe.
+	macs *macpool.Pool
 }
 
 // New keeps a copy of the 32-byte binding key.
@@ -93,7 +98,8 @@ func New(key []byte) (*Binder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bind: links key: %w", err)
 	}
-	return &Binder{key: append([]byte(nil), key...), linksKey: lk}, nil
+	k := append([]byte(nil), key...)
+	return &Binder{key: k, linksKey: lk, macs: macpool.New(k)}, nil
 }
 
 // Wipe clears the key; later Sum and Match fail (Sum panics, Match
@@ -101,6 +107,7 @@ func New(key []byte) (*Binder, error) {
 func (b *Binder) Wipe() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.macs.Drop()
 	clear(b.key)
 	clear(b.linksKey)
 	b.wiped = true
@@ -122,7 +129,8 @@ func (b *Binder) Sum(k Kind, objectID []byte, p Place) Binding {
 	if b.wiped {
 		panic("bind: Sum after Wipe")
 	}
-	m := hmac.New(sha256.New, b.key)
+	m := b.macs.Get()
+	defer b.macs.Put(m)
 	m.Write([]byte(Domain))
 	m.Write([]byte{byte(k)})
 	m.Write(objectID)
@@ -131,8 +139,9 @@ func (b *Binder) Sum(k Kind, objectID []byte, p Place) Binding {
 	binary.BigEndian.PutUint16(n[:], uint16(len(p.EncName)))
 	m.Write(n[:])
 	m.Write([]byte(p.EncName))
+	var sum [sha256.Size]byte
 	var out Binding
-	copy(out[:], m.Sum(nil))
+	copy(out[:], m.Sum(sum[:0]))
 	return out
 }
 

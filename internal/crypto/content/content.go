@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
+	"github.com/encryptfs/encryptfs/internal/crypto/internal/macpool"
 )
 
 // Algorithm names a chunk AEAD. The strings are stored in the config.
@@ -100,6 +101,10 @@ type Suite struct {
 	contentsKey  []byte // the key every per-file key is derived from
 	headerMACKey []byte
 	epochs       epochKeys // the keys of epochs 1.., v2 only (epoch.go)
+	// headerMACs[e] keeps states keyed with epoch e's header MAC key (a
+	// header MAC per header written or read, a root per file closed):
+	// internal/crypto/internal/macpool. Dropped at Wipe.
+	headerMACs []*macpool.Pool
 }
 
 // Algorithms lists the chunk ciphers of format version 1, default first.
@@ -139,13 +144,15 @@ func NewSuite(alg Algorithm, chunkSize int, contentsKey, headerMACKey []byte) (*
 	if len(contentsKey) != 32 || len(headerMACKey) != 32 {
 		return nil, fmt.Errorf("%w: contents and header MAC keys must be 32 bytes", ErrUnsupported)
 	}
+	mk := append([]byte(nil), headerMACKey...)
 	return &Suite{
 		alg:          alg,
 		chunkSize:    chunkSize,
 		nonceSize:    ns,
 		fileKeySize:  ks,
 		contentsKey:  append([]byte(nil), contentsKey...),
-		headerMACKey: append([]byte(nil), headerMACKey...),
+		headerMACKey: mk,
+		headerMACs:   []*macpool.Pool{macpool.New(mk)},
 	}, nil
 }
 
@@ -160,6 +167,9 @@ func NewSuite(alg Algorithm, chunkSize int, contentsKey, headerMACKey []byte) (*
 func (s *Suite) Wipe() {
 	s.keyMu.Lock()
 	defer s.keyMu.Unlock()
+	for _, p := range s.headerMACs {
+		p.Drop()
+	}
 	clear(s.contentsKey)
 	clear(s.headerMACKey)
 	s.epochs.wipe()

@@ -3,6 +3,8 @@ package content
 import (
 	"errors"
 	"fmt"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/internal/macpool"
 )
 
 // Master-key epochs (format v2, feature flag "KeyEpochs"; docs/format.md
@@ -43,6 +45,15 @@ func (s *Suite) keysOf(e uint32) (contents, headerMAC []byte) {
 	return nil, nil
 }
 
+// macsOf returns the states keyed with epoch e's header MAC key, or nil.
+// The caller holds keyMu.
+func (s *Suite) macsOf(e uint32) *macpool.Pool {
+	if uint64(e) < uint64(len(s.headerMACs)) {
+		return s.headerMACs[e]
+	}
+	return nil
+}
+
 // AddEpoch gives a bound suite the keys of the next epoch (1, 2, ... in
 // order), derived from K_epoch exactly as NewSuite's are from K_0
 // (keys.Derive: Contents and HeaderMAC). Call it before the suite is
@@ -61,7 +72,9 @@ func (s *Suite) AddEpoch(e uint32, contentsKey, headerMACKey []byte) error {
 		return fmt.Errorf("content: epoch %d added after %d", e, len(s.epochs.contents))
 	}
 	s.epochs.contents = append(s.epochs.contents, append([]byte(nil), contentsKey...))
-	s.epochs.headerMACs = append(s.epochs.headerMACs, append([]byte(nil), headerMACKey...))
+	mk := append([]byte(nil), headerMACKey...)
+	s.epochs.headerMACs = append(s.epochs.headerMACs, mk)
+	s.headerMACs = append(s.headerMACs, macpool.New(mk))
 	return nil
 }
 

@@ -23,13 +23,14 @@ func (s *Suite) headerMAC(e uint32, first20 []byte) ([]byte, bool) {
 	if s.wiped {
 		return nil, false
 	}
-	_, macKey := s.keysOf(e)
-	if macKey == nil {
+	macs := s.macsOf(e)
+	if macs == nil {
 		return nil, false
 	}
-	m := hmac.New(sha256.New, macKey)
+	m := macs.Get()
+	defer macs.Put(m)
 	m.Write(first20)
-	return m.Sum(nil)[:headerMACSize], true
+	return m.Sum(make([]byte, 0, sha256.Size))[:headerMACSize], true
 }
 
 // MarshalHeader returns the 36 header bytes with their MAC. Calling it

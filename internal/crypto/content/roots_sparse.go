@@ -1,7 +1,6 @@
 package content
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -67,7 +66,9 @@ func (s *Suite) RootSparse(id FileID, size, gen, count uint64, blocks []BlockHas
 	if s.wiped {
 		return root, ErrWiped
 	}
-	m := hmac.New(sha256.New, s.headerMACKey)
+	macs := s.macsOf(0)
+	m := macs.Get()
+	defer macs.Put(m)
 	m.Write([]byte(rootLabel))
 	m.Write(id[:])
 	var nums [24]byte
@@ -80,7 +81,8 @@ func (s *Suite) RootSparse(id FileID, size, gen, count uint64, blocks []BlockHas
 	} else {
 		writeNodes(m, count, blocks)
 	}
-	copy(root[:], m.Sum(nil))
+	var sum [sha256.Size]byte
+	copy(root[:], m.Sum(sum[:0]))
 	return root, nil
 }
 
