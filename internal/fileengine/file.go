@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
@@ -45,6 +46,11 @@ type File struct {
 	holes  fileHoles // SPARSE and the hole rule (holes.go)
 	space  fileSpace // reserving and punching backing space (space.go)
 	linked fileLinks // the links file (links.go)
+
+	// held is a new file's first backing write, not yet made (held.go);
+	// holding mirrors held != nil for readers that take mu for reading.
+	held    *[]byte
+	holding atomic.Bool
 
 	// onHeader, if set (SetOnHeader), is told the file ID and gen of
 	// each header written, under the write lock.
@@ -88,6 +94,9 @@ func (f *File) EnsureID() (content.FileID, error) {
 	defer f.mu.Unlock()
 	if f.closed {
 		return content.FileID{}, ErrClosed
+	}
+	if err := f.flushHeld(); err != nil { // xattrs are bound to an ID on disk
+		return content.FileID{}, err
 	}
 	if err := f.prepareHeader(false); err != nil {
 		return content.FileID{}, err
@@ -174,7 +183,13 @@ func (f *File) settleLocked() error {
 	if saveErr != nil {
 		return saveErr
 	}
-	return f.rooted.finalize(false)
+	err := f.rooted.finalize(false)
+	// Nothing is held after a settle: finalize wrote it with the clean
+	// header, or failed before, and it goes as it was (DIRTY).
+	if herr := f.flushHeld(); err == nil {
+		err = herr
+	}
+	return err
 }
 
 // prepareHeader makes sure the file has a header, with SPARSE set if

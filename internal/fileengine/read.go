@@ -17,7 +17,9 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if n, done, err := f.rooted.firstRead(p, off); done {
 		return n, err
 	}
-	f.mu.RLock()
+	if err := f.rlockWritten(); err != nil {
+		return 0, err
+	}
 	defer f.mu.RUnlock()
 	return f.reads.readAt(p, off, nil)
 }

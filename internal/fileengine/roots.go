@@ -373,10 +373,12 @@ func (fr fileRoots) withChunk0(pl *writePlan) bool {
 
 // headerStored records that DIRTY header h, given to a write
 // (newUnwritten, markDirtyWith), is on the backing file.
-func (fr fileRoots) headerStored(h content.Header) {
+func (fr fileRoots) headerStored(h content.Header, held bool) {
 	f := fr.f
 	f.hdr = h
-	f.wroteHeader(&h)
+	if !held { // a held header is told when it is written (held.go)
+		f.wroteHeader(&h)
+	}
 }
 
 // dirtyAlone writes the DIRTY header h that a failed write was to carry,
@@ -527,6 +529,13 @@ func (fr fileRoots) finalize(durable bool) error {
 	if rs == nil || !rs.wrote || !f.hasHeader {
 		return nil
 	}
+	if durable {
+		// The fsync protocol (data, then the clean header) as for any
+		// DIRTY file: what is held is written first.
+		if err := f.flushHeld(); err != nil {
+			return err
+		}
+	}
 	if err := fr.saveEntries(); err != nil {
 		return err
 	}
@@ -549,7 +558,12 @@ func (fr fileRoots) finalize(durable bool) error {
 		return err
 	}
 	h.Root = root
-	if _, err := f.writeHeader(h); err != nil {
+	if f.held != nil {
+		err = f.settleHeld(h) // the first write, clean (held.go)
+	} else {
+		_, err = f.writeHeader(h)
+	}
+	if err != nil {
 		return err
 	}
 	f.e.memo.remember(h.FileID, h.Size, h.Gen, h.Root, f.e.chunksOf(f.size), rs.tags.head())
@@ -712,6 +726,9 @@ func (f *File) RepairRoot() error {
 	if f.closed {
 		return ErrClosed
 	}
+	if err := f.flushHeld(); err != nil {
+		return err
+	}
 	if f.rt == nil || !f.hasHeader || f.hdr.Flags&content.FlagDirty == 0 && !f.rt.unrooted {
 		return nil
 	}
@@ -757,6 +774,9 @@ func (f *File) VerifyRoot() error {
 	defer f.mu.Unlock()
 	if f.closed {
 		return ErrClosed
+	}
+	if err := f.flushHeld(); err != nil {
+		return err
 	}
 	rs := f.rt
 	if rs == nil || !f.hasHeader || f.hdr.Flags&content.FlagDirty != 0 || rs.unrooted {

@@ -404,20 +404,20 @@ func TestCompactFirstReadPieces(t *testing.T) {
 }
 
 // TestCompactNewFileHeaderWithChunk0: the first write of a new file
-// from chunk 0 stores its DIRTY header in the same backing write as the
-// chunks, right before them (fileRoots.newWithChunk0), so a new file of
-// one chunk costs two backing writes (header and chunk, clean header at
-// the close), as in format 1, not three; what a crash keeps before the
-// close is DIRTY and reads with v1's rules. A second write adds its
-// chunk only; a first write past chunk 0 writes the header first, alone.
-// The combined write torn after the header fails as a whole.
+// from chunk 0 that leaves it longer than one chunk stores its DIRTY
+// header in the same backing write as the chunks, right before them
+// (fileRoots.newWithChunk0): what a crash keeps before the close is
+// DIRTY and reads with v1's rules. A second write adds its chunk only; a
+// first write past chunk 0 writes the header first, alone. The combined
+// write torn after the header fails as a whole. (A file that stays one
+// chunk long has its first write held: TestHeldFirstWrite.)
 func TestCompactNewFileHeaderWithChunk0(t *testing.T) {
 	const cs = 4 << 10
 	for _, alg := range testAlgorithms {
 		t.Run(string(alg), func(t *testing.T) {
 			e := newCompactEngine(t, alg, sequential(18))
 			r := rand.New(rand.NewPCG(18, 18))
-			for _, size := range []int{3000, 3*cs + 7} {
+			for _, size := range []int{cs + 1, 3*cs + 7} {
 				plain := randomBytes(r, size)
 				m := NewMemBacking()
 				f := openRoots(t, e, m)
@@ -446,10 +446,9 @@ func TestCompactNewFileHeaderWithChunk0(t *testing.T) {
 				mustWrite(t, f, more, int64(len(plain)))
 				plain = append(plain, more...)
 				mustClose(t, f)
-				want := 3 // header and chunk 0, the appended chunk, the clean header
-				if size > cs {
-					want = 4 // and the entries of the pieces of block 0
-				}
+				// Header and chunks, the appended chunk, the entries of the
+				// pieces of block 0, the clean header.
+				want := 4
 				if _, w := m.Counts(); w != want {
 					t.Fatalf("%d bytes: two writes and a close: %d backing writes, want %d", size, w, want)
 				}

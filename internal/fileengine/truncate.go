@@ -21,6 +21,9 @@ func (f *File) Truncate(size int64) error {
 	if f.closed {
 		return ErrClosed
 	}
+	if err := f.flushHeld(); err != nil {
+		return err
+	}
 	switch {
 	case size == f.size:
 		return nil
@@ -141,6 +144,9 @@ func (f *File) PunchHole(off, length int64) error {
 	defer f.mu.Unlock()
 	if f.closed {
 		return ErrClosed
+	}
+	if err := f.flushHeld(); err != nil {
+		return err
 	}
 	end := min(off+length, f.size)
 	if off >= end {

@@ -46,6 +46,14 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	if err != nil {
 		return err
 	}
+	// A held first write (held.go) stays held only through writes that
+	// keep the file within chunk 0; before any other, it is written.
+	hold := f.keepsHeld(&pl)
+	if !hold {
+		if err := f.flushHeld(); err != nil {
+			return err
+		}
+	}
 	// A growing write that fails is undone (undoGrow), for which the old
 	// last chunk's plaintext must be at hand in the tail cache.
 	if pl.growing && oldSize > 0 && !f.tail.ok {
@@ -64,6 +72,7 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		err = f.rooted.newUnwritten()
 		h := f.hdr
 		head = &h
+		hold = f.holdsFirst(&pl)
 	} else {
 		err = f.prepareDataHeader(pl.setSparse)
 	}
@@ -78,7 +87,10 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		head = dirty
 	}
 	f.zeroHoleEntries(&pl)
-	if err := f.store(&pl, p, off, newSize, head); err != nil {
+	if err := f.store(&pl, p, off, newSize, head, hold); err != nil {
+		// What is held is the file before this write: written first, the
+		// undo below finds it where it would have been.
+		f.flushHeld()
 		if dirty != nil && f.hdr.Flags&content.FlagDirty == 0 {
 			f.rooted.dirtyAlone(*dirty) // the write that was to carry it failed
 		}
@@ -98,13 +110,14 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 // store seals and writes the chunks of plan pl for p at off, and caches the
 // new last chunk when the write sealed it. head, if not nil, is the DIRTY
 // header to store in the backing write of chunk 0, right before it
-// (fileRoots.newWithChunk0, markDirtyWith).
-func (f *File) store(pl *writePlan, p []byte, off, newSize int64, head *content.Header) error {
+// (fileRoots.newWithChunk0, markDirtyWith). hold: the write of chunk 0
+// may be held (held.go: holdsFirst, keepsHeld).
+func (f *File) store(pl *writePlan, p []byte, off, newSize int64, head *content.Header, hold bool) error {
 	e := f.e
 	oldSize := f.size
 	job := e.sealJobs.Get().(*sealJob)
 	defer job.release()
-	*job = sealJob{f: f, p: p, off: off, newSize: newSize, newLast: pl.newLast, head: head}
+	*job = sealJob{f: f, p: p, off: off, newSize: newSize, newLast: pl.newLast, head: head, hold: hold}
 	if pl.resealOld {
 		if err := job.addMerged(pl.oldLast, oldSize); err != nil {
 			return err
@@ -171,6 +184,8 @@ type sealJob struct {
 	// head: the DIRTY header written with chunk 0, in the same backing
 	// write, right before it (compact layout: chunk 0 follows the header).
 	head *content.Header
+	// hold: the backing write of chunk 0 is held, not made (held.go).
+	hold bool
 
 	// The run being sealed by work.
 	runFirst uint64
@@ -307,11 +322,17 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 				}
 				stored, at = (*buf)[:at0+size], 0
 			}
-			if err := writeFullAt(j.f.b, stored, at); err != nil {
-				return err
+			held := j.hold && wFirst == 0 && wLast == 0 && j.f.holdWrite(stored, at)
+			if !held {
+				if err := j.f.flushHeld(); err != nil {
+					return err
+				}
+				if err := writeFullAt(j.f.b, stored, at); err != nil {
+					return err
+				}
 			}
 			if at0 > 0 {
-				j.f.rooted.headerStored(*j.head)
+				j.f.rooted.headerStored(*j.head, held)
 			}
 			if rs := j.f.rt; rs != nil {
 				rs.tags.savedPieces(pieces)
