@@ -105,10 +105,16 @@ func (c *changes) madeDir(dirID []byte, name string, id []byte) {
 	}
 }
 
-// created notes a new regular file this device created at name of dirID.
-func (c *changes) created(dirID []byte, name string) {
+// created notes a new regular file this device created at name of dirID,
+// open as f. The creation notes the name for the batch to come, so f's
+// first write there need not (changed): one call fewer per new file. The
+// window is read before the creation is told: if a batch takes it in
+// between, the first write is told in the next window.
+func (c *changes) created(dirID []byte, name string, f *File) {
 	if c != nil {
+		g := c.batches.Load() + 1
 		c.c.Created(dirID, name)
+		f.places.noted.Store(g)
 	}
 }
 

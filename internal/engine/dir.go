@@ -192,7 +192,7 @@ func (d *Dir) Create(n Name, flags int, mode uint32, o OpenOptions) (*File, erro
 		d.v.tree.Unlink(d.treeDir(), n, 0)
 		return nil, err
 	}
-	d.v.changes.created(d.id, n.Backing)
+	d.v.changes.created(d.id, n.Backing, f)
 	return f, nil
 }
 
