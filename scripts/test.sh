@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check: the README's demo (scripts/demo.sh), gofmt, go vet,
-# staticcheck (when installable), and the tests with the race detector. Packages that mount FUSE run one at a time.
+# staticcheck (when installable), and the tests with the race detector
+# (but for the crash replays, see below). Packages that mount FUSE run one
+# at a time.
 # Fails if an encryptfs mount is left behind. On a fresh Debian 12 machine
 # it first installs what is missing (scripts/setup.sh).
 set -euo pipefail
@@ -57,8 +59,17 @@ other_pkgs=$(comm -23 <(echo "$all_pkgs" | sort) <(echo "$fuse_pkgs" | sort))
 status=0
 export TMPDIR=$test_tmp
 echo "== go test (non-FUSE packages)"
+# internal/crashsim replays every crash state of sequential scenarios on
+# one goroutine (its recorder's mutex aside): the race detector finds
+# nothing there that the engine's and the upgrade's own tests under -race
+# do not, and it made the package's 1.5 minutes 6.3 (on the 2-core CI
+# machine), near its 8-minute timeout. It runs without it.
+race_pkgs=$(echo "$other_pkgs" | grep -v '/internal/crashsim$' || true)
 # shellcheck disable=SC2086
-go test -race -count=1 -timeout 8m $other_pkgs || status=1
+go test -race -count=1 -timeout 8m $race_pkgs || status=1
+if echo "$other_pkgs" | grep -q '/internal/crashsim$'; then
+	go test -count=1 -timeout 8m ./internal/crashsim || status=1
+fi
 if [ -n "$fuse_pkgs" ]; then
 	echo "== go test (FUSE packages, one at a time, classic /dev/fuse transport)"
 	# shellcheck disable=SC2086
