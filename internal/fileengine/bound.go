@@ -91,9 +91,6 @@ func (f *File) AddBinding(p Place, keepFree int) error {
 	if f.closed {
 		return ErrClosed
 	}
-	if err := f.flushHeld(); err != nil {
-		return err
-	}
 	return f.e.bind.add(f, p, keepFree)
 }
 
@@ -142,9 +139,6 @@ func (f *File) DropBinding(p Place) error {
 	defer f.mu.Unlock()
 	if f.closed {
 		return ErrClosed
-	}
-	if err := f.flushHeld(); err != nil {
-		return err
 	}
 	if !f.hasHeader {
 		return nil
@@ -213,9 +207,6 @@ func (f *File) DropBindingsExcept(keep ...Place) error {
 	defer f.mu.Unlock()
 	if f.closed {
 		return ErrClosed
-	}
-	if err := f.flushHeld(); err != nil {
-		return err
 	}
 	if !f.hasHeader || len(keep) == 0 {
 		return nil

@@ -75,7 +75,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
@@ -179,8 +178,7 @@ type Engine struct {
 	roots        rootScheme    // file roots or none (scheme.go)
 	links        LinkStore     // links files (links.go); nil without binding
 
-	memo      rootMemo     // roots of small files already computed (rootmemo.go)
-	held      atomic.Int64 // bytes of first writes held by Files (held.go)
+	memo      rootMemo // roots of small files already computed (rootmemo.go)
 	bufs      bufPools
 	tagBlocks sync.Pool // *tagBlock (tagTable.free)
 	sealJobs  sync.Pool // *sealJob

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"sync/atomic"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/bind"
 	"github.com/encryptfs/encryptfs/internal/crypto/content"
@@ -47,10 +46,9 @@ type File struct {
 	space  fileSpace // reserving and punching backing space (space.go)
 	linked fileLinks // the links file (links.go)
 
-	// held is a new file's first backing write, not yet made (held.go);
-	// holding mirrors held != nil for readers that take mu for reading.
-	held    *[]byte
-	holding atomic.Bool
+	// held is a new file's first backing write while the write request
+	// that made it runs (held.go): never set between two calls.
+	held *[]byte
 
 	// onHeader, if set (SetOnHeader), is told the file ID and gen of
 	// each header written, under the write lock.
@@ -94,9 +92,6 @@ func (f *File) EnsureID() (content.FileID, error) {
 	defer f.mu.Unlock()
 	if f.closed {
 		return content.FileID{}, ErrClosed
-	}
-	if err := f.flushHeld(); err != nil { // xattrs are bound to an ID on disk
-		return content.FileID{}, err
 	}
 	if err := f.prepareHeader(false); err != nil {
 		return content.FileID{}, err
@@ -183,13 +178,7 @@ func (f *File) settleLocked() error {
 	if saveErr != nil {
 		return saveErr
 	}
-	err := f.rooted.finalize(false)
-	// Nothing is held after a settle: finalize wrote it with the clean
-	// header, or failed before, and it goes as it was (DIRTY).
-	if herr := f.flushHeld(); err == nil {
-		err = herr
-	}
-	return err
+	return f.rooted.finalize(false)
 }
 
 // prepareHeader makes sure the file has a header, with SPARSE set if

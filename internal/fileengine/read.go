@@ -17,9 +17,7 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	if n, done, err := f.rooted.firstRead(p, off); done {
 		return n, err
 	}
-	if err := f.rlockWritten(); err != nil {
-		return 0, err
-	}
+	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.reads.readAt(p, off, nil)
 }

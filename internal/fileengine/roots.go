@@ -529,13 +529,6 @@ func (fr fileRoots) finalize(durable bool) error {
 	if rs == nil || !rs.wrote || !f.hasHeader {
 		return nil
 	}
-	if durable {
-		// The fsync protocol (data, then the clean header) as for any
-		// DIRTY file: what is held is written first.
-		if err := f.flushHeld(); err != nil {
-			return err
-		}
-	}
 	if err := fr.saveEntries(); err != nil {
 		return err
 	}
@@ -726,9 +719,6 @@ func (f *File) RepairRoot() error {
 	if f.closed {
 		return ErrClosed
 	}
-	if err := f.flushHeld(); err != nil {
-		return err
-	}
 	if f.rt == nil || !f.hasHeader || f.hdr.Flags&content.FlagDirty == 0 && !f.rt.unrooted {
 		return nil
 	}
@@ -774,9 +764,6 @@ func (f *File) VerifyRoot() error {
 	defer f.mu.Unlock()
 	if f.closed {
 		return ErrClosed
-	}
-	if err := f.flushHeld(); err != nil {
-		return err
 	}
 	rs := f.rt
 	if rs == nil || !f.hasHeader || f.hdr.Flags&content.FlagDirty != 0 || rs.unrooted {

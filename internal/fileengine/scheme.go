@@ -115,9 +115,6 @@ func (withRoots) sync(f *File) error {
 	if f.closed {
 		return ErrClosed
 	}
-	if err := f.flushHeld(); err != nil {
-		return err
-	}
 	if f.rt != nil && f.rt.wrote {
 		return f.rooted.finalize(true)
 	}

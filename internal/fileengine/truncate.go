@@ -21,9 +21,6 @@ func (f *File) Truncate(size int64) error {
 	if f.closed {
 		return ErrClosed
 	}
-	if err := f.flushHeld(); err != nil {
-		return err
-	}
 	switch {
 	case size == f.size:
 		return nil
@@ -144,9 +141,6 @@ func (f *File) PunchHole(off, length int64) error {
 	defer f.mu.Unlock()
 	if f.closed {
 		return ErrClosed
-	}
-	if err := f.flushHeld(); err != nil {
-		return err
 	}
 	end := min(off+length, f.size)
 	if off >= end {

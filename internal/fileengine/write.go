@@ -46,14 +46,7 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	if err != nil {
 		return err
 	}
-	// A held first write (held.go) stays held only through writes that
-	// keep the file within chunk 0; before any other, it is written.
-	hold := f.keepsHeld(&pl)
-	if !hold {
-		if err := f.flushHeld(); err != nil {
-			return err
-		}
-	}
+	hold := false // the backing write is held for the end of this call (held.go)
 	// A growing write that fails is undone (undoGrow), for which the old
 	// last chunk's plaintext must be at hand in the tail cache.
 	if pl.growing && oldSize > 0 && !f.tail.ok {
@@ -88,9 +81,9 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 	}
 	f.zeroHoleEntries(&pl)
 	if err := f.store(&pl, p, off, newSize, head, hold); err != nil {
-		// What is held is the file before this write: written first, the
-		// undo below finds it where it would have been.
-		f.flushHeld()
+		if f.held != nil {
+			f.dropHeld() // never written: the undo below empties the file
+		}
 		if dirty != nil && f.hdr.Flags&content.FlagDirty == 0 {
 			f.rooted.dirtyAlone(*dirty) // the write that was to carry it failed
 		}
@@ -104,14 +97,18 @@ func (f *File) writeLocked(p []byte, off, newSize int64) error {
 		return err
 	}
 	f.size = newSize
-	return f.holes.afterWrite(&pl)
+	err = f.holes.afterWrite(&pl)
+	if herr := f.writeHeldClean(); err == nil {
+		err = herr
+	}
+	return err
 }
 
 // store seals and writes the chunks of plan pl for p at off, and caches the
 // new last chunk when the write sealed it. head, if not nil, is the DIRTY
 // header to store in the backing write of chunk 0, right before it
 // (fileRoots.newWithChunk0, markDirtyWith). hold: the write of chunk 0
-// may be held (held.go: holdsFirst, keepsHeld).
+// is held for the end of the call (held.go: holdsFirst).
 func (f *File) store(pl *writePlan, p []byte, off, newSize int64, head *content.Header, hold bool) error {
 	e := f.e
 	oldSize := f.size
@@ -184,7 +181,8 @@ type sealJob struct {
 	// head: the DIRTY header written with chunk 0, in the same backing
 	// write, right before it (compact layout: chunk 0 follows the header).
 	head *content.Header
-	// hold: the backing write of chunk 0 is held, not made (held.go).
+	// hold: the backing write of chunk 0 is held for the settle at the
+	// end of the call (held.go).
 	hold bool
 
 	// The run being sealed by work.
@@ -324,9 +322,6 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 			}
 			held := j.hold && wFirst == 0 && wLast == 0 && j.f.holdWrite(stored, at)
 			if !held {
-				if err := j.f.flushHeld(); err != nil {
-					return err
-				}
 				if err := writeFullAt(j.f.b, stored, at); err != nil {
 					return err
 				}
