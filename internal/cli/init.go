@@ -20,6 +20,7 @@ func newInitCommand(a *App) *cobra.Command {
 	noRecovery := fs.Bool("no-recovery-key", false, "format 2: make no recovery key slot (the password is then the only way in until key add)")
 	fileRoots := fs.Bool("file-roots", true, "format 2: authenticate each file as one version (no chunk splicing, truncation or zeroed chunks); costs 16 bytes per chunk and 128 bytes of header (docs/format.md §16)")
 	compactRoots := fs.Bool("compact-roots", true, "format 2, with --file-roots: store tag block 0 in two pieces after chunks 0 and 15, so that a small file pays no 4 KiB tag block; =false keeps the layout of vaults made before it (encryptfs upgrade converts such a vault) (docs/format.md §16)")
+	trimmedLeaves := fs.Bool("trimmed-leaves", true, "format 2, with --file-roots: hash each tag block into the root only up to its last entry (16 bytes for a one-chunk file, not 4 KiB); =false makes the roots of vaults made before it (encryptfs upgrade adds it) (docs/format.md §16)")
 	freshness := fs.Bool("freshness", true, "format 2: record what each device changes, so that deletion and rollback by the storage are reported (docs/format.md §15)")
 	reverse := fs.Bool("reverse", false, "set up the existing plaintext directory CIPHERDIR for reverse mounts (aes-256-siv; see docs/reverse.md)")
 	flagGroup(fs, groupReverse, "reverse")
@@ -39,9 +40,13 @@ func newInitCommand(a *App) *cobra.Command {
 			return usageErrorf("init: --compact-roots is a layout of file roots; drop --file-roots=false")
 		case fs.Changed("compact-roots") && (*reverse || *format == session.FormatVersion1):
 			return usageErrorf("init: --compact-roots is a feature of format 2")
+		case fs.Changed("trimmed-leaves") && *trimmedLeaves && !*fileRoots:
+			return usageErrorf("init: --trimmed-leaves is a rule of file roots; drop --file-roots=false")
+		case fs.Changed("trimmed-leaves") && (*reverse || *format == session.FormatVersion1):
+			return usageErrorf("init: --trimmed-leaves is a feature of format 2")
 		}
 		if *format == session.FormatVersion2 && !*reverse {
-			return runInitV2(a, pos[0], *cipherName, *chunk, kf, src, initFeatures{recovery: !*noRecovery, fileRoots: *fileRoots, compactRoots: *compactRoots, freshness: *freshness})
+			return runInitV2(a, pos[0], *cipherName, *chunk, kf, src, initFeatures{recovery: !*noRecovery, fileRoots: *fileRoots, compactRoots: *compactRoots, trimmedLeaves: *trimmedLeaves, freshness: *freshness})
 		}
 		return runInit(a, pos[0], *cipherName, fs.Changed("cipher"), *chunk, *reverse, kf, src)
 	}

@@ -12,7 +12,7 @@ import (
 // initFeatures are init's choices for a format-2 vault: a recovery slot,
 // and the optional features on top of location binding (always on).
 type initFeatures struct {
-	recovery, fileRoots, compactRoots, freshness bool
+	recovery, fileRoots, compactRoots, trimmedLeaves, freshness bool
 }
 
 // runInitV2 makes a format-2 vault (docs/format.md §3a): a password slot
@@ -49,6 +49,10 @@ func runInitV2(a *App, dir, cipherName, chunk string, kf kdfFlags, src passSourc
 		if err == nil && ft.compactRoots {
 			// The compact layout (§16): a small file pays no tag block.
 			p, err = p.WithFeature(session.FlagCompactRoots)
+		}
+		if err == nil && ft.trimmedLeaves {
+			// Roots that hash the entries a file has, not 4 KiB (§16).
+			p, err = p.WithFeature(session.FlagTrimmed)
 		}
 	}
 	if err == nil && ft.freshness {

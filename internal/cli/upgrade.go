@@ -15,7 +15,7 @@ import (
 )
 
 func newUpgradeCommand(a *App) *cobra.Command {
-	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding and file roots in the compact layout (every directory ID and file rewritten; a vault with file roots alone gets the compact layout: each file's first chunks and tag block 0 moved; resumable), then freshness (the config only), then freshness manifests packed into buckets (unmounted; resumable)", dirArg)
+	cmd := newCommand("upgrade", "CIPHERDIR", 1, 1, groupVault, "bring a vault to the current format in place: key slots (format 2), then location binding and file roots in the compact layout (every directory ID and file rewritten; a vault with file roots alone gets the compact layout: each file's first chunks and tag block 0 moved; resumable), then freshness (the config only), then freshness manifests packed into buckets (unmounted; resumable), then trimmed leaves for file roots (the config only)", dirArg)
 	fs := cmd.Flags()
 	var u unlockFlags
 	u.register(fs, "password")
@@ -52,6 +52,9 @@ func newUpgradeCommand(a *App) *cobra.Command {
 //     gets them packed into buckets and the flag "ManifestBuckets"
 //     (session.PackManifests; §15, "Buckets"). The vault must not be
 //     mounted; an interrupted run is finished by running upgrade again.
+//  5. A vault with file roots gets the feature flag "TrimmedLeaves"
+//     (session.AddTrimmedLeaves; §16, "Trimmed leaves"): the config
+//     only; each file's root moves to trimmed leaves at its next write.
 //
 // An up-to-date vault is not an error (exit 0), so that scripts can run
 // it twice.
@@ -79,6 +82,8 @@ func runUpgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) err
 			return upgradeFreshness(a, dir, c, u)
 		case !c.Params.Has(session.FlagBuckets):
 			return upgradeBuckets(a, dir, c, u)
+		case !c.Params.Has(session.FlagTrimmed):
+			return upgradeTrimmed(a, dir, c, u)
 		}
 		// Manifest files an interrupted packing left (step 4's last
 		// part): removed without the key, only where the bucket holds
@@ -88,7 +93,7 @@ func runUpgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) err
 		} else if n > 0 {
 			fmt.Fprintf(a.Stdout, "Removed %d manifest files an interrupted upgrade had packed into buckets already.\n", n)
 		}
-		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots (compact), freshness, manifest buckets); nothing to do.\n", dir)
+		fmt.Fprintf(a.Stdout, "%s is up to date (format 2: key slots, location binding, file roots (compact, trimmed leaves), freshness, manifest buckets); nothing to do.\n", dir)
 		return nil
 	}
 	if at := mountedAt(dir); at != "" {
@@ -118,6 +123,11 @@ func runUpgrade(a *App, dir string, u unlockFlags, kf kdfFlags, asJSON bool) err
 	if ferr != nil {
 		return fmt.Errorf("upgrade: add freshness: %w", ferr)
 	}
+	trimmed, terr := s.AddTrimmedLeaves()
+	if terr != nil {
+		return fmt.Errorf("upgrade: add trimmed leaves: %w", terr)
+	}
+	defer reportTrimmed(a, trimmed)
 	packed, perr := s.PackManifests()
 	if perr != nil {
 		return fmt.Errorf("upgrade: pack freshness manifests: %w", perr)
@@ -181,8 +191,40 @@ func upgradeFreshness(a *App, dir string, c *session.Config, u unlockFlags) erro
 		return fmt.Errorf("upgrade: add freshness: %w", err)
 	}
 	fmt.Fprintf(a.Stdout, "Upgraded %s: %s\n", dir, freshnessAdded)
+	return addTrimmed(a, s)
+}
+
+// upgradeTrimmed is step 5 alone, on a vault with every other feature:
+// the flag "TrimmedLeaves", a config change only.
+func upgradeTrimmed(a *App, dir string, c *session.Config, u unlockFlags) error {
+	s, err := a.unlockVault(dir, c, u, "Password")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	fmt.Fprintf(a.Stdout, "Upgraded %s: ", dir)
+	return addTrimmed(a, s)
+}
+
+// addTrimmed is step 5 (session.AddTrimmedLeaves), and says what it did.
+func addTrimmed(a *App, s *session.Session) error {
+	added, err := s.AddTrimmedLeaves()
+	if err != nil {
+		return fmt.Errorf("upgrade: add trimmed leaves: %w", err)
+	}
+	reportTrimmed(a, added)
 	return nil
 }
+
+// reportTrimmed says that step 5 added its flag, if it did.
+func reportTrimmed(a *App, added bool) {
+	if added {
+		fmt.Fprintln(a.Stdout, trimmedAdded)
+	}
+}
+
+// trimmedAdded is what upgrade says when it added trimmed leaves.
+const trimmedAdded = "Turned on trimmed leaves: a file's root now hashes the tag entries it has, not 4 KiB per block; each file moves to it at its next write (the config only). Remount the vault wherever it is mounted; older encryptfs versions cannot open it."
 
 // upgradeBuckets is step 4 alone, on a vault with freshness whose
 // manifests are one file per directory: they are packed into buckets
@@ -203,7 +245,7 @@ func upgradeBuckets(a *App, dir string, c *session.Config, u unlockFlags) error 
 	}
 	fmt.Fprintf(a.Stdout, "Upgraded %s: ", dir)
 	reportPacked(a, packed)
-	return nil
+	return addTrimmed(a, s)
 }
 
 // reportPacked says what PackManifests did, if anything.

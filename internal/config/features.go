@@ -31,6 +31,15 @@ const FlagFileRoots = "FileRoots"
 // vault (it would read chunk 0 where tag block 0 was).
 const FlagCompactRoots = "CompactRoots"
 
+// FlagTrimmedLeaves: the roots of a vault with FileRoots hash each tag
+// block up to its last non-zero entry (a file of one chunk: 16 bytes, not
+// 4096), and say so with the header flag TRIMMED (docs/format.md §16,
+// "Trimmed leaves"). Files whose header lacks the flag keep their roots
+// until their next clean header, so adding the flag changes the config
+// only. A build without the flag refuses the vault (it would not accept
+// a TRIMMED header).
+const FlagTrimmedLeaves = "TrimmedLeaves"
+
 // FlagFreshness: each device records what it changed in MAC'd manifests
 // and epoch files, and a client detects rollback and deletion
 // (docs/format.md §15). Names objects by their bound IDs, so it requires
@@ -60,6 +69,7 @@ func featuresV2() []featureV2 {
 		{FlagBoundLocations, nil},
 		{FlagFileRoots, []string{FlagBoundLocations}},
 		{FlagCompactRoots, []string{FlagFileRoots}},
+		{FlagTrimmedLeaves, []string{FlagFileRoots}},
 		// KeyEpochs (epochs.go): only bound objects carry an epoch, so a
 		// session refuses it without BoundLocations (session.ErrRevokeUnbound);
 		// not required here, so that the epoch vectors stay config-only.

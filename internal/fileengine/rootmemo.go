@@ -62,13 +62,15 @@ const (
 )
 
 // memoKey is the digest of a clean state: file id at size and gen with
-// root, over the tag entries of its n chunks (16 bytes each, in order).
-// Every field but the entries has a fixed size, and n follows from size,
-// so no two states give the same input.
-func memoKey(id content.FileID, size, gen uint64, root [content.RootSize]byte, entries []byte) [sha256.Size]byte {
-	var b [len(memoDomain) + len(content.FileID{}) + 16 + content.RootSize + memoChunks*content.TagSize]byte
+// root under rule l, over the tag entries of its n chunks (16 bytes each,
+// in order). Every field but the entries has a fixed size, and n follows
+// from size, so no two states give the same input.
+func memoKey(id content.FileID, l content.Leaves, size, gen uint64, root [content.RootSize]byte, entries []byte) [sha256.Size]byte {
+	var b [len(memoDomain) + len(content.FileID{}) + 1 + 16 + content.RootSize + memoChunks*content.TagSize]byte
 	o := copy(b[:], memoDomain)
 	o += copy(b[o:], id[:])
+	b[o] = byte(l)
+	o++
 	binary.BigEndian.PutUint64(b[o:], size)
 	binary.BigEndian.PutUint64(b[o+8:], gen)
 	o += 16
@@ -78,13 +80,13 @@ func memoKey(id content.FileID, size, gen uint64, root [content.RootSize]byte, e
 }
 
 // remember records that block (the tag block 0 of a file of n chunks)
-// hashes to root for file id at size and gen. Files of more than
-// memoChunks chunks are not remembered.
-func (rm *rootMemo) remember(id content.FileID, size, gen uint64, root [content.RootSize]byte, n uint64, block []byte) {
+// hashes to root under rule l for file id at size and gen. Files of more
+// than memoChunks chunks are not remembered.
+func (rm *rootMemo) remember(id content.FileID, l content.Leaves, size, gen uint64, root [content.RootSize]byte, n uint64, block []byte) {
 	if n > memoChunks {
 		return
 	}
-	k := memoKey(id, size, gen, root, block[:n*content.TagSize])
+	k := memoKey(id, l, size, gen, root, block[:n*content.TagSize])
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
 	if _, ok := rm.m[id]; !ok && len(rm.m) >= maxMemo {
@@ -98,8 +100,8 @@ func (rm *rootMemo) remember(id content.FileID, size, gen uint64, root [content.
 
 // matches reports whether the stored tag block 0 of a file of n chunks
 // (block: all of it, zeros for an empty file) is the one remembered for
-// file id at size, gen and root: then it hashes to root.
-func (rm *rootMemo) matches(id content.FileID, size, gen uint64, root [content.RootSize]byte, n uint64, block []byte) bool {
+// file id at size, gen and root under rule l: then it hashes to root.
+func (rm *rootMemo) matches(id content.FileID, l content.Leaves, size, gen uint64, root [content.RootSize]byte, n uint64, block []byte) bool {
 	if n > memoChunks {
 		return false
 	}
@@ -110,7 +112,7 @@ func (rm *rootMemo) matches(id content.FileID, size, gen uint64, root [content.R
 		return false
 	}
 	entries := block[:n*content.TagSize]
-	if k := memoKey(id, size, gen, root, entries); subtle.ConstantTimeCompare(k[:], want[:]) != 1 || !isZero(block[len(entries):]) {
+	if k := memoKey(id, l, size, gen, root, entries); subtle.ConstantTimeCompare(k[:], want[:]) != 1 || !isZero(block[len(entries):]) {
 		return false
 	}
 	rm.hits.Add(1)

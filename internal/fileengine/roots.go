@@ -98,12 +98,12 @@ func (e *Engine) tagBlocksOf(size int64) uint64 {
 	return (e.chunksOf(size) + content.TagEntries - 1) / content.TagEntries
 }
 
-// root computes the root of the entries for a file of size bytes at gen,
-// rehashing the stale blocks.
-func (fr fileRoots) root(size int64, gen uint64) ([content.RootSize]byte, error) {
+// root computes the root of the entries for a file of size bytes at gen
+// under rule l, rehashing the stale blocks.
+func (fr fileRoots) root(size int64, gen uint64, l content.Leaves) ([content.RootSize]byte, error) {
 	f := fr.f
 	count := f.e.tagBlocksOf(size)
-	return f.e.suite.RootSparse(f.hdr.FileID, uint64(size), gen, count, f.rt.tags.hashes(count))
+	return f.e.suite.RootSparse(l, f.hdr.FileID, uint64(size), gen, count, f.rt.tags.hashes(count, l))
 }
 
 // newRootState is the state of a File just opened on header h (or of a
@@ -193,17 +193,17 @@ func (fr fileRoots) checkRoot() error {
 	f := fr.f
 	e, h := f.e, f.hdr
 	n := e.chunksOf(f.size)
-	if e.memo.matches(h.FileID, uint64(f.size), h.Gen, h.Root, n, f.rt.tags.head()) {
+	if e.memo.matches(h.FileID, content.LeavesOf(h), uint64(f.size), h.Gen, h.Root, n, f.rt.tags.head()) {
 		return nil
 	}
-	root, err := fr.root(f.size, h.Gen)
+	root, err := fr.root(f.size, h.Gen, content.LeavesOf(h))
 	if err != nil {
 		return err
 	}
 	if err := content.CheckRoot(h.Root, root); err != nil {
 		return fmt.Errorf("core: tag blocks: %w", err)
 	}
-	e.memo.remember(h.FileID, uint64(f.size), h.Gen, h.Root, n, f.rt.tags.head())
+	e.memo.remember(h.FileID, content.LeavesOf(h), uint64(f.size), h.Gen, h.Root, n, f.rt.tags.head())
 	return nil
 }
 
@@ -543,10 +543,14 @@ func (fr fileRoots) finalize(durable bool) error {
 		}
 	}
 	h := f.hdr
-	h.Flags &^= content.FlagDirty
+	// The root of the new header follows the suite's rule, whatever rule
+	// the old one followed (an upgraded vault's files move to trimmed
+	// leaves at their next clean header), and says so in its flags.
+	leaves := f.e.suite.NewLeaves()
+	h.Flags = h.Flags&^(content.FlagDirty|content.FlagTrimmed) | leaves.Flag()
 	h.Gen++
 	h.Size = uint64(f.size)
-	root, err := fr.root(f.size, h.Gen)
+	root, err := fr.root(f.size, h.Gen, leaves)
 	if err != nil {
 		return err
 	}
@@ -559,7 +563,7 @@ func (fr fileRoots) finalize(durable bool) error {
 	if err != nil {
 		return err
 	}
-	f.e.memo.remember(h.FileID, h.Size, h.Gen, h.Root, f.e.chunksOf(f.size), rs.tags.head())
+	f.e.memo.remember(h.FileID, leaves, h.Size, h.Gen, h.Root, f.e.chunksOf(f.size), rs.tags.head())
 	rs.wrote, rs.unrooted = false, false
 	if durable {
 		if err := f.b.Sync(); err != nil {

@@ -25,13 +25,17 @@ var testPlace = Place{ParentID: bytes.Repeat([]byte{0x44}, 16), EncName: "file"}
 // tests again. The core tests do not run in parallel.
 var compactRoots = false
 
+// trimmedLeaves makes newRootsEngine's engines write roots with trimmed
+// leaves (TrimmedLeaves); TestTrimmedLeavesSuite sets it while it runs
+// the roots tests again.
+var trimmedLeaves = false
+
 // newRootsEngine is an engine with location binding and file roots.
 func newRootsEngine(tb testing.TB, alg content.Algorithm, chunkSize int, opts Options) *Engine {
 	tb.Helper()
 	ck, hk := testKeys()
-	mk := content.NewRootsSuite
-	if compactRoots {
-		mk = content.NewCompactRootsSuite
+	mk := func(alg content.Algorithm, cs int, ck, hk []byte) (*content.Suite, error) {
+		return content.NewRootsSuiteWith(alg, cs, ck, hk, content.RootsOptions{Compact: compactRoots, Trimmed: trimmedLeaves})
 	}
 	if rootsOff {
 		mk = content.NewBoundSuite
@@ -364,7 +368,7 @@ func TestRootsHeaderFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Flags != 0 || h.Size != cs+1 || h.Gen == 0 || h.Root == ([content.RootSize]byte{}) {
+	if h.Flags != e.suite.NewLeaves().Flag() || h.Size != cs+1 || h.Gen == 0 || h.Root == ([content.RootSize]byte{}) {
 		t.Fatalf("clean header: flags %#x size %d gen %d root %x", h.Flags, h.Size, h.Gen, h.Root)
 	}
 	f := openRoots(t, e, m)
@@ -373,12 +377,13 @@ func TestRootsHeaderFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Flags != content.FlagDirty || d.Gen != h.Gen+1 || d.Root != h.Root {
+	// DIRTY keeps the old root, and the rule it was made with.
+	if d.Flags != content.FlagDirty|h.Flags || d.Gen != h.Gen+1 || d.Root != h.Root {
 		t.Fatalf("after a write: flags %#x gen %d (was %d)", d.Flags, d.Gen, h.Gen)
 	}
 	mustClose(t, f)
 	c, _ := e.suite.ParseHeader(m.Bytes()[:e.lay.header])
-	if c.Flags != 0 || c.Gen != h.Gen+2 || c.Root == h.Root {
+	if c.Flags != e.suite.NewLeaves().Flag() || c.Gen != h.Gen+2 || c.Root == h.Root {
 		t.Fatalf("after close: flags %#x gen %d root changed %v", c.Flags, c.Gen, c.Root != h.Root)
 	}
 }

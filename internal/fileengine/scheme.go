@@ -99,7 +99,9 @@ func (withRoots) fill(f *File, h *content.Header) error {
 		h.Flags = content.FlagDirty
 		return nil
 	}
-	root, err := f.e.suite.Root(h.FileID, 0, h.Gen, nil)
+	leaves := f.e.suite.NewLeaves()
+	h.Flags |= leaves.Flag()
+	root, err := f.e.suite.Root(leaves, h.FileID, 0, h.Gen, nil)
 	if err != nil {
 		return fmt.Errorf("core: file root: %w", err)
 	}

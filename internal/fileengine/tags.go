@@ -27,12 +27,13 @@ type tagTable struct {
 	free *sync.Pool
 }
 
-// tagBlock is one tag block in memory with its content.TagBlockHash.
+// tagBlock is one tag block in memory with its leaf (content.Leaves.Hash).
 // tagTable.newBlock resets every field but entries when it reuses one.
 type tagBlock struct {
 	entries [content.TagBlockSize]byte
 	hash    [sha256.Size]byte
-	stale   bool // entries changed since hash was taken
+	leaves  content.Leaves // the rule hash was taken with
+	stale   bool           // entries changed since hash was taken
 	// unsaved: entries [lo, hi] of the block were set by a write and
 	// not yet stored (markUnsaved; fileRoots.saveEntries stores them
 	// before a clean header).
@@ -75,7 +76,7 @@ func (t *tagTable) blockFor(i uint64) *tagBlock {
 func (t *tagTable) newBlock() *tagBlock {
 	if t.free != nil {
 		if b, ok := t.free.Get().(*tagBlock); ok {
-			b.hash, b.stale, b.unsaved, b.lo, b.hi = [sha256.Size]byte{}, false, false, 0, 0
+			b.hash, b.leaves, b.stale, b.unsaved, b.lo, b.hi = [sha256.Size]byte{}, 0, false, false, 0, 0
 			return b
 		}
 	}
@@ -251,20 +252,22 @@ func (t *tagTable) cut(n uint64) {
 	}
 }
 
-// hashes rehashes the stale blocks below count, drops the blocks found
-// all zero, and returns the others' hashes for content.RootSparse.
-func (t *tagTable) hashes(count uint64) []content.BlockHash {
+// hashes rehashes under l the blocks below count that are stale or were
+// hashed under the other rule (a file whose root is rewritten with
+// trimmed leaves after it was checked with whole ones), drops the blocks
+// found all zero, and returns the others' hashes for content.RootSparse.
+func (t *tagTable) hashes(count uint64, l content.Leaves) []content.BlockHash {
 	out := make([]content.BlockHash, 0, len(t.blocks))
 	for g, b := range t.blocks {
 		if g >= count {
 			continue
 		}
-		if b.stale {
+		if b.stale || b.leaves != l {
 			if isZero(b.entries[:]) {
 				t.drop(g)
 				continue
 			}
-			b.hash = content.TagBlockHash(b.entries[:])
+			b.hash, b.leaves = l.Hash(b.entries[:]), l
 			b.stale = false
 		}
 		out = append(out, content.BlockHash{Index: g, Hash: b.hash})

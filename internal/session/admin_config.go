@@ -42,6 +42,7 @@ const (
 const (
 	FlagFileRoots    = config.FlagFileRoots
 	FlagCompactRoots = config.FlagCompactRoots
+	FlagTrimmed      = config.FlagTrimmedLeaves
 	FlagFreshness    = config.FlagFreshness
 	FlagBuckets      = config.FlagManifestBuckets
 	VaultIDSize      = config.VaultIDSize

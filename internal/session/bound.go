@@ -31,14 +31,17 @@ func newBound(dir string, p config.Params, masterKey []byte, k *keys.Keys, eo fi
 	}
 	newSuite := content.NewBoundSuite
 	switch {
-	case o.CompactRoots && !o.FileRoots:
+	case (o.CompactRoots || o.TrimmedLeaves) && !o.FileRoots:
 		binder.Wipe()
 		k.Wipe()
-		return nil, fmt.Errorf("session: compact roots need file roots")
-	case o.CompactRoots:
-		newSuite = content.NewCompactRootsSuite // tag block 0 in pieces (format.md §16)
+		return nil, fmt.Errorf("session: compact roots and trimmed leaves need file roots")
 	case o.FileRoots:
-		newSuite = content.NewRootsSuite // tag blocks and file roots (design §5)
+		// Tag blocks and file roots (design §5); tag block 0 in pieces
+		// and trimmed leaves as the flags say (format.md §16).
+		ro := content.RootsOptions{Compact: o.CompactRoots, Trimmed: o.TrimmedLeaves}
+		newSuite = func(alg content.Algorithm, cs int, ck, hk []byte) (*content.Suite, error) {
+			return content.NewRootsSuiteWith(alg, cs, ck, hk, ro)
+		}
 	}
 	suite, err := newSuite(content.Algorithm(p.Cipher), p.ChunkSize, k.Contents, k.HeaderMAC)
 	if err != nil {

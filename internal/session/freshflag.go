@@ -25,6 +25,18 @@ func (s *Session) AddFreshness() (added bool, err error) {
 	return s.addFeatures(config.FlagFreshness, config.FlagFreshness, config.FlagManifestBuckets)
 }
 
+// AddTrimmedLeaves adds the feature flag "TrimmedLeaves" to the config of
+// a vault with file roots (encryptfs upgrade): a change of the config
+// only. Every file keeps the root it has (its header says by which rule:
+// the flag TRIMMED), and gets trimmed leaves at its next clean header
+// (docs/format.md §16, "Trimmed leaves"). A session opened before keeps
+// its rule and refuses TRIMMED headers: a device with the vault mounted
+// must remount. It returns false if the vault had the flag already; a
+// vault without FileRoots is refused (config.ErrCorrupt).
+func (s *Session) AddTrimmedLeaves() (added bool, err error) {
+	return s.addFeatures(config.FlagTrimmedLeaves, config.FlagTrimmedLeaves)
+}
+
 // addFeatures adds the feature flags to the config (config.UpgradeParams,
 // which keeps the slots' SlotParams) unless it has flag have already: then
 // it returns false and writes nothing.

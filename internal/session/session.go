@@ -77,6 +77,10 @@ type Options struct {
 	// CompactRoots, with FileRoots, stores tag block 0 compactly
 	// (feature flag "CompactRoots", docs/format.md §16).
 	CompactRoots bool
+	// TrimmedLeaves, with FileRoots, writes roots with trimmed leaves
+	// and accepts TRIMMED headers (feature flag "TrimmedLeaves",
+	// docs/format.md §16).
+	TrimmedLeaves bool
 	// FreshnessUse says what a session of a vault with the feature flag
 	// "Freshness" does (freshopts.go): record (the zero value: every
 	// door that may write), only check, or nothing. Ignored when
@@ -178,7 +182,7 @@ func New(dir string, p config.Params, masterKey []byte, o Options) (*Session, er
 	if o.BoundVaultID != nil {
 		return newBound(dir, p, masterKey, k, eo, o)
 	}
-	if o.FileRoots || o.CompactRoots {
+	if o.FileRoots || o.CompactRoots || o.TrimmedLeaves {
 		k.Wipe()
 		return nil, errors.New("session: file roots need location binding (BoundVaultID)")
 	}
@@ -244,6 +248,9 @@ func (o Options) withParams(p config.Params) (Options, error) {
 	}
 	if p.Has(config.FlagCompactRoots) {
 		o.CompactRoots = true
+	}
+	if p.Has(config.FlagTrimmedLeaves) {
+		o.TrimmedLeaves = true
 	}
 	o.Freshness = o.freshnessFor(p)
 	return o, nil

@@ -55,11 +55,12 @@ func (u *upgrader) copyRoots(out *backing.ObservedFile, srcfd int, f *upFile, h 
 		return err
 	}
 	hashes := make([][sha256.Size]byte, len(entries)/content.TagBlockSize)
+	leaves := s.NewLeaves() // the rule of the roots the vault writes
 	cs := int64(s.ChunkSize())
 	chunks := uint64((plain + cs - 1) / cs)
 	for g := range hashes {
 		block := entries[g*content.TagBlockSize : (g+1)*content.TagBlockSize]
-		hashes[g] = content.TagBlockHash(block)
+		hashes[g] = leaves.Hash(block)
 		// The whole block, or in the compact layout the pieces of
 		// block 0 the file has (none for one chunk).
 		for _, p := range s.TagPieces(uint64(g), chunks) {
@@ -69,7 +70,8 @@ func (u *upgrader) copyRoots(out *backing.ObservedFile, srcfd int, f *upFile, h 
 		}
 	}
 	h.Size, h.Gen = uint64(plain), 1
-	if h.Root, err = s.Root(h.FileID, h.Size, h.Gen, hashes); err != nil {
+	h.Flags |= leaves.Flag()
+	if h.Root, err = s.Root(leaves, h.FileID, h.Size, h.Gen, hashes); err != nil {
 		return err
 	}
 	if _, err := out.WriteAt(s.MarshalHeader(h), 0); err != nil {

@@ -98,6 +98,7 @@ type Suite struct {
 	bound        bool   // v2 headers with location bindings (NewBoundSuite)
 	roots        bool   // tag blocks and file roots (NewRootsSuite, roots.go)
 	compact      bool   // tag block 0 in pieces after chunks 0 and 15 (roots_compact.go)
+	trimmed      bool   // roots with trimmed leaves, TRIMMED headers (roots_trimmed.go)
 	contentsKey  []byte // the key every per-file key is derived from
 	headerMACKey []byte
 	epochs       epochKeys // the keys of epochs 1.., v2 only (epoch.go)

@@ -17,7 +17,9 @@ import (
 //	  0     2  version u16 = 2
 //	  2     2  flags u16: SPARSE 0x0001 as in v1 (not in roots suites);
 //	           DIRTY 0x0002 (roots suites only, roots.go); LINKS 0x0004
-//	           (the bindings are in the links file, the slots are zero)
+//	           (the bindings are in the links file, the slots are zero);
+//	           TRIMMED 0x0008 (the root's leaves are trimmed: suites
+//	           with trimmed leaves only, roots_trimmed.go)
 //	  4     4  epoch u32: the master-key epoch of the header MAC key and
 //	           the file key (epoch.go)
 //	  8    16  fileID
@@ -127,7 +129,10 @@ func (s *Suite) parseHeaderV2(b []byte) (Header, error) {
 	}
 	h := Header{Flags: binary.BigEndian.Uint16(b[2:4]), Epoch: epoch}
 	known := uint16(KnownFlagsV2)
-	if s.roots {
+	switch {
+	case s.trimmed:
+		known = KnownFlagsRoots | FlagTrimmed
+	case s.roots:
 		known = KnownFlagsRoots
 	}
 	if h.Flags&^known != 0 {

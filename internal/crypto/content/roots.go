@@ -206,14 +206,15 @@ func rootNode(hashes [][sha256.Size]byte) [sha256.Size]byte {
 // so the per-file content keys are untouched. Why fileID in the input:
 // a root is only ever valid for its own file, even across headers.
 // Why 16 bytes: as the header MAC, forgery is an online 2^-128 guess.
-func (s *Suite) Root(id FileID, size, gen uint64, hashes [][sha256.Size]byte) ([RootSize]byte, error) {
+// l is the rule the hashes were made with (TrimmedLeaves: roots_trimmed.go).
+func (s *Suite) Root(l Leaves, id FileID, size, gen uint64, hashes [][sha256.Size]byte) ([RootSize]byte, error) {
 	// One computation for both forms: the dense list is the sparse one
 	// with every block listed (RootSparse, which the engine uses).
 	blocks := make([]BlockHash, len(hashes))
 	for i := range hashes {
 		blocks[i] = BlockHash{Index: uint64(i), Hash: hashes[i]}
 	}
-	return s.RootSparse(id, size, gen, uint64(len(hashes)), blocks)
+	return s.RootSparse(l, id, size, gen, uint64(len(hashes)), blocks)
 }
 
 // CheckRoot compares a computed root with the header's in constant time.

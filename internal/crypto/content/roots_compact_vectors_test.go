@@ -54,7 +54,7 @@ func sealCompact(t *testing.T, s *Suite, id FileID, plain []byte, nonce func() [
 		copy(stored[p.Offset:], block[p.First*TagSize:(p.First+p.Count)*TagSize])
 	}
 	h := Header{FileID: id, Size: uint64(len(plain)), Gen: 2}
-	if h.Root, err = s.Root(id, h.Size, h.Gen, [][sha256.Size]byte{TagBlockHash(block)}); err != nil {
+	if h.Root, err = s.Root(WholeLeaves, id, h.Size, h.Gen, [][sha256.Size]byte{TagBlockHash(block)}); err != nil {
 		t.Fatal(err)
 	}
 	copy(stored, s.MarshalHeader(h))
@@ -133,7 +133,7 @@ func TestCompactVectors(t *testing.T) {
 		for _, p := range s.TagPieces(0, n) {
 			copy(block[p.First*TagSize:], fv.Stored[p.Offset:p.Offset+int64(p.Count)*TagSize])
 		}
-		root, _ := s.Root(h.FileID, h.Size, h.Gen, [][sha256.Size]byte{TagBlockHash(block)})
+		root, _ := s.Root(WholeLeaves, h.FileID, h.Size, h.Gen, [][sha256.Size]byte{TagBlockHash(block)})
 		if err := CheckRoot(h.Root, root); err != nil {
 			t.Fatalf("%s: %v", fv.Algorithm, err)
 		}

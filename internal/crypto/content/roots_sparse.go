@@ -53,8 +53,9 @@ func repeatHash(h [sha256.Size]byte, n int) [][sha256.Size]byte {
 // RootSparse is Root for a file of count tag blocks of which every block
 // not in blocks is all zeros. blocks holds the TagBlockHash of the others,
 // sorted by Index, each Index below count (a block listed with the hash of
-// zeros is allowed). It equals Root over the full list of count hashes.
-func (s *Suite) RootSparse(id FileID, size, gen, count uint64, blocks []BlockHash) ([RootSize]byte, error) {
+// zeros is allowed), each hashed by l. It equals Root over the full list
+// of count hashes.
+func (s *Suite) RootSparse(l Leaves, id FileID, size, gen, count uint64, blocks []BlockHash) ([RootSize]byte, error) {
 	var root [RootSize]byte
 	for k := range blocks {
 		if blocks[k].Index >= count || k > 0 && blocks[k].Index <= blocks[k-1].Index {
@@ -76,10 +77,11 @@ func (s *Suite) RootSparse(id FileID, size, gen, count uint64, blocks []BlockHas
 	binary.BigEndian.PutUint64(nums[8:], gen)
 	binary.BigEndian.PutUint64(nums[16:], count)
 	m.Write(nums[:])
+	zl, zn := l.zero()
 	if count <= TagEntries {
-		writeLeaves(m, 0, count, blocks)
+		writeLeaves(m, 0, count, blocks, zl)
 	} else {
-		writeNodes(m, count, blocks)
+		writeNodes(m, count, blocks, zl, zn)
 	}
 	var sum [sha256.Size]byte
 	copy(root[:], m.Sum(sum[:0]))
@@ -90,8 +92,9 @@ func (s *Suite) RootSparse(id FileID, size, gen, count uint64, blocks []BlockHas
 type hashWriter interface{ Write([]byte) (int, error) }
 
 // writeLeaves writes the hashes of blocks [from, to) to w: those in
-// blocks (sorted, all inside the range) and zeroLeaf for the others.
-func writeLeaves(w hashWriter, from, to uint64, blocks []BlockHash) {
+// blocks (sorted, all inside the range) and zl (an all-zero block's) for
+// the others.
+func writeLeaves(w hashWriter, from, to uint64, blocks []BlockHash, zl [sha256.Size]byte) {
 	k := 0
 	for j := from; j < to; j++ {
 		if k < len(blocks) && blocks[k].Index == j {
@@ -99,25 +102,26 @@ func writeLeaves(w hashWriter, from, to uint64, blocks []BlockHash) {
 			k++
 			continue
 		}
-		w.Write(zeroLeaf[:])
+		w.Write(zl[:])
 	}
 }
 
 // writeNodes writes the second-level nodes of count blocks to m: a group
-// holding a listed block is hashed, a full group without one is zeroNode,
-// a partial last group without one is hashed from zeroLeaf.
-func writeNodes(m hashWriter, count uint64, blocks []BlockHash) {
+// holding a listed block is hashed, a full group without one is zn (the
+// node of TagEntries all-zero blocks), a partial last group without one
+// is hashed from zl.
+func writeNodes(m hashWriter, count uint64, blocks []BlockHash, zl, zn [sha256.Size]byte) {
 	groups := (count + TagEntries - 1) / TagEntries
 	// Runs of empty groups go out zeroRun nodes per Write.
 	const zeroRun = 64
 	var zeros [zeroRun * sha256.Size]byte
 	for i := range zeroRun {
-		copy(zeros[i*sha256.Size:], zeroNode[:])
+		copy(zeros[i*sha256.Size:], zn[:])
 	}
 	node := func(grp uint64, in []BlockHash) {
 		h := sha256.New()
 		h.Write([]byte{1})
-		writeLeaves(h, grp*TagEntries, min((grp+1)*TagEntries, count), in)
+		writeLeaves(h, grp*TagEntries, min((grp+1)*TagEntries, count), in, zl)
 		var out [sha256.Size]byte
 		m.Write(h.Sum(out[:0]))
 	}

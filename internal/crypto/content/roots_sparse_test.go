@@ -9,15 +9,23 @@ import (
 
 // TestRootSparseIsRoot: RootSparse equals Root over the full list of
 // hashes, for counts around the one-level/two-level switch and partial
-// last groups, with blocks in the first, a middle and the last group.
+// last groups, with blocks in the first, a middle and the last group,
+// under both rules (their all-zero blocks differ).
 func TestRootSparseIsRoot(t *testing.T) {
+	for _, l := range []Leaves{WholeLeaves, TrimmedLeaves} {
+		testRootSparseIsRoot(t, l)
+	}
+}
+
+func testRootSparseIsRoot(t *testing.T, l Leaves) {
 	s := rootsSuiteForTest(t)
 	var id FileID
 	id[0] = 7
 	rnd := rand.New(rand.NewPCG(1, 2))
+	zl, _ := l.zero()
 	for _, count := range []uint64{0, 1, 2, 255, 256, 257, 511, 512, 513, 3*256 + 17, 5 * 256} {
 		for _, density := range []int{0, 1, 3, 100} {
-			full := repeatHash(zeroLeaf, int(count))
+			full := repeatHash(zl, int(count))
 			var sparse []BlockHash
 			for j := range count {
 				if density == 0 || rnd.IntN(100) >= density && j != count-1 && j != 0 {
@@ -30,16 +38,16 @@ func TestRootSparseIsRoot(t *testing.T) {
 				full[j] = h
 				sparse = append(sparse, BlockHash{Index: j, Hash: h})
 			}
-			want, err := s.Root(id, 12345, 6, full)
+			want, err := s.Root(l, id, 12345, 6, full)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.RootSparse(id, 12345, 6, count, sparse)
+			got, err := s.RootSparse(l, id, 12345, 6, count, sparse)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got != want {
-				t.Errorf("count %d, %d blocks listed: RootSparse differs from Root", count, len(sparse))
+				t.Errorf("leaves %d, count %d, %d blocks listed: RootSparse differs from Root", l, count, len(sparse))
 			}
 		}
 	}
@@ -50,7 +58,7 @@ func TestRootSparseIsRoot(t *testing.T) {
 func TestRootSparseRejectsBadLists(t *testing.T) {
 	s := rootsSuiteForTest(t)
 	for _, blocks := range [][]BlockHash{{{Index: 3}}, {{Index: 1}, {Index: 1}}, {{Index: 2}, {Index: 1}}} {
-		if _, err := s.RootSparse(FileID{}, 0, 0, 3, blocks); err == nil {
+		if _, err := s.RootSparse(WholeLeaves, FileID{}, 0, 0, 3, blocks); err == nil {
 			t.Errorf("%v accepted", blocks)
 		}
 	}
@@ -64,7 +72,7 @@ func TestRootSparseAtMax(t *testing.T) {
 	count := uint64(MaxRootsChunks / TagEntries)
 	blocks := []BlockHash{{Index: 0, Hash: [32]byte{1}}, {Index: count - 1, Hash: [32]byte{2}}}
 	t0 := time.Now()
-	if _, err := s.RootSparse(FileID{}, 1, 1, count, blocks); err != nil {
+	if _, err := s.RootSparse(WholeLeaves, FileID{}, 1, 1, count, blocks); err != nil {
 		t.Fatal(err)
 	}
 	d := time.Since(t0)

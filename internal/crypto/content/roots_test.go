@@ -80,7 +80,7 @@ func generateRootsVectors(t *testing.T) rootsVectors {
 	}{{"empty file", 0, 1, 0}, {"one block", 5000, 2, 1}, {"256 blocks", 1 << 30, 7, 256}, {"second level: 257 blocks", 1<<30 + 1, 8, 257}, {"600 blocks", 3 << 30, 9, 600}} {
 		var id FileID
 		copy(id[:], vectortest.Bytes(t, rnd, FileIDSize))
-		root, err := s.Root(id, c.size, c.gen, standInHashes(c.blocks))
+		root, err := s.Root(WholeLeaves, id, c.size, c.gen, standInHashes(c.blocks))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func generateRootsVectors(t *testing.T) rootsVectors {
 			copy(block[i*TagSize:], fc.ChunkTag(sealed))
 		}
 		h := Header{FileID: id, Size: uint64(len(plain)), Gen: 2}
-		if h.Root, err = s.Root(id, h.Size, h.Gen, [][sha256.Size]byte{TagBlockHash(block)}); err != nil {
+		if h.Root, err = s.Root(WholeLeaves, id, h.Size, h.Gen, [][sha256.Size]byte{TagBlockHash(block)}); err != nil {
 			t.Fatal(err)
 		}
 		copy(stored, s.MarshalHeader(h))
@@ -142,7 +142,7 @@ func TestRootsVectors(t *testing.T) {
 	vectortest.Check(t, "roots-v2.json", generateRootsVectors(t), &file)
 	for _, r := range file.Roots {
 		s, _ := NewRootsSuite(AES256GCM, MinChunk, make([]byte, 32), file.HeaderMACKey)
-		got, err := s.Root(FileID(r.FileID), r.Size, r.Gen, standInHashes(r.Blocks))
+		got, err := s.Root(WholeLeaves, FileID(r.FileID), r.Size, r.Gen, standInHashes(r.Blocks))
 		if err != nil || !bytes.Equal(got[:], r.Root) {
 			t.Errorf("%s: root %x, %v", r.Name, got, err)
 		}
@@ -160,7 +160,7 @@ func TestRootsVectors(t *testing.T) {
 			t.Fatalf("%s: size %d/%d, %v", fv.Algorithm, size, h.Size, err)
 		}
 		block := fv.Stored[s.TagBlockOffset(0) : s.TagBlockOffset(0)+TagBlockSize]
-		root, _ := s.Root(h.FileID, h.Size, h.Gen, [][sha256.Size]byte{TagBlockHash(block)})
+		root, _ := s.Root(WholeLeaves, h.FileID, h.Size, h.Gen, [][sha256.Size]byte{TagBlockHash(block)})
 		if err := CheckRoot(h.Root, root); err != nil {
 			t.Fatalf("%s: %v", fv.Algorithm, err)
 		}
