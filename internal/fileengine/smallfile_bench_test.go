@@ -9,19 +9,22 @@ import (
 
 // BenchmarkSmallFile measures the engine's CPU per small file, as tar -x
 // and md5sum cost it (a MemBacking: no system calls), on a format-1
-// engine and on a compact-roots one.
+// engine, on a compact-roots one with trimmed leaves (encryptfs init's)
+// and on one with whole-block leaves (vaults made before them).
 func BenchmarkSmallFile(b *testing.B) {
 	data := make([]byte, 5000)
 	buf := make([]byte, 16<<10)
 	v1 := NewEngine(newTestSuite(b, content.AES256GCM, 16<<10), Options{})
 	compactRoots = true
+	v2whole := newRootsEngine(b, content.AES256GCM, 16<<10, Options{})
+	trimmedLeaves = true
 	v2 := newRootsEngine(b, content.AES256GCM, 16<<10, Options{})
-	compactRoots = false
+	compactRoots, trimmedLeaves = false, false
 	for _, c := range []struct {
 		name string
 		e    *Engine
 		open func(testing.TB, *Engine, *MemBacking) *File
-	}{{"v1", v1, openMem}, {"v2", v2, openRoots}} {
+	}{{"v1", v1, openMem}, {"v2", v2, openRoots}, {"v2whole", v2whole, openRoots}} {
 		b.Run(c.name+"/write", func(b *testing.B) {
 			b.ReportAllocs()
 			m := NewMemBacking()

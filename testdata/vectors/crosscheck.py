@@ -2,7 +2,7 @@
 """Independent cross-check of the EncryptFS known-answer vectors with
 pyca/cryptography (not used by the Go code): HKDF subkeys, format 2 config slots and MAC, master-key epochs, header HMACs, Argon2id, symlink and xattr blobs,
 file roots (v2 tag blocks and root: roots-v2.json; the compact layout:
-roots-compact-v2.json),
+roots-compact-v2.json; trimmed leaves: roots-trimmed-v2.json),
 AES-256-GCM (16-byte nonce) and AES-256-SIV chunks, names and xattr names.
 XChaCha20-Poly1305 via a small HChaCha20 written here.
 Run: python3 testdata/vectors/crosscheck.py"""
@@ -256,20 +256,87 @@ for name in ("Bound", "Upgraded"):
     w = base64.b64decode(conf["Slots"][0]["Wrapped"])
     assert AESGCM(hkdf(secret, b"", "encryptfs v2 slot wrap", 32)).decrypt(w[:12], w[12:], ad) == master, name
     checked += 2
+def file_root(mk, fid, size, gen, hs):
+    """A file root (format.md §16) over its tag blocks' leaves hs."""
+    level = hs
+    if len(hs) > 256:
+        level = [hashlib.sha256(b"\x01" + b"".join(hs[i:i + 256])).digest() for i in range(0, len(hs), 256)]
+    msg = b"encryptfs v2 file root" + fid + struct.pack(">QQQ", size, gen, len(hs)) + b"".join(level)
+    return hmac.new(mk, msg, hashlib.sha256).digest()[:16]
+
+
+def ctags(n):
+    """Stored tag bytes of a compact file of n chunks."""
+    return (256 if n >= 2 else 0) + (3840 if n >= 17 else 0) + max((n + 255) // 256 - 1, 0) * 4096
+
+
+def coffset(i, ccs):
+    """Offset of chunk i in the compact layout."""
+    if i == 0:
+        return 128
+    if i < 16:
+        return 128 + 256 + i * ccs
+    return 128 + i * ccs + (i // 256 + 1) * 4096
+
+
+def check_compact_file(v, mk, ck, leaf, want_flags):
+    """One stored file of the compact layout: header MAC and fields, the
+    root over its tag blocks (leaf: the rule, H or T), every chunk."""
+    alg, cs, st = v["Algorithm"], v["ChunkSize"], bytes.fromhex(v["Stored"])
+    fid, plain = bytes.fromhex(v["FileID"]), bytes.fromhex(v["Plaintext"])
+    ns = 24 if alg == "xchacha20-poly1305" else 16
+    ccs = cs + ns + 16
+    hdr = st[:128]
+    assert hmac.new(mk, hdr[:112], hashlib.sha256).digest()[:16] == hdr[112:]
+    version, flags, epoch = struct.unpack(">HHI", hdr[:8])
+    size, gen = struct.unpack(">QQ", hdr[24:40])
+    assert (version, flags, hdr[8:24], size) == (2, want_flags, fid, len(plain))
+    n = (size + cs - 1) // cs
+    assert len(st) == 128 + size + n * (ns + 16) + ctags(n), (alg, len(st))
+    chunks = [st[coffset(i, ccs):coffset(i, ccs) + min(cs, size - i * cs) + ns + 16] for i in range(n)]
+
+    def tag_of(chunk):
+        return chunk[ns:ns + 16] if alg == "aes-256-siv" else chunk[-16:]
+    # Tag block 0 as hashed: its 256 entries whatever is stored.
+    block0 = bytearray(4096)
+    if n == 1:
+        block0[:16] = tag_of(chunks[0])  # no entry stored: chunk 0's own tag
+    if n >= 2:
+        block0[:256] = st[128 + ccs:128 + ccs + 256]
+    if n >= 17:
+        b = 128 + 256 + 16 * ccs
+        block0[256:] = st[b:b + 3840]
+    blocks = [bytes(block0)]
+    for g in range(1, (n + 255) // 256):
+        b = 128 + g * (4096 + 256 * ccs)
+        blocks.append(st[b:b + 4096])
+    assert file_root(mk, fid, size, gen, [leaf(b) for b in blocks]) == hdr[40:56], alg
+    key = hkdf(ck, fid, "encryptfs v1 file key " + alg, 64 if alg == "aes-256-siv" else 32)
+    got = b""
+    for i, chunk in enumerate(chunks):
+        entry = blocks[i // 256][16 * (i % 256):16 * (i % 256) + 16]
+        if entry == bytes(16):
+            got += bytes(min(cs, size - i * cs))  # a hole
+            continue
+        assert tag_of(chunk) == entry, (alg, i)
+        ad = fid + struct.pack(">QB", i, 1 if i == n - 1 else 0)
+        if alg == "aes-256-gcm":
+            got += AESGCM(key).decrypt(chunk[:16], chunk[16:], ad)
+        elif alg == "aes-256-siv":
+            got += AESSIV(key).decrypt(chunk[16:], [ad, chunk[:16]])
+        else:
+            got += xchacha_open(key, chunk, ad)
+    assert got == plain, alg
+    assert blocks[-1][16 * (n - (len(blocks) - 1) * 256):] == bytes(4096 - 16 * (n - (len(blocks) - 1) * 256))
+
+
 r = load("roots-v2.json")
 if r:
     rmk = bytes.fromhex(r["HeaderMACKey"])
 
-    def root(fid, size, gen, hs):
-        level = hs
-        if len(hs) > 256:
-            level = [hashlib.sha256(b"\x01" + b"".join(hs[i:i + 256])).digest() for i in range(0, len(hs), 256)]
-        msg = b"encryptfs v2 file root" + fid + struct.pack(">QQQ", size, gen, len(hs)) + b"".join(level)
-        return hmac.new(rmk, msg, hashlib.sha256).digest()[:16]
-
     for v in r["Roots"]:
         hs = [hashlib.sha256(b"block" + bytes([k >> 8 & 0xFF, k & 0xFF])).digest() for k in range(v["Blocks"])]
-        assert root(bytes.fromhex(v["FileID"]), v["Size"], v["Gen"], hs) == bytes.fromhex(v["Root"]), v["Name"]
+        assert file_root(rmk, bytes.fromhex(v["FileID"]), v["Size"], v["Gen"], hs) == bytes.fromhex(v["Root"]), v["Name"]
         checked += 1
     rck = bytes.fromhex(r["ContentsKey"])
     for v in r["Files"]:
@@ -282,7 +349,7 @@ if r:
         size, gen = struct.unpack(">QQ", hdr[24:40])
         assert (version, flags, hdr[8:24], size) == (2, 0, fid, len(plain))
         block = st[128:128 + 4096]
-        assert root(fid, size, gen, [hashlib.sha256(b"\x00" + block).digest()]) == hdr[40:56]
+        assert file_root(rmk, fid, size, gen, [hashlib.sha256(b"\x00" + block).digest()]) == hdr[40:56]
         key = hkdf(rck, fid, "encryptfs v1 file key " + alg, 64 if alg == "aes-256-siv" else 32)
         got, nchunks = b"", (size + cs - 1) // cs
         assert len(st) == 128 + 4096 + size + nchunks * (ns + 16)
@@ -313,23 +380,6 @@ if rc:
     # (entries 16..255) after chunk 15 for 17+ chunks, then as FileRoots.
     cmk, cck = bytes.fromhex(rc["HeaderMACKey"]), bytes.fromhex(rc["ContentsKey"])
 
-    def croot(fid, size, gen, hs):
-        level = hs
-        if len(hs) > 256:
-            level = [hashlib.sha256(b"\x01" + b"".join(hs[i:i + 256])).digest() for i in range(0, len(hs), 256)]
-        msg = b"encryptfs v2 file root" + fid + struct.pack(">QQQ", size, gen, len(hs)) + b"".join(level)
-        return hmac.new(cmk, msg, hashlib.sha256).digest()[:16]
-
-    def ctags(n):
-        return (256 if n >= 2 else 0) + (3840 if n >= 17 else 0) + max((n + 255) // 256 - 1, 0) * 4096
-
-    def coffset(i, ccs):
-        if i == 0:
-            return 128
-        if i < 16:
-            return 128 + 256 + i * ccs
-        return 128 + i * ccs + (i // 256 + 1) * 4096
-
     for v in rc["Sizes"]:
         cs, size = v["ChunkSize"], v["PlainSize"]
         n = (size + cs - 1) // cs
@@ -337,52 +387,37 @@ if rc:
         assert want == v["CipherSize"], v
         checked += 1
     for v in rc["Files"]:
-        alg, cs, st = v["Algorithm"], v["ChunkSize"], bytes.fromhex(v["Stored"])
-        fid, plain = bytes.fromhex(v["FileID"]), bytes.fromhex(v["Plaintext"])
-        ns = 24 if alg == "xchacha20-poly1305" else 16
-        ccs = cs + ns + 16
-        hdr = st[:128]
-        assert hmac.new(cmk, hdr[:112], hashlib.sha256).digest()[:16] == hdr[112:]
-        version, flags, epoch = struct.unpack(">HHI", hdr[:8])
-        size, gen = struct.unpack(">QQ", hdr[24:40])
-        assert (version, flags, hdr[8:24], size) == (2, 0, fid, len(plain))
-        n = (size + cs - 1) // cs
-        assert len(st) == 128 + size + n * (ns + 16) + ctags(n), (alg, len(st))
-        chunks = [st[coffset(i, ccs):coffset(i, ccs) + min(cs, size - i * cs) + ns + 16] for i in range(n)]
+        check_compact_file(v, cmk, cck, lambda b: hashlib.sha256(b"\x00" + b).digest(), 0)
+        checked += 1
 
-        def tag_of(chunk):
-            return chunk[ns:ns + 16] if alg == "aes-256-siv" else chunk[-16:]
-        # Tag block 0 as hashed: its 256 entries whatever is stored.
-        block0 = bytearray(4096)
-        if n == 1:
-            block0[:16] = tag_of(chunks[0])  # no entry stored: chunk 0's own tag
-        if n >= 2:
-            block0[:256] = st[128 + ccs:128 + ccs + 256]
-        if n >= 17:
-            b = 128 + 256 + 16 * ccs
-            block0[256:] = st[b:b + 3840]
-        blocks = [bytes(block0)]
-        for g in range(1, (n + 255) // 256):
-            b = 128 + g * (4096 + 256 * ccs)
-            blocks.append(st[b:b + 4096])
-        assert croot(fid, size, gen, [hashlib.sha256(b"\x00" + b).digest() for b in blocks]) == hdr[40:56], alg
-        key = hkdf(cck, fid, "encryptfs v1 file key " + alg, 64 if alg == "aes-256-siv" else 32)
-        got = b""
-        for i, chunk in enumerate(chunks):
-            entry = blocks[i // 256][16 * (i % 256):16 * (i % 256) + 16]
-            if entry == bytes(16):
-                got += bytes(min(cs, size - i * cs))  # a hole
-                continue
-            assert tag_of(chunk) == entry, (alg, i)
-            ad = fid + struct.pack(">QB", i, 1 if i == n - 1 else 0)
-            if alg == "aes-256-gcm":
-                got += AESGCM(key).decrypt(chunk[:16], chunk[16:], ad)
-            elif alg == "aes-256-siv":
-                got += AESSIV(key).decrypt(chunk[16:], [ad, chunk[:16]])
-            else:
-                got += xchacha_open(key, chunk, ad)
-        assert got == plain, alg
-        assert blocks[-1][16 * (n - (len(blocks) - 1) * 256):] == bytes(4096 - 16 * (n - (len(blocks) - 1) * 256))
+rt = load("roots-trimmed-v2.json")
+if rt:
+    # Trimmed leaves (TrimmedLeaves, format.md §16): T(block) = SHA-256(0x02 ‖
+    # the block up to its last non-zero 16-byte entry); files in the
+    # compact layout with the header flag TRIMMED (0x0008).
+    tmk, tck = bytes.fromhex(rt["HeaderMACKey"]), bytes.fromhex(rt["ContentsKey"])
+
+    def tleaf(block):
+        m = len(block) // 16
+        while m > 0 and block[16 * (m - 1):16 * m] == bytes(16):
+            m -= 1
+        return hashlib.sha256(b"\x02" + block[:16 * m]).digest()
+
+    def block_of(entries_hex):
+        e = bytes.fromhex(entries_hex)
+        return e + bytes(4096 - len(e))
+
+    for v in rt["Leaves"]:
+        assert tleaf(block_of(v["Entries"])) == bytes.fromhex(v["Leaf"]), v["Name"]
+        checked += 1
+    for v in rt["Roots"]:
+        hs = [tleaf(bytes(4096))] * v["Count"]
+        for b in v["Blocks"] or []:
+            hs[b["Index"]] = tleaf(block_of(b["Entries"]))
+        assert file_root(tmk, bytes.fromhex(v["FileID"]), v["Size"], v["Gen"], hs) == bytes.fromhex(v["Root"]), v["Name"]
+        checked += 1
+    for v in rt["Files"]:
+        check_compact_file(v, tmk, tck, tleaf, 0x0008)
         checked += 1
 
 print("crosscheck: %d vectors match" % checked)

@@ -27,9 +27,10 @@ type compactVectors struct {
 	Sizes        []rootsSizeVector
 }
 
-// sealCompact stores plain (1 or 3 chunks; with 3, chunk 1 a hole) in a
-// compact suite: header, chunks at ChunkOffset, entries in the pieces
-// of tag block 0 the file has, and the root over tag block 0's entries.
+// sealCompact stores plain (1 or 3 chunks; with 3, chunk 1 a hole; or up
+// to 256 chunks) in a compact suite: header, chunks at ChunkOffset,
+// entries in the pieces of tag block 0 the file has, and the root over
+// tag block 0's entries under the suite's rule.
 func sealCompact(t *testing.T, s *Suite, id FileID, plain []byte, nonce func() []byte) ([]byte, []vectortest.Hex) {
 	fc, err := s.File(id)
 	if err != nil {
@@ -53,8 +54,9 @@ func sealCompact(t *testing.T, s *Suite, id FileID, plain []byte, nonce func() [
 	for _, p := range s.TagPieces(0, n) {
 		copy(stored[p.Offset:], block[p.First*TagSize:(p.First+p.Count)*TagSize])
 	}
-	h := Header{FileID: id, Size: uint64(len(plain)), Gen: 2}
-	if h.Root, err = s.Root(WholeLeaves, id, h.Size, h.Gen, [][sha256.Size]byte{TagBlockHash(block)}); err != nil {
+	l := s.NewLeaves() // trimmed in a suite with them (roots_trimmed_vectors_test.go)
+	h := Header{Flags: l.Flag(), FileID: id, Size: uint64(len(plain)), Gen: 2}
+	if h.Root, err = s.Root(l, id, h.Size, h.Gen, [][sha256.Size]byte{l.Hash(block)}); err != nil {
 		t.Fatal(err)
 	}
 	copy(stored, s.MarshalHeader(h))
