@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/config"
 )
 
 // The committed example vaults of format version 1 (testdata/example-vaults)
@@ -99,11 +101,32 @@ func regenerateExamples(t *testing.T) {
 		v.Close()
 		// git keeps no modes but the executable bit; make the tree
 		// readable as checked out.
-		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
-				os.Chmod(p, 0o644)
-			}
-			return err
-		})
+		chmodExampleFiles(dir)
 	}
+}
+
+// chmodExampleFiles makes the regular files of a regenerated example
+// vault mode 0644, whatever the umask: they are committed as they are.
+func chmodExampleFiles(dir string) {
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			os.Chmod(p, 0o644)
+		}
+		return err
+	})
+}
+
+// exampleConfig reads the config of the example vault in dir: its bytes
+// (a test checks that opening leaves them as they are) and parsed.
+func exampleConfig(t *testing.T, dir string) ([]byte, *config.Config) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, config.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, c
 }

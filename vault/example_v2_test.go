@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -187,10 +186,5 @@ func regenerateExampleV2(t *testing.T) {
 	}
 	writeExampleContent(t, v)
 	v.Close()
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			os.Chmod(p, 0o644)
-		}
-		return err
-	})
+	chmodExampleFiles(dir)
 }

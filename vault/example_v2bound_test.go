@@ -37,14 +37,7 @@ func TestExampleVaultV2Bound(t *testing.T) {
 		regenerateExampleV2Bound(t)
 	}
 	dir := examplePath(exampleV2BoundDir)
-	before, err := os.ReadFile(filepath.Join(dir, config.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Parse(before)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, c := exampleConfig(t, dir)
 	if !c.Params.Bound() || hex.EncodeToString(c.Params.VaultID) != exampleV2BoundID || !bytes.Contains(before, []byte(`"SlotParams"`)) {
 		t.Fatalf("the example's config is not the upgraded, bound one: %+v", c.Params)
 	}
@@ -165,10 +158,5 @@ func regenerateExampleV2Bound(t *testing.T) {
 	if _, err := upgrade.Content(s, nil); err != nil {
 		t.Fatal(err)
 	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			os.Chmod(p, 0o644)
-		}
-		return err
-	})
+	chmodExampleFiles(dir)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	mathrand "math/rand/v2"
 	"os"
 	"path/filepath"
@@ -59,14 +58,7 @@ func TestExampleVaultV2Compact(t *testing.T) {
 		regenerateExampleV2Compact(t)
 	}
 	dir := examplePath(exampleV2CompactDir)
-	before, err := os.ReadFile(filepath.Join(dir, config.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Parse(before)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, c := exampleConfig(t, dir)
 	if !c.Params.Bound() || !c.Params.Has(config.FlagFileRoots) || !c.Params.Has(config.FlagCompactRoots) {
 		t.Fatalf("the example's config has not compact file roots: %v", c.Params.FeatureFlags)
 	}
@@ -198,10 +190,5 @@ func regenerateExampleV2Compact(t *testing.T) {
 	if err := errors.Join(f.Close(), v.Close()); err != nil {
 		t.Fatal(err)
 	}
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			os.Chmod(p, 0o644)
-		}
-		return err
-	})
+	chmodExampleFiles(dir)
 }

@@ -604,10 +604,5 @@ func regenerateExampleV2Full(t *testing.T) {
 	}
 	mustClose(t, v)
 	writeExampleV2FullExtras(t, dir)
-	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			os.Chmod(p, 0o644)
-		}
-		return err
-	})
+	chmodExampleFiles(dir)
 }

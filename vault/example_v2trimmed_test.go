@@ -46,14 +46,7 @@ func TestExampleVaultV2Trimmed(t *testing.T) {
 		regenerateExampleV2Trimmed(t)
 	}
 	dir := examplePath(exampleV2TrimmedDir)
-	before, err := os.ReadFile(filepath.Join(dir, config.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.Parse(before)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, c := exampleConfig(t, dir)
 	if !c.Params.Has(config.FlagTrimmedLeaves) || !c.Params.Has(config.FlagCompactRoots) {
 		t.Fatalf("the example's config has not trimmed leaves: %v", c.Params.FeatureFlags)
 	}
@@ -185,10 +178,5 @@ func regenerateExampleV2Trimmed(t *testing.T) {
 	if err := v.Close(); err != nil {
 		t.Fatal(err)
 	}
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			os.Chmod(p, 0o644)
-		}
-		return err
-	})
+	chmodExampleFiles(dir)
 }

@@ -256,6 +256,16 @@ for name in ("Bound", "Upgraded"):
     w = base64.b64decode(conf["Slots"][0]["Wrapped"])
     assert AESGCM(hkdf(secret, b"", "encryptfs v2 slot wrap", 32)).decrypt(w[:12], w[12:], ad) == master, name
     checked += 2
+def open_chunk(alg, key, chunk, fid, i, final):
+    """Chunk i of file fid opened (format.md §5.3: AD = fileID ‖ i ‖ final)."""
+    ad = fid + struct.pack(">QB", i, 1 if final else 0)
+    if alg == "aes-256-gcm":
+        return AESGCM(key).decrypt(chunk[:16], chunk[16:], ad)
+    if alg == "aes-256-siv":
+        return AESSIV(key).decrypt(chunk[16:], [ad, chunk[:16]])
+    return xchacha_open(key, chunk, ad)
+
+
 def file_root(mk, fid, size, gen, hs):
     """A file root (format.md §16) over its tag blocks' leaves hs."""
     level = hs
@@ -319,13 +329,7 @@ def check_compact_file(v, mk, ck, leaf, want_flags):
             got += bytes(min(cs, size - i * cs))  # a hole
             continue
         assert tag_of(chunk) == entry, (alg, i)
-        ad = fid + struct.pack(">QB", i, 1 if i == n - 1 else 0)
-        if alg == "aes-256-gcm":
-            got += AESGCM(key).decrypt(chunk[:16], chunk[16:], ad)
-        elif alg == "aes-256-siv":
-            got += AESSIV(key).decrypt(chunk[16:], [ad, chunk[:16]])
-        else:
-            got += xchacha_open(key, chunk, ad)
+        got += open_chunk(alg, key, chunk, fid, i, i == n - 1)
     assert got == plain, alg
     assert blocks[-1][16 * (n - (len(blocks) - 1) * 256):] == bytes(4096 - 16 * (n - (len(blocks) - 1) * 256))
 
@@ -362,13 +366,7 @@ if r:
                 continue
             tag = chunk[ns:ns + 16] if alg == "aes-256-siv" else chunk[-16:]
             assert tag == entry, (alg, i)
-            ad = fid + struct.pack(">QB", i, 1 if i == nchunks - 1 else 0)
-            if alg == "aes-256-gcm":
-                got += AESGCM(key).decrypt(chunk[:16], chunk[16:], ad)
-            elif alg == "aes-256-siv":
-                got += AESSIV(key).decrypt(chunk[16:], [ad, chunk[:16]])
-            else:
-                got += xchacha_open(key, chunk, ad)
+            got += open_chunk(alg, key, chunk, fid, i, i == nchunks - 1)
         assert got == plain, alg
         assert block[16 * nchunks:] == bytes(4096 - 16 * nchunks)
         checked += 1

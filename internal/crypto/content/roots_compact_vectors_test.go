@@ -3,6 +3,7 @@ package content
 import (
 	"bytes"
 	"crypto/sha256"
+	"io"
 	"testing"
 
 	"github.com/encryptfs/encryptfs/internal/crypto/internal/vectortest"
@@ -63,6 +64,24 @@ func sealCompact(t *testing.T, s *Suite, id FileID, plain []byte, nonce func() [
 	return stored, nonces
 }
 
+// compactFiles are the stored files of the vectors of suite s (compact):
+// one chunk, and three with chunk 1 a hole.
+func compactFiles(t *testing.T, s *Suite, rnd io.Reader) []compactFileVector {
+	var out []compactFileVector
+	for _, size := range []int{1, 2*MinChunk + 10} {
+		var id FileID
+		copy(id[:], vectortest.Bytes(t, rnd, FileIDSize))
+		plain := make([]byte, size)
+		copy(plain, vectortest.Bytes(t, rnd, min(size, MinChunk)))
+		if size > MinChunk {
+			copy(plain[2*MinChunk:], vectortest.Bytes(t, rnd, 10))
+		}
+		stored, nonces := sealCompact(t, s, id, plain, func() []byte { return vectortest.Bytes(t, rnd, s.NonceSize()) })
+		out = append(out, compactFileVector{s.Algorithm(), s.ChunkSize(), id[:], plain, nonces, stored})
+	}
+	return out
+}
+
 func generateCompactVectors(t *testing.T) compactVectors {
 	k, err := keys.Derive(vectortest.MasterKey())
 	if err != nil {
@@ -81,17 +100,7 @@ func generateCompactVectors(t *testing.T) compactVectors {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, size := range []int{1, 2*MinChunk + 10} {
-			var id FileID
-			copy(id[:], vectortest.Bytes(t, rnd, FileIDSize))
-			plain := make([]byte, size)
-			copy(plain, vectortest.Bytes(t, rnd, min(size, MinChunk)))
-			if size > MinChunk {
-				copy(plain[2*MinChunk:], vectortest.Bytes(t, rnd, 10))
-			}
-			stored, nonces := sealCompact(t, s, id, plain, func() []byte { return vectortest.Bytes(t, rnd, s.NonceSize()) })
-			v.Files = append(v.Files, compactFileVector{alg, MinChunk, id[:], plain, nonces, stored})
-		}
+		v.Files = append(v.Files, compactFiles(t, s, rnd)...)
 	}
 	for _, cs := range []int{MinChunk, 16 << 10} {
 		s, _ := NewCompactRootsSuite(AES256GCM, cs, k.Contents, k.HeaderMAC)

@@ -115,17 +115,7 @@ func generateTrimmedVectors(t *testing.T) trimmedVectors {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, size := range []int{1, 2*MinChunk + 10} {
-			var id FileID
-			copy(id[:], vectortest.Bytes(t, rnd, FileIDSize))
-			plain := make([]byte, size)
-			copy(plain, vectortest.Bytes(t, rnd, min(size, MinChunk)))
-			if size > MinChunk {
-				copy(plain[2*MinChunk:], vectortest.Bytes(t, rnd, 10))
-			}
-			stored, nonces := sealCompact(t, s, id, plain, func() []byte { return vectortest.Bytes(t, rnd, s.NonceSize()) })
-			v.Files = append(v.Files, compactFileVector{alg, MinChunk, id[:], plain, nonces, stored})
-		}
+		v.Files = append(v.Files, compactFiles(t, s, rnd)...)
 	}
 	return v
 }
