@@ -35,6 +35,9 @@ type Vault struct {
 	// CompactRoots, with FileRoots, stores tag block 0 compactly, as
 	// every vault of encryptfs init (session.Options.CompactRoots).
 	CompactRoots bool
+	// TrimmedLeaves, with FileRoots, writes roots with trimmed leaves,
+	// as every vault of encryptfs init (session.Options.TrimmedLeaves).
+	TrimmedLeaves bool
 }
 
 // testParams and testMasterKey are the parameters and key of every test
@@ -48,7 +51,7 @@ var (
 // t.Cleanup.
 func (v *Vault) Session(t testing.TB) *session.Session {
 	t.Helper()
-	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{BoundVaultID: v.VaultID, FileRoots: v.FileRoots, CompactRoots: v.CompactRoots})
+	s, err := session.New(v.Cipher, testParams, testMasterKey, session.Options{BoundVaultID: v.VaultID, FileRoots: v.FileRoots, CompactRoots: v.CompactRoots, TrimmedLeaves: v.TrimmedLeaves})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,8 +128,9 @@ const BoundEnv = "ENCRYPTFS_TEST_BOUND"
 const RootsEnv = "ENCRYPTFS_TEST_ROOTS"
 
 // RootsEnvFileRoots, as the value of RootsEnv, makes those vaults use
-// the FileRoots layout without CompactRoots (vaults made before it);
-// 1, and NewRootsVaultIn, give them the compact layout init makes.
+// the FileRoots layout without CompactRoots and roots with whole-block
+// leaves (vaults made before them); 1, and NewRootsVaultIn, give them the
+// compact layout and trimmed leaves init makes.
 const RootsEnvFileRoots = "fileroots"
 
 // newVault is NewVaultIn, with location binding if vaultID is set, and
@@ -139,7 +143,7 @@ func newVault(t testing.TB, cipher string, vaultID []byte, roots bool, mod func(
 	if vaultID == nil && (os.Getenv(BoundEnv) == "1" || roots) {
 		vaultID = boundVaultID
 	}
-	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}, VaultID: vaultID, FileRoots: roots, CompactRoots: roots && env != RootsEnvFileRoots}
+	v := &Vault{Cipher: cipher, Mnt: t.TempDir(), Log: &SyncWriter{}, VaultID: vaultID, FileRoots: roots, CompactRoots: roots && env != RootsEnvFileRoots, TrimmedLeaves: roots && env != RootsEnvFileRoots}
 	v.Logger = log.New(v.Log, "", 0)
 	s := v.Session(t)
 	v.Tree = s.Tree()
