@@ -115,23 +115,3 @@ func readErr(t *testing.T, e *Engine, m *MemBacking) error {
 	_, err = readAll(f)
 	return err
 }
-
-// TestTrimmedLeavesNotRemembered: the root memo keeps roots with whole
-// leaves only (a trimmed root costs what the memo's digest costs), so an
-// engine of trimmed leaves remembers none of the files it writes and
-// reads, and one of whole leaves remembers them.
-func TestTrimmedLeavesNotRemembered(t *testing.T) {
-	for _, trimmed := range []bool{true, false} {
-		e := newLeavesEngine(t, trimmed)
-		for _, size := range []int{1, 5 << 10} {
-			data := bytes.Repeat([]byte{9}, size)
-			readBack(t, e, rootsFile(t, e, data), data)
-		}
-		e.memo.mu.Lock()
-		n := len(e.memo.m)
-		e.memo.mu.Unlock()
-		if trimmed && (n != 0 || e.memo.hits.Load() != 0) || !trimmed && n != 2 {
-			t.Errorf("trimmed %v: %d files remembered, %d hits", trimmed, n, e.memo.hits.Load())
-		}
-	}
-}

@@ -95,11 +95,25 @@ func TrimmedBlockHash(block []byte) [sha256.Size]byte {
 	if len(block) != TagBlockSize {
 		panic(fmt.Sprintf("content: tag block of %d bytes", len(block)))
 	}
-	var in [1 + TagBlockSize]byte // on the stack: Sum256 does not allocate
-	in[0] = 2
-	n := copy(in[1:], block[:TrimmedLen(block)])
-	return sha256.Sum256(in[:1+n])
+	n := TrimmedLen(block)
+	if n < trimmedOnStack {
+		// A file of up to 15 chunks (most files): one Sum256 of a small
+		// buffer on the stack, no allocation.
+		var in [trimmedOnStack]byte
+		in[0] = 2
+		copy(in[1:], block[:n])
+		return sha256.Sum256(in[:1+n])
+	}
+	h := sha256.New()
+	h.Write([]byte{2})
+	h.Write(block[:n])
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
 }
+
+// trimmedOnStack bounds the trimmed blocks hashed from a stack buffer.
+const trimmedOnStack = 256
 
 // TrimmedLen is the length of block up to and including its last
 // non-zero entry: a multiple of TagSize, 0 for an all-zero block.
