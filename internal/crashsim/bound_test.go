@@ -125,7 +125,7 @@ func bindVault(t *testing.T, v *vault.Vault, dir string, pw, vaultID []byte, roo
 	if err := os.Remove(path.Join(dir, cnames.DirIDFile)); err != nil {
 		t.Fatal(err)
 	}
-	s, err := session.Open(dir, pw, session.Options{BoundVaultID: vaultID, FileRoots: roots})
+	s, err := session.Open(dir, pw, session.Options{BoundVaultID: vaultID, FileRoots: roots, CompactRoots: roots, TrimmedLeaves: roots})
 	if err != nil {
 		t.Fatal(err)
 	}

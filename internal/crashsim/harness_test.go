@@ -138,7 +138,7 @@ func newHarnessWith(t *testing.T, vaultID []byte, roots bool, setup func(v *vaul
 		t.Fatal(err)
 	}
 	h := &harness{t: t, dir: dir, pw: pw, rec: rec, fs: backing.NewFS(rec), labels: map[int]string{}, unlocked: map[string][]byte{}, vaultID: vaultID, roots: roots}
-	s, err := session.Open(dir, pw, session.Options{Backing: h.fs, BoundVaultID: vaultID, FileRoots: roots})
+	s, err := session.Open(dir, pw, session.Options{Backing: h.fs, BoundVaultID: vaultID, FileRoots: roots, CompactRoots: roots, TrimmedLeaves: roots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,7 +559,7 @@ func (h *harness) openState(dir string, k int) (*session.Session, error) {
 			}
 			h.unlocked[key] = master
 		}
-		return session.New(dir, c.Params, master, session.Options{BoundVaultID: h.vaultID, FileRoots: h.roots})
+		return session.New(dir, c.Params, master, session.Options{BoundVaultID: h.vaultID, FileRoots: h.roots, CompactRoots: h.roots, TrimmedLeaves: h.roots})
 	}
 	return nil, fmt.Errorf("vault does not open: %w", errors.Join(errs...))
 }
