@@ -249,13 +249,24 @@ func (r *Root) linkSize(e entry, st *unix.Stat_t) {
 // newChild turns a backing stat of child name into a child inode of n and
 // fills out. Every entry is numbered with its backing inode number; a
 // symlink keeps the number its node has after a rename (linkIdentity).
+//
+// A child the kernel already holds under name with the same identity is
+// returned as it is (dirID nil: a lookup, not a mkdir). go-fuse would keep
+// that node anyway and drop a new one (its identity table), so this only
+// spares the new node, its node ID and the garbage: READDIRPLUS and
+// revalidating LOOKUPs find most of their entries known (ls -lR after
+// md5sum: one per entry listed). The link count then goes to the node the
+// kernel keeps, where it used to go to the dropped one.
 func (n *node) newChild(ctx context.Context, st *unix.Stat_t, dirID []byte, out *fuse.EntryOut, name string) *fs.Inode {
 	n.r.fillAttr(st, &out.Attr, nil, func() string { return name })
 	id := fs.StableAttr{Mode: st.Mode & unix.S_IFMT, Ino: st.Ino}
 	if id.Mode == unix.S_IFLNK {
 		id = n.lnk.linkIdentity(name, st.Ino)
 	}
-	child := n.NewInode(ctx, n.r.newNode(dirID), id)
+	child := n.GetChild(name)
+	if child == nil || dirID != nil || child.StableAttr() != id {
+		child = n.NewInode(ctx, n.r.newNode(dirID), id)
+	}
 	cn := child.Operations().(nodeOps).self()
 	if id.Mode == unix.S_IFLNK {
 		cn.linkIno.Store(st.Ino)

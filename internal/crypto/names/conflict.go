@@ -1,6 +1,9 @@
 package names
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 // Sync-conflict suffixes (docs/format.md §6.4). A backing name that is an
 // encrypted name followed by one of these suffixes is a copy made by a sync
@@ -27,13 +30,12 @@ const conflictPatterns = `(?:` +
 	`|` + ` \([1-9][0-9]{0,3}\)` +
 	`)`
 
-// conflictSuffix matches exactly one accepted suffix. conflictTail finds
-// one at the end of a plaintext name: every alternative starts with '.' or
-// ' ' and has no parentheses inside, so a name ends in at most one.
-// Compiled regular expressions are immutable and safe for concurrent use.
+// conflictSuffix matches exactly one accepted suffix. Every alternative
+// starts with '.' or ' ' and has no parentheses inside, so a name ends in
+// at most one (SplitConflict). A compiled regular expression is immutable
+// and safe for concurrent use.
 var (
 	conflictSuffix = regexp.MustCompile(`^` + conflictPatterns + `$`)
-	conflictTail   = regexp.MustCompile(conflictPatterns + `$`)
 )
 
 // MaxConflictSuffixLen bounds the length of an accepted conflict suffix
@@ -49,14 +51,31 @@ func IsConflictSuffix(s string) bool {
 // SplitConflict splits a plaintext name shown for a conflict copy into the
 // original name and the conflict suffix. ok is false if plain does not end
 // in an accepted suffix or nothing is left before it.
+//
+// Every lookup of a name that does not exist asks this (tar -x: one per
+// file), so the suffix is found by its shape, not by running the pattern
+// along the whole name: a suffix that ends in ')' starts at the last " ("
+// (no accepted suffix has a parenthesis inside), and the Syncthing one
+// has a fixed length. The anchored pattern then decides, as before.
 func SplitConflict(plain string) (orig, suffix string, ok bool) {
-	loc := conflictTail.FindStringIndex(plain)
-	if loc == nil || loc[0] == 0 {
+	at := -1
+	if strings.HasSuffix(plain, ")") {
+		at = strings.LastIndex(plain, " (")
+	} else if i := len(plain) - syncthingSuffixLen; i >= 0 && strings.HasPrefix(plain[i:], syncthingPrefix) {
+		at = i
+	}
+	if at <= 0 {
 		return "", "", false
 	}
-	orig, suffix = plain[:loc[0]], plain[loc[0]:]
+	orig, suffix = plain[:at], plain[at:]
 	if !IsConflictSuffix(suffix) {
 		return "", "", false
 	}
 	return orig, suffix, true
 }
+
+// The Syncthing suffix: ".sync-conflict-YYYYMMDD-HHMMSS-DEVICE".
+const (
+	syncthingPrefix    = ".sync-conflict-"
+	syncthingSuffixLen = len(syncthingPrefix + "20060102-150405-ABCDEFG")
+)

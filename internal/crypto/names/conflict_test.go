@@ -1,6 +1,7 @@
 package names
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -82,6 +83,40 @@ func TestSplitConflict(t *testing.T) {
 		if o != tc.orig || s != tc.suffix || ok != (tc.suffix != "") {
 			t.Errorf("SplitConflict(%q) = %q, %q, %v; want %q, %q", tc.in, o, s, ok, tc.orig, tc.suffix)
 		}
+		checkSplitBySearch(t, tc.in)
+	}
+	// Near misses of each shape: a Syncthing suffix a character short or
+	// long, parentheses inside, a device name too long, nothing before.
+	for _, in := range []string{
+		"x.sync-conflict-20261122-101010-ABCDEF",
+		"x.sync-conflict-20261122-101010-ABCDEFGH",
+		".sync-conflict-20261122-101010-ABCDEFG",
+		"x (a (1))",
+		"x (" + strings.Repeat("d", 65) + "'s conflicted copy 2026-11-22)",
+		"x (" + strings.Repeat("d", 64) + "'s conflicted copy 2026-11-22)",
+		"x (0)", "x (10000)", "x(1)", "x  (1)", "x (conflicted copy 2026-11-22 10101)",
+	} {
+		checkSplitBySearch(t, in)
+	}
+}
+
+// conflictTail is how SplitConflict was first written: the pattern
+// searched for along the whole name, ending at its end.
+var conflictTail = regexp.MustCompile(conflictPatterns + `$`)
+
+// checkSplitBySearch fails if SplitConflict and a search with
+// conflictTail disagree on plain.
+func checkSplitBySearch(t *testing.T, plain string) {
+	t.Helper()
+	o, s, ok := SplitConflict(plain)
+	var wo, ws string
+	loc := conflictTail.FindStringIndex(plain)
+	wok := loc != nil && loc[0] > 0
+	if wok {
+		wo, ws = plain[:loc[0]], plain[loc[0]:]
+	}
+	if o != wo || s != ws || ok != wok {
+		t.Fatalf("SplitConflict(%q) = %q, %q, %v; the pattern searched for gives %q, %q, %v", plain, o, s, ok, wo, ws, wok)
 	}
 }
 
@@ -112,7 +147,10 @@ func FuzzSplitConflict(f *testing.F) {
 	f.Add("report.txt (1)")
 	f.Add("a (b's conflicted copy 2026-11-22)")
 	f.Add("a\u202e (1)")
+	f.Add("x (y).sync-conflict-20261122-101010-ABCDEFG")
+	f.Add("x (a (1))")
 	f.Fuzz(func(t *testing.T, plain string) {
+		checkSplitBySearch(t, plain)
 		o, suffix, ok := SplitConflict(plain)
 		if !ok {
 			return
