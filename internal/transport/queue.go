@@ -39,6 +39,9 @@ type queue struct {
 	answeredMu sync.Mutex
 	answered   []uint64 // guarded by answeredMu, as is the write to wake
 	aside      atomic.Uint64
+
+	yield      *yielder // nil: waits never yield (yield.go)
+	yieldState queueYield
 }
 
 // offloadMin is the smallest READ answered on a goroutine instead of the
@@ -95,6 +98,7 @@ func newQueue(qid, devFD, depth, payloadSize int, ps *fuse.ProtocolServer, logf 
 // its CPU affinity.
 func (q *queue) run(started chan<- error) {
 	runtime.LockOSThread()
+	q.yieldState.tid.Store(int32(unix.Gettid()))
 	defer func() {
 		// A read still pending on wake could be completed into mem by
 		// the ring's asynchronous teardown: leave mem mapped then (only
@@ -186,8 +190,9 @@ func (q *queue) serve(ring *uring.Ring, early []uring.CQE) {
 		q.answer(e)
 		commit(c.UserData)
 	}
+	submit := func() error { return ring.Submit(1) }
 	wait := func() bool {
-		if err := ring.Submit(1); err != nil {
+		if err := q.wait(submit); err != nil {
 			q.logf("io_uring queue %d: %v", q.qid, err)
 			return false
 		}

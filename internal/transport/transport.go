@@ -65,6 +65,7 @@ type Options struct {
 	Logf func(format string, args ...any) // the line saying why Auto fell back to classic, and problems; may be nil
 
 	failQueues error // tests: the rings fail to start after INIT agreed on io_uring
+	noYield    bool  // tests: the ring threads' waits never yield (yield.go)
 
 	// Test hooks for the variants the classic transport measured slower
 	// than its pinned worker threads that all read (docs/performance.md,
@@ -97,6 +98,7 @@ type Mount struct {
 	dev     *devMount // nil when go-fuse mounted (classic)
 	devFD   int       // our own dup of the /dev/fuse fd, for the rings and the clones
 	queues  []*queue
+	yield   *yielder     // the queues' watchdog (yield.go); nil: none
 	workers []*devWorker // the classic transport's threads; nil: go-fuse's loop serves
 	done    sync.WaitGroup
 }
@@ -141,7 +143,7 @@ func New(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, opts Op
 		}
 		return classic(err.Error())
 	}
-	m, err := newURing(raw, mountPoint, o, logf, opts.failQueues, opts.goFuseLoop)
+	m, err := newURing(raw, mountPoint, o, logf, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +251,7 @@ func mountServer(raw fuse.RawFileSystem, mountPoint string, o *fuse.MountOptions
 // CAP_OVER_IO_URING, and registers the rings. If the kernel's INIT did not
 // offer io_uring, or the rings cannot be set up, the mount stays and is
 // served classically (Transport "classic", Why says why).
-func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), failQueues error, goFuseLoop bool) (*Mount, error) {
+func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, logf func(string, ...any), opts Options) (*Mount, error) {
 	o.ExtraCapabilities |= fuse.CAP_OVER_IO_URING
 	m, err := mountServer(raw, mountPoint, &o)
 	if err != nil {
@@ -265,11 +267,11 @@ func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, lo
 	// queue has a ring entry, or until a REGISTER fails.
 	ps := fuse.NewProtocolServer(raw, &o)
 	err = replayInit(ps, init)
-	if err == nil && failQueues != nil {
-		err = failQueues
+	if err == nil && opts.failQueues != nil {
+		err = opts.failQueues
 	}
 	if err == nil {
-		err = m.startQueues(ps, &o, logf)
+		err = m.startQueues(ps, &o, logf, !opts.noYield)
 	}
 	if err != nil {
 		m.Why = err.Error()
@@ -284,7 +286,7 @@ func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, lo
 		return m, nil
 	}
 	m.Transport = "io_uring"
-	if goFuseLoop {
+	if opts.goFuseLoop {
 		return m, nil // go-fuse's reader serves /dev/fuse alongside
 	}
 	// What still comes on /dev/fuse (FORGETs: one per removed file in an
@@ -346,7 +348,7 @@ func replayInit(ps *fuse.ProtocolServer, init *fuse.InitIn) error {
 // startQueues starts one queue per possible CPU (the kernel has one per
 // possible CPU and uses the rings only once each has an entry) and waits
 // until each has registered its entries.
-func (m *Mount) startQueues(ps *fuse.ProtocolServer, o *fuse.MountOptions, logf func(string, ...any)) error {
+func (m *Mount) startQueues(ps *fuse.ProtocolServer, o *fuse.MountOptions, logf func(string, ...any), yield bool) error {
 	n, err := possibleCPUs()
 	if err != nil {
 		return err
@@ -356,11 +358,16 @@ func (m *Mount) startQueues(ps *fuse.ProtocolServer, o *fuse.MountOptions, logf 
 	// to pages.
 	payload := max(minReadBuffer, o.MaxWrite, (o.MaxWrite+os.Getpagesize()-1)/os.Getpagesize()*os.Getpagesize())
 	started := make(chan error, n)
+	var y *yielder
+	if yield {
+		y = newYielder()
+	}
 	for qid := range n {
 		q, err := newQueue(qid, m.devFD, queueDepth, payload, ps, logf)
 		if err != nil {
 			return err // queues already started end at unmount
 		}
+		q.yield = y
 		m.queues = append(m.queues, q)
 		m.done.Add(1)
 		go func() {
@@ -372,7 +379,14 @@ func (m *Mount) startQueues(ps *fuse.ProtocolServer, o *fuse.MountOptions, logf 
 	for range n {
 		errs = append(errs, <-started)
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if y != nil {
+		y.start(m.queues)
+		m.yield = y
+	}
+	return nil
 }
 
 // allowedCPUs lists the CPUs this process may run on (one classic worker
@@ -446,6 +460,10 @@ func (m *Mount) Unmount() error {
 // Call it after the server has stopped.
 func (m *Mount) Close() {
 	m.done.Wait()
+	if m.yield != nil {
+		m.yield.close()
+		m.yield = nil
+	}
 	if m.devFD >= 0 {
 		unix.Close(m.devFD)
 		m.devFD = -1
