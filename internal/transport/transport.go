@@ -497,9 +497,13 @@ func (m *Mount) WaitMount() error {
 }
 
 // Describe says which transport serves, for the mount's log line:
-// "io_uring, 2 queues" or "classic /dev/fuse".
+// "io_uring, 2 queues, yielding waits" (yield.go; without CAP_SYS_NICE
+// "io_uring, 2 queues") or "classic /dev/fuse".
 func (m *Mount) Describe() string {
 	if m.Transport == "io_uring" {
+		if m.yield != nil {
+			return fmt.Sprintf("io_uring, %d queues, yielding waits", len(m.queues))
+		}
 		return fmt.Sprintf("io_uring, %d queues", len(m.queues))
 	}
 	return "classic /dev/fuse"

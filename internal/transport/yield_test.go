@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +76,9 @@ func TestURingYieldUnderHog(t *testing.T) {
 	}
 	if m.yield == nil {
 		t.Fatal("a mount that may yield has no watchdog")
+	}
+	if d := m.Describe(); !strings.HasSuffix(d, ", yielding waits") {
+		t.Errorf("Describe() = %q", d)
 	}
 	p := filepath.Join(mnt, "hello")
 	yielded := func() (n uint64) {
