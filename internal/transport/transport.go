@@ -461,8 +461,7 @@ func (m *Mount) Unmount() error {
 func (m *Mount) Close() {
 	m.done.Wait()
 	if m.yield != nil {
-		m.yield.close()
-		m.yield = nil
+		m.yield.close() // m.yield stays: Describe may read it meanwhile
 	}
 	if m.devFD >= 0 {
 		unix.Close(m.devFD)

@@ -36,9 +36,10 @@ import (
 // else on its CPU wants to; with a CPU hog beside the caller, a request
 // measured up to 317 ms. The watchdog below bounds that: while requests
 // flow it looks at each queue every tick, and a ring thread that is
-// runnable (not running, not asleep) in the same idle wait as a tick ago
-// is made SCHED_OTHER at once and waits as SCHED_OTHER for backoff, so
-// with a hog a request waits at most about two ticks, once per backoff.
+// runnable (not asleep) in the same idle wait as a tick ago, or whose
+// state cannot be read, is made SCHED_OTHER at once and waits as
+// SCHED_OTHER for backoff, so with a hog a request waits at most about
+// two ticks, once per backoff.
 // When no ring has served for quietTicks the watchdog sleeps, and while
 // it sleeps every wait is a SCHED_OTHER one: a wait is SCHED_IDLE only
 // while someone watches it.
@@ -58,6 +59,7 @@ type yielder struct {
 	asleep atomic.Bool   // the watchdog sleeps: waits are SCHED_OTHER
 	kick   chan struct{} // wakes the watchdog (buffered 1)
 	stop   chan struct{}
+	stops  sync.Once
 	done   sync.WaitGroup
 	boosts atomic.Uint64 // ring threads made SCHED_OTHER by the watchdog
 }
@@ -155,9 +157,9 @@ func (y *yielder) wake() {
 	}
 }
 
-// close stops the watchdog.
+// close stops the watchdog; again, it does nothing.
 func (y *yielder) close() {
-	close(y.stop)
+	y.stops.Do(func() { close(y.stop) })
 	y.done.Wait()
 }
 
@@ -206,7 +208,9 @@ func (y *yielder) watch() {
 			if stats[i] == nil {
 				stats[i] = openTaskStat(qy.tid.Load())
 			}
-			if runnable(stats[i]) {
+			// A thread whose state cannot be read (no /proc) is taken
+			// as starved: the guard must not go blind.
+			if stats[i] == nil || runnable(stats[i]) {
 				y.boost(q)
 			}
 		}

@@ -1,6 +1,7 @@
 package content
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -117,11 +118,22 @@ const trimmedOnStack = 256
 
 // TrimmedLen is the length of block up to and including its last
 // non-zero entry: a multiple of TagSize, 0 for an all-zero block.
+//
+// A small file's block is all zero but its first entries, so the scan
+// from the end compares 256 bytes (16 entries) a step with zeros (the
+// runtime's vector compare), then finds the entry within the last step
+// that was not all zero.
 func TrimmedLen(block []byte) int {
-	for n := len(block) / TagSize; n > 0; n-- {
-		e := block[(n-1)*TagSize : n*TagSize]
+	const step = 16 * TagSize
+	var zeros [step]byte
+	n := len(block)
+	for n >= step && bytes.Equal(block[n-step:n], zeros[:]) {
+		n -= step
+	}
+	for ; n >= TagSize; n -= TagSize {
+		e := block[n-TagSize : n]
 		if binary.NativeEndian.Uint64(e)|binary.NativeEndian.Uint64(e[8:]) != 0 {
-			return n * TagSize
+			return n
 		}
 	}
 	return 0
