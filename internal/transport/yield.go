@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -78,9 +79,9 @@ const schedOther = 0
 
 // setPolicy sets thread tid's scheduling policy (nice 0); 0 is the
 // calling thread. sched_setattr writes into its argument: one each.
-func setPolicy(tid int, policy uint32) {
+func setPolicy(tid int, policy uint32) error {
 	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: policy}
-	unix.SchedSetAttr(tid, &attr, 0)
+	return unix.SchedSetAttr(tid, &attr, 0)
 }
 
 // mayYield reports whether a thread of this process may go SCHED_IDLE and
@@ -134,17 +135,36 @@ func (q *queue) wait(submit func() error) error {
 		return submit()
 	}
 	qy.idle.Store(true)
-	setPolicy(0, unix.SCHED_IDLE)
+	if err := setPolicy(0, unix.SCHED_IDLE); err != nil {
+		qy.idle.Store(false)
+		q.stopYielding("cannot wait at SCHED_IDLE", err)
+		return submit()
+	}
 	// The watchdog went to sleep meanwhile: it may have looked at idle
 	// before it was set, so nothing would end this wait's SCHED_IDLE.
 	if y.asleep.Load() {
-		setPolicy(0, schedOther)
+		q.leaveIdle()
 	}
 	err := submit()
 	qy.idle.Store(false)
-	setPolicy(0, schedOther)
+	q.leaveIdle()
 	qy.yielded.Add(1)
 	return err
+}
+
+// leaveIdle makes the calling ring thread SCHED_OTHER again; if it cannot
+// (mayYield said it could), its waits yield no more.
+func (q *queue) leaveIdle() {
+	if err := setPolicy(0, schedOther); err != nil {
+		q.stopYielding("cannot leave SCHED_IDLE", err)
+	}
+}
+
+// stopYielding turns q's yielding waits off for good, and says why once.
+func (q *queue) stopYielding(what string, err error) {
+	if q.yieldState.idleTill.Swap(math.MaxInt64) != math.MaxInt64 {
+		q.logf("io_uring queue %d: %s (%v): its waits no longer yield", q.qid, what, err)
+	}
 }
 
 // wake wakes the watchdog if it sleeps.
@@ -233,7 +253,10 @@ func (y *yielder) watch() {
 
 // boost makes q's ring thread SCHED_OTHER now and for backoff.
 func (y *yielder) boost(q *queue) {
-	q.yieldState.idleTill.Store(time.Now().Add(backoff).UnixNano())
+	till := &q.yieldState.idleTill
+	if t := till.Load(); t != math.MaxInt64 { // not off for good
+		till.CompareAndSwap(t, time.Now().Add(backoff).UnixNano())
+	}
 	setOther(q.yieldState.tid.Load())
 	y.boosts.Add(1)
 }

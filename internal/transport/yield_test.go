@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,5 +139,36 @@ func TestURingYieldUnderHog(t *testing.T) {
 	// a loaded machine.
 	if p99 > 15*time.Millisecond {
 		t.Errorf("reads beside a hog: p99 %v, max %v", p99, worst)
+	}
+}
+
+// TestStopYielding: a queue whose thread could not change policy yields
+// no more, and a later boost by the watchdog does not turn it back on.
+func TestStopYielding(t *testing.T) {
+	if !mayYield() {
+		t.Skip("this process may not leave SCHED_IDLE (no CAP_SYS_NICE, RLIMIT_NICE < 20)")
+	}
+	runtime.LockOSThread() // the policy is this thread's; it ends with the test
+	y := newYielder()
+	y.asleep.Store(false) // as if requests flowed; the watchdog is not started
+	q := &queue{yield: y, logf: t.Logf}
+	q.yieldState.tid.Store(int32(unix.Gettid()))
+	submitted := 0
+	submit := func() error { submitted++; return nil }
+	if err := q.wait(submit); err != nil || q.yieldState.yielded.Load() != 1 {
+		t.Fatalf("a wait: %v, %d yielded", err, q.yieldState.yielded.Load())
+	}
+	q.stopYielding("test", unix.EPERM)
+	y.boost(q)
+	if q.yieldState.idleTill.Load() != math.MaxInt64 {
+		t.Error("a boost turned yielding back on (after its backoff)")
+	}
+	for range 3 {
+		if err := q.wait(submit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := q.yieldState.yielded.Load(); n != 1 || submitted != 4 {
+		t.Errorf("after stopYielding: %d yielded, %d submitted", n, submitted)
 	}
 }
