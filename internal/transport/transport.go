@@ -65,7 +65,6 @@ type Options struct {
 	Logf func(format string, args ...any) // the line saying why Auto fell back to classic, and problems; may be nil
 
 	failQueues error // tests: the rings fail to start after INIT agreed on io_uring
-	noYield    bool  // tests: the ring threads' waits never yield (yield.go)
 
 	// Test hooks for the variants the classic transport measured slower
 	// than its pinned worker threads that all read (docs/performance.md,
@@ -271,7 +270,7 @@ func newURing(raw fuse.RawFileSystem, mountPoint string, o fuse.MountOptions, lo
 		err = opts.failQueues
 	}
 	if err == nil {
-		err = m.startQueues(ps, &o, logf, !opts.noYield)
+		err = m.startQueues(ps, &o, logf)
 	}
 	if err != nil {
 		m.Why = err.Error()
@@ -348,7 +347,7 @@ func replayInit(ps *fuse.ProtocolServer, init *fuse.InitIn) error {
 // startQueues starts one queue per possible CPU (the kernel has one per
 // possible CPU and uses the rings only once each has an entry) and waits
 // until each has registered its entries.
-func (m *Mount) startQueues(ps *fuse.ProtocolServer, o *fuse.MountOptions, logf func(string, ...any), yield bool) error {
+func (m *Mount) startQueues(ps *fuse.ProtocolServer, o *fuse.MountOptions, logf func(string, ...any)) error {
 	n, err := possibleCPUs()
 	if err != nil {
 		return err
@@ -358,10 +357,7 @@ func (m *Mount) startQueues(ps *fuse.ProtocolServer, o *fuse.MountOptions, logf 
 	// to pages.
 	payload := max(minReadBuffer, o.MaxWrite, (o.MaxWrite+os.Getpagesize()-1)/os.Getpagesize()*os.Getpagesize())
 	started := make(chan error, n)
-	var y *yielder
-	if yield {
-		y = newYielder()
-	}
+	y := newYielder() // nil when waits may not yield
 	for qid := range n {
 		q, err := newQueue(qid, m.devFD, queueDepth, payload, ps, logf)
 		if err != nil {
