@@ -60,10 +60,12 @@ type File struct {
 // parses the written bytes for them. Set it before f is shared.
 func (f *File) SetOnHeader(fn func(id []byte, gen uint64)) { f.onHeader = fn }
 
-// wroteHeader tells onHeader of header h, now on disk.
-func (f *File) wroteHeader(h *content.Header) {
+// wroteHeader tells onHeader of the header (id, gen), now on disk. It
+// takes the fields by value: a pointer to the caller's header would move
+// all of it to the heap, since id escapes to onHeader.
+func (f *File) wroteHeader(id content.FileID, gen uint64) {
 	if f.onHeader != nil {
-		f.onHeader(h.FileID[:], h.Gen)
+		f.onHeader(id[:], gen)
 	}
 }
 
@@ -217,7 +219,7 @@ func (f *File) prepareHeader(withHoles bool) error {
 		return err
 	}
 	f.hdr, f.fc, f.hasHeader = h, fc, true
-	f.wroteHeader(&h)
+	f.wroteHeader(h.FileID, h.Gen)
 	f.e.roots.opened(f, true)
 	return nil
 }
@@ -265,7 +267,7 @@ func (f *File) writeHeader(h content.Header) (kept bool, err error) {
 		return writeFullAt(f.b, f.e.suite.MarshalHeader(f.hdr), 0) == nil, err
 	}
 	f.hdr = h
-	f.wroteHeader(&h)
+	f.wroteHeader(h.FileID, h.Gen)
 	return false, nil
 }
 

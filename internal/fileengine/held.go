@@ -8,9 +8,11 @@ package fileengine
 // on the open file). For a file that stays within its first chunk (87% of
 // the files of a kernel tree) the DIRTY header protects nothing a reader
 // could see: nothing of the file is in the backing file before it. So the
-// write request that makes such a file holds its backing write (the DIRTY
-// header and chunk 0, one buffer) until its end, then settles the file
-// there: the clean header and the chunk go in one pwrite. One header, one
+// write request that makes such a file holds its backing write (chunk 0,
+// with room for the header before it, one buffer) until its end, then
+// settles the file there: the clean header and the chunk go in one
+// pwrite. The header is put in the buffer only then (writeHeld), so the
+// DIRTY header the file was born with is never marshaled: one header, one
 // MAC and one system call per file, as format 1 pays; the settle that
 // follows (the close) finds nothing to write.
 //
@@ -36,8 +38,9 @@ package fileengine
 //   - If the settle fails before its write (the root cannot be made), the
 //     held bytes are written as they would have been (DIRTY header and
 //     chunk): the write stands, and the close reports the settle's error.
-//     If the backing write fails, the file is empty again, as after any
-//     failed first write (undoGrow), and the write fails.
+//     If the backing write fails, or no header can be made (the keys were
+//     wiped: a write racing a lock), the file is empty again, as after
+//     any failed first write (undoGrow), and the write fails.
 //
 // What a crash sees: the backing file goes from empty to clean in one
 // pwrite. A process killed in the middle of it (a fatal signal stops a
@@ -70,7 +73,7 @@ func (f *File) holdWrite(stored []byte, at int64) bool {
 }
 
 // writeHeldClean settles the file whose first write this call holds: the
-// clean header and the chunk in one backing write (finalize, settleHeld).
+// clean header and the chunk in one backing write (finalize, writeHeld).
 // See the package comment above for what a failure leaves. Called with mu
 // held for writing, at the end of writeLocked.
 func (f *File) writeHeldClean() error {
@@ -79,7 +82,7 @@ func (f *File) writeHeldClean() error {
 	}
 	err := f.settleLocked()
 	if f.held == nil {
-		return err // settleHeld ran: the file is clean, or empty again
+		return err // writeHeld ran: the file is clean, or empty again
 	}
 	// The settle stopped before its write: the write is made as it would
 	// have been, DIRTY, and stands; the close settles it again.
@@ -98,18 +101,15 @@ func (f *File) flushHeld() error {
 	return f.writeHeld(f.hdr)
 }
 
-// settleHeld writes what is held with clean header h in place of the held
-// DIRTY one: the file's first and only write. On failure the file is
-// empty again (flushHeld). Called with mu held for writing.
-func (f *File) settleHeld(h content.Header) error {
-	copy(*f.held, f.e.suite.MarshalHeader(h))
-	return f.writeHeld(h)
-}
-
-// writeHeld makes the held write, whose header is h, and gives the buffer
-// back.
+// writeHeld makes the held write with header h, which it puts in the
+// held buffer first (holdWrite left that part for now: a MAC per small
+// file, paid here once), and gives the buffer back. On failure the file
+// is empty again.
 func (f *File) writeHeld(h content.Header) error {
-	err := writeFullAt(f.b, *f.held, 0)
+	err := f.e.suite.PutHeader((*f.held)[:f.e.lay.header], h)
+	if err == nil {
+		err = writeFullAt(f.b, *f.held, 0)
+	}
 	f.dropHeld()
 	if err != nil {
 		f.e.roots.distrust(f)
@@ -117,7 +117,7 @@ func (f *File) writeHeld(h content.Header) error {
 		return err
 	}
 	f.hdr = h
-	f.wroteHeader(&h)
+	f.wroteHeader(h.FileID, h.Gen)
 	return nil
 }
 

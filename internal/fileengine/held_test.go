@@ -3,6 +3,7 @@ package fileengine
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"syscall"
 	"testing"
@@ -184,4 +185,43 @@ func (b *failingWrites) WriteAt(p []byte, off int64) (int, error) {
 		return 0, b.err
 	}
 	return b.MemBacking.WriteAt(p, off)
+}
+
+// TestHeldWriteRacingWipe: the keys are wiped (a lock) after a first
+// write is held but before it is made. The header is put in the held
+// buffer only when the write is made (writeHeld), and now cannot be: the
+// write fails with ErrWiped and the file is empty, never a header without
+// its MAC, and the daemon does not panic.
+func TestHeldWriteRacingWipe(t *testing.T) {
+	opts := sequential(44)
+	var e *Engine
+	opts.Rand = &wipeOnRead{r: opts.Rand, at: 2, wipe: func() { e.suite.Wipe() }} // 1: the file ID; 2: chunk 0's nonce
+	e = newCompactEngine(t, content.AES256GCM, opts)
+	m := NewMemBacking()
+	f, err := e.OpenAt(m, testPlace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("first bytes"), 0); !errors.Is(err, content.ErrWiped) {
+		t.Fatalf("write: %v, want ErrWiped", err)
+	}
+	if got := len(m.Bytes()); got != 0 {
+		t.Fatalf("backing of %d bytes after the failed write, want empty", got)
+	}
+	f.Close()
+}
+
+// wipeOnRead is a random source that calls wipe before its at-th read.
+type wipeOnRead struct {
+	r    io.Reader
+	n    int
+	at   int
+	wipe func()
+}
+
+func (w *wipeOnRead) Read(p []byte) (int, error) {
+	if w.n++; w.n == w.at {
+		w.wipe()
+	}
+	return w.r.Read(p)
 }

@@ -103,7 +103,8 @@ func (e *Engine) tagBlocksOf(size int64) uint64 {
 func (fr fileRoots) root(size int64, gen uint64, l content.Leaves) ([content.RootSize]byte, error) {
 	f := fr.f
 	count := f.e.tagBlocksOf(size)
-	return f.e.suite.RootSparse(l, f.hdr.FileID, uint64(size), gen, count, f.rt.tags.hashes(count, l))
+	var buf [4]content.BlockHash // a file of up to 4 tag blocks (16 MiB at 16 KiB chunks): no allocation
+	return f.e.suite.RootSparse(l, f.hdr.FileID, uint64(size), gen, count, f.rt.tags.hashes(buf[:0], count, l))
 }
 
 // newRootState is the state of a File just opened on header h (or of a
@@ -377,7 +378,7 @@ func (fr fileRoots) headerStored(h content.Header, held bool) {
 	f := fr.f
 	f.hdr = h
 	if !held { // a held header is told when it is written (held.go)
-		f.wroteHeader(&h)
+		f.wroteHeader(h.FileID, h.Gen)
 	}
 }
 
@@ -556,7 +557,7 @@ func (fr fileRoots) finalize(durable bool) error {
 	}
 	h.Root = root
 	if f.held != nil {
-		err = f.settleHeld(h) // the first write, clean (held.go)
+		err = f.writeHeld(h) // the first write, clean (held.go)
 	} else {
 		_, err = f.writeHeader(h)
 	}

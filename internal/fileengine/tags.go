@@ -255,9 +255,9 @@ func (t *tagTable) cut(n uint64) {
 // hashes rehashes under l the blocks below count that are stale or were
 // hashed under the other rule (a file whose root is rewritten with
 // trimmed leaves after it was checked with whole ones), drops the blocks
-// found all zero, and returns the others' hashes for content.RootSparse.
-func (t *tagTable) hashes(count uint64, l content.Leaves) []content.BlockHash {
-	out := make([]content.BlockHash, 0, len(t.blocks))
+// found all zero, and appends the others' hashes to out, sorted, for
+// content.RootSparse.
+func (t *tagTable) hashes(out []content.BlockHash, count uint64, l content.Leaves) []content.BlockHash {
 	for g, b := range t.blocks {
 		if g >= count {
 			continue

@@ -313,15 +313,21 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 		if !pipelined {
 			pieces := j.withPieces(wFirst, wLast)
 			if at0 > 0 {
-				// The header right before chunk 0 (cipherOffset(0) is the
-				// header's size in a compact layout).
-				if hb := e.suite.MarshalHeader(*j.head); copy((*buf)[:at0], hb) != len(hb) || len(hb) != at0 {
-					panic(fmt.Sprintf("core: header of %d bytes, want %d", len(hb), at0))
-				}
+				// The header goes right before chunk 0 (cipherOffset(0) is
+				// the header's size in a compact layout).
 				stored, at = (*buf)[:at0+size], 0
 			}
+			// A held write gets its header when it is made: the clean one
+			// (finalize), or this DIRTY one if the settle fails
+			// (flushHeld). Marshaled here it would cost a MAC per small
+			// file that no one reads.
 			held := j.hold && wFirst == 0 && wLast == 0 && j.f.holdWrite(stored, at)
 			if !held {
+				if at0 > 0 {
+					if err := e.suite.PutHeader((*buf)[:at0], *j.head); err != nil {
+						return err
+					}
+				}
 				if err := writeFullAt(j.f.b, stored, at); err != nil {
 					return err
 				}

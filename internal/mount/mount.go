@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -190,33 +191,63 @@ func (s *Server) idleLoop(d time.Duration) {
 	}
 }
 
-// cpuProfileEnv names an environment variable for profiling the daemon:
-// ENCRYPTFS_CPUPROFILE=/path/cpu.pprof writes a Go CPU profile of the whole
-// mount's lifetime to that file (read it with `go tool pprof`). It is a
-// developer tool, hence an environment variable rather than a CLI flag.
-const cpuProfileEnv = "ENCRYPTFS_CPUPROFILE"
+// cpuProfileEnv and memProfileEnv name environment variables for
+// profiling the daemon: ENCRYPTFS_CPUPROFILE=/path/cpu.pprof writes a Go
+// CPU profile of the whole mount's lifetime to that file, and
+// ENCRYPTFS_MEMPROFILE=/path/mem.pprof an allocation profile (every
+// allocation sampled, so slower) at unmount. Read them with `go tool
+// pprof`. They are developer tools, hence environment variables rather
+// than CLI flags.
+const (
+	cpuProfileEnv = "ENCRYPTFS_CPUPROFILE"
+	memProfileEnv = "ENCRYPTFS_MEMPROFILE"
+)
 
-// startCPUProfile starts the profile asked for by cpuProfileEnv, if any,
-// and returns the function that writes it out.
+// startCPUProfile starts the profiles asked for by cpuProfileEnv and
+// memProfileEnv, if any, and returns the function that writes them out.
 func (s *Server) startCPUProfile() (stop func()) {
+	stopMem := s.startMemProfile()
 	path := os.Getenv(cpuProfileEnv)
 	if path == "" {
-		return func() {}
+		return stopMem
 	}
 	f, err := os.Create(path)
 	if err != nil {
 		s.logf("%s: %v", cpuProfileEnv, err)
-		return func() {}
+		return stopMem
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		s.logf("%s: %v", cpuProfileEnv, err)
 		f.Close()
-		return func() {}
+		return stopMem
 	}
 	return func() {
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			s.logf("%s: %v", cpuProfileEnv, err)
+		}
+		stopMem()
+	}
+}
+
+// startMemProfile samples every allocation from now on if memProfileEnv
+// is set, and returns the function that writes the allocation profile.
+func (s *Server) startMemProfile() (stop func()) {
+	path := os.Getenv(memProfileEnv)
+	if path == "" {
+		return func() {}
+	}
+	runtime.MemProfileRate = 1
+	return func() {
+		f, err := os.Create(path)
+		if err == nil {
+			err = pprof.Lookup("allocs").WriteTo(f, 0)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			s.logf("%s: %v", memProfileEnv, err)
 		}
 	}
 }

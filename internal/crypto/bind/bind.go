@@ -10,7 +10,6 @@
 package bind
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
 	"errors"
@@ -129,19 +128,10 @@ func (b *Binder) Sum(k Kind, objectID []byte, p Place) Binding {
 	if b.wiped {
 		panic("bind: Sum after Wipe")
 	}
-	m := b.macs.Get()
-	defer b.macs.Put(m)
-	m.Write([]byte(Domain))
-	m.Write([]byte{byte(k)})
-	m.Write(objectID)
-	m.Write(p.ParentID)
 	var n [2]byte
 	binary.BigEndian.PutUint16(n[:], uint16(len(p.EncName)))
-	m.Write(n[:])
-	m.Write([]byte(p.EncName))
-	var sum [sha256.Size]byte
 	var out Binding
-	copy(out[:], m.Sum(sum[:0]))
+	b.macs.Sum(out[:], []byte(Domain), []byte{byte(k)}, objectID, p.ParentID, n[:], []byte(p.EncName))
 	return out
 }
 

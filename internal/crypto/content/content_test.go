@@ -143,7 +143,7 @@ func TestHeaderRoundTrip(t *testing.T) {
 	b := s.MarshalHeader(Header{})
 	b[1] = 2
 	mac, _ := s.headerMAC(0, b[:20])
-	copy(b[20:], mac)
+	copy(b[20:], mac[:])
 	if _, err := s.ParseHeader(b); !errors.Is(err, ErrBadHeader) {
 		t.Errorf("version 2: err = %v", err)
 	}

@@ -96,13 +96,22 @@ func (s *Suite) Epoch() uint32 {
 	return s.epochs.current
 }
 
-// noMACKey is ParseHeader's error when the header MAC cannot be computed:
-// the keys were wiped, or the header's epoch has none here.
-func (s *Suite) noMACKey(e uint32) error {
+// macKeyErr says why the header MAC of epoch e cannot be computed: the
+// keys were wiped (ErrWiped), or epoch e has none here (ErrUnknownEpoch).
+func (s *Suite) macKeyErr(e uint32) error {
 	s.keyMu.RLock()
 	defer s.keyMu.RUnlock()
 	if s.wiped {
-		return fmt.Errorf("%w: %w", ErrBadHeader, ErrWiped)
+		return ErrWiped
 	}
 	return fmt.Errorf("%w (epoch %d)", ErrUnknownEpoch, e)
+}
+
+// noMACKey is ParseHeader's macKeyErr: after Wipe a header reads as bad.
+func (s *Suite) noMACKey(e uint32) error {
+	err := s.macKeyErr(e)
+	if errors.Is(err, ErrWiped) {
+		return fmt.Errorf("%w: %w", ErrBadHeader, err)
+	}
+	return err
 }

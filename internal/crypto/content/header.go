@@ -2,7 +2,6 @@ package content
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 )
@@ -17,38 +16,53 @@ const headerMACSize = 16
 // was wiped.
 // The key is that of epoch e (epoch.go; 0 in v1): false also for an epoch
 // whose key the suite does not have.
-func (s *Suite) headerMAC(e uint32, first20 []byte) ([]byte, bool) {
+func (s *Suite) headerMAC(e uint32, first20 []byte) (mac [headerMACSize]byte, ok bool) {
 	s.keyMu.RLock()
 	defer s.keyMu.RUnlock()
 	if s.wiped {
-		return nil, false
+		return mac, false
 	}
 	macs := s.macsOf(e)
 	if macs == nil {
-		return nil, false
+		return mac, false
 	}
-	m := macs.Get()
-	defer macs.Put(m)
-	m.Write(first20)
-	return m.Sum(make([]byte, 0, sha256.Size))[:headerMACSize], true
+	return mac, macs.Sum(mac[:], first20)
 }
 
-// MarshalHeader returns the 36 header bytes with their MAC. Calling it
-// after Wipe is a programmer error and panics.
+// MarshalHeader returns the header bytes (s.HeaderSize(): 36, or 128
+// for a bound suite) with their MAC. Calling it after Wipe is a
+// programmer error and panics.
 func (s *Suite) MarshalHeader(h Header) []byte {
-	if s.bound {
-		return s.marshalHeaderV2(h)
+	b := make([]byte, s.HeaderSize())
+	if err := s.PutHeader(b, h); err != nil {
+		panic("content: MarshalHeader: " + err.Error())
 	}
-	b := make([]byte, HeaderSize)
-	binary.BigEndian.PutUint16(b[0:2], Version)
-	binary.BigEndian.PutUint16(b[2:4], h.Flags)
-	copy(b[4:20], h.FileID[:])
-	mac, ok := s.headerMAC(0, b[:20])
-	if !ok {
-		panic("content: MarshalHeader after Wipe")
-	}
-	copy(b[20:], mac)
 	return b
+}
+
+// PutHeader is MarshalHeader into b, which must be HeaderSize() bytes,
+// without an allocation: the engine puts a header in the buffer that
+// carries chunk 0 too. It fails with ErrWiped after Wipe (a write racing
+// a lock), and with ErrUnknownEpoch for an epoch without a key.
+func (s *Suite) PutHeader(b []byte, h Header) error {
+	if len(b) != s.HeaderSize() {
+		panic(fmt.Sprintf("content: header buffer of %d bytes, want %d", len(b), s.HeaderSize()))
+	}
+	var mac [headerMACSize]byte
+	var ok bool
+	if s.bound {
+		mac, ok = s.headerMAC(h.Epoch, putHeaderV2(b, h, s.roots))
+	} else {
+		binary.BigEndian.PutUint16(b[0:2], Version)
+		binary.BigEndian.PutUint16(b[2:4], h.Flags)
+		copy(b[4:20], h.FileID[:])
+		mac, ok = s.headerMAC(0, b[:20])
+	}
+	if !ok {
+		return s.macKeyErr(h.Epoch)
+	}
+	copy(b[len(b)-headerMACSize:], mac[:])
+	return nil
 }
 
 // ParseHeader checks length, MAC (constant time), version and flags, or
@@ -65,7 +79,7 @@ func (s *Suite) ParseHeader(b []byte) (Header, error) {
 	if !ok {
 		return Header{}, fmt.Errorf("%w: %w", ErrBadHeader, ErrWiped)
 	}
-	if !hmac.Equal(b[20:], mac) {
+	if !hmac.Equal(b[20:], mac[:]) {
 		return Header{}, fmt.Errorf("%w: MAC mismatch", ErrBadHeader)
 	}
 	if v := binary.BigEndian.Uint16(b[0:2]); v != Version {

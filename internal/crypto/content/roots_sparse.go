@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/internal/macpool"
 )
 
 // A file with roots may be sparse: a hole, or the space a truncate adds,
@@ -62,48 +64,62 @@ func (s *Suite) RootSparse(l Leaves, id FileID, size, gen, count uint64, blocks 
 			return root, fmt.Errorf("content: sparse root: block %d out of order or past %d blocks", blocks[k].Index, count)
 		}
 	}
+	var nums [24]byte
+	binary.BigEndian.PutUint64(nums[0:], size)
+	binary.BigEndian.PutUint64(nums[8:], gen)
+	binary.BigEndian.PutUint64(nums[16:], count)
+	zl, zn := l.zero()
 	s.keyMu.RLock()
 	defer s.keyMu.RUnlock()
 	if s.wiped {
 		return root, ErrWiped
 	}
 	macs := s.macsOf(0)
+	if count <= TagEntries {
+		// One tag block's worth of leaves at most (every file up to
+		// 64 MiB at the default chunk size): on the stack, and one Sum
+		// that copies them, so a small file's root allocates nothing.
+		var buf [TagEntries * sha256.Size]byte
+		leaves := appendLeaves(buf[:0], 0, count, blocks, zl)
+		macs.Sum(root[:], []byte(rootLabel), id[:], nums[:], leaves)
+		return root, nil
+	}
+	return rootOfNodes(macs, id, nums, count, blocks, zl, zn), nil
+}
+
+// rootOfNodes is RootSparse for more than TagEntries blocks: the HMAC
+// over the second-level nodes, streamed. Apart, so that the pieces it
+// writes to the hash.Hash (which escape) are copies made only here.
+func rootOfNodes(macs *macpool.Pool, id FileID, nums [24]byte, count uint64, blocks []BlockHash, zl, zn [sha256.Size]byte) [RootSize]byte {
 	m := macs.Get()
 	defer macs.Put(m)
 	m.Write([]byte(rootLabel))
 	m.Write(id[:])
-	var nums [24]byte
-	binary.BigEndian.PutUint64(nums[0:], size)
-	binary.BigEndian.PutUint64(nums[8:], gen)
-	binary.BigEndian.PutUint64(nums[16:], count)
 	m.Write(nums[:])
-	zl, zn := l.zero()
-	if count <= TagEntries {
-		writeLeaves(m, 0, count, blocks, zl)
-	} else {
-		writeNodes(m, count, blocks, zl, zn)
-	}
+	writeNodes(m, count, blocks, zl, zn)
 	var sum [sha256.Size]byte
+	var root [RootSize]byte
 	copy(root[:], m.Sum(sum[:0]))
-	return root, nil
+	return root
 }
 
 // hashWriter is what the root's levels are written to.
 type hashWriter interface{ Write([]byte) (int, error) }
 
-// writeLeaves writes the hashes of blocks [from, to) to w: those in
+// appendLeaves appends to dst the hashes of blocks [from, to): those in
 // blocks (sorted, all inside the range) and zl (an all-zero block's) for
 // the others.
-func writeLeaves(w hashWriter, from, to uint64, blocks []BlockHash, zl [sha256.Size]byte) {
+func appendLeaves(dst []byte, from, to uint64, blocks []BlockHash, zl [sha256.Size]byte) []byte {
 	k := 0
 	for j := from; j < to; j++ {
 		if k < len(blocks) && blocks[k].Index == j {
-			w.Write(blocks[k].Hash[:])
+			dst = append(dst, blocks[k].Hash[:]...)
 			k++
 			continue
 		}
-		w.Write(zl[:])
+		dst = append(dst, zl[:]...)
 	}
+	return dst
 }
 
 // writeNodes writes the second-level nodes of count blocks to m: a group
@@ -119,11 +135,11 @@ func writeNodes(m hashWriter, count uint64, blocks []BlockHash, zl, zn [sha256.S
 		copy(zeros[i*sha256.Size:], zn[:])
 	}
 	node := func(grp uint64, in []BlockHash) {
-		h := sha256.New()
-		h.Write([]byte{1})
-		writeLeaves(h, grp*TagEntries, min((grp+1)*TagEntries, count), in, zl)
-		var out [sha256.Size]byte
-		m.Write(h.Sum(out[:0]))
+		var buf [1 + TagEntries*sha256.Size]byte
+		buf[0] = 1
+		leaves := appendLeaves(buf[:1], grp*TagEntries, min((grp+1)*TagEntries, count), in, zl)
+		out := sha256.Sum256(leaves)
+		m.Write(out[:])
 	}
 	last := groups - 1
 	for grp := uint64(0); grp < groups; {

@@ -33,14 +33,29 @@ import (
 // on a small machine; more are made and dropped when needed.
 const maxFree = 8
 
+// maxScratch bounds the scratch buffer a kept state holds on to (Sum).
+const maxScratch = 1024
+
 // Pool hands out HMAC-SHA256 states keyed with one key. It is safe for
 // concurrent use.
 type Pool struct {
 	key []byte // not copied: the owner wipes it, after Drop
 
 	mu      sync.Mutex
-	free    []hash.Hash
+	free    []*State
 	dropped bool
+}
+
+// State is one keyed HMAC-SHA256 state, ready for Write and Sum (the
+// embedded hash.Hash); give it back with Put.
+type State struct {
+	hash.Hash
+	// scratch and sum are Pool.Sum's, kept with the state so that a MAC
+	// of a message in pieces allocates nothing: a piece written straight
+	// to the hash.Hash interface escapes, and a caller's stack array with
+	// it.
+	scratch []byte
+	sum     [sha256.Size]byte
 }
 
 // New returns a Pool for key. key is read when a state is made, so it must
@@ -49,7 +64,7 @@ func New(key []byte) *Pool { return &Pool{key: key} }
 
 // Get returns a state keyed with the Pool's key, ready for Write. Give it
 // back with Put. After Drop it returns nil.
-func (p *Pool) Get() hash.Hash {
+func (p *Pool) Get() *State {
 	p.mu.Lock()
 	if p.dropped {
 		p.mu.Unlock()
@@ -63,18 +78,43 @@ func (p *Pool) Get() hash.Hash {
 		return m
 	}
 	p.mu.Unlock()
-	return hmac.New(sha256.New, p.key)
+	return &State{Hash: hmac.New(sha256.New, p.key)}
 }
 
 // Put resets m and keeps it for a later Get, unless the Pool was dropped
 // or keeps enough already.
-func (p *Pool) Put(m hash.Hash) {
+func (p *Pool) Put(m *State) {
 	m.Reset()
+	if cap(m.scratch) > maxScratch {
+		m.scratch = nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.dropped && len(p.free) < maxFree {
 		p.free = append(p.free, m)
 	}
+}
+
+// Sum copies HMAC-SHA256(key, the concatenation of parts) into out (all
+// 32 bytes, or its first len(out)), and reports false after Drop. The
+// parts are copied into the state's scratch buffer and written at once,
+// so they do not escape: no allocation, where writing each to the
+// hash.Hash costs one per stack array.
+func (p *Pool) Sum(out []byte, parts ...[]byte) bool {
+	m := p.Get()
+	if m == nil {
+		return false
+	}
+	b := m.scratch[:0]
+	for _, part := range parts {
+		b = append(b, part...)
+	}
+	m.Write(b)
+	clear(b) // the message does not outlive the call, whatever it was
+	m.scratch = b
+	copy(out, m.Hash.Sum(m.sum[:0]))
+	p.Put(m)
+	return true
 }
 
 // Drop forgets every kept state; Get returns nil from now on. Call it

@@ -96,6 +96,43 @@ func TestNoAllocs(t *testing.T) {
 	}
 }
 
+// Sum is crypto/hmac's HMAC of the parts' concatenation, cut to out,
+// and needs no allocation for parts on the stack (the reason it exists).
+func TestSum(t *testing.T) {
+	key := bytes.Repeat([]byte{9}, 32)
+	p := New(key)
+	msg := bytes.Repeat([]byte("0123456789abcdef"), 200) // past maxScratch
+	for _, n := range []int{0, 1, 55, 56, 64, 112, 200, len(msg)} {
+		for _, cut := range []int{0, n / 3, n} {
+			var out [sha256.Size]byte
+			if !p.Sum(out[:], msg[:cut], msg[cut:n]) {
+				t.Fatal("Sum failed before Drop")
+			}
+			if !bytes.Equal(out[:], want(key, msg[:n])) {
+				t.Fatalf("message of %d bytes cut at %d: HMAC differs", n, cut)
+			}
+			var short [16]byte
+			p.Sum(short[:], msg[:n])
+			if !bytes.Equal(short[:], out[:16]) {
+				t.Fatalf("message of %d bytes: a 16-byte Sum is not the HMAC's prefix", n)
+			}
+		}
+	}
+	var id [16]byte
+	var nums [24]byte
+	var out [16]byte
+	allocs := testing.AllocsPerRun(100, func() {
+		p.Sum(out[:], []byte("label"), id[:], nums[:])
+	})
+	if allocs > 0 {
+		t.Fatalf("%v allocations per Sum", allocs)
+	}
+	p.Drop()
+	if p.Sum(out[:], id[:]) {
+		t.Fatal("Sum after Drop")
+	}
+}
+
 func BenchmarkHeaderMAC(b *testing.B) {
 	key := make([]byte, 32)
 	msg := make([]byte, 112)
