@@ -322,6 +322,18 @@ func Errno(err error) unix.Errno {
 	if err == nil {
 		return 0
 	}
+	// The commonest failures of a request answered first, without the
+	// reflection of errors.As and the walk of every sentinel in Of: a
+	// kernel errno as it came, and a lookup of a name that is not there
+	// (once per file an untar creates; format 2's lookups fail with
+	// tree.ErrNotFound itself, which wraps no errno).
+	switch e := err.(type) {
+	case unix.Errno:
+		return e
+	}
+	if err == tree.ErrNotFound {
+		return unix.ENOENT
+	}
 	var e unix.Errno
 	if errors.As(err, &e) {
 		return e
