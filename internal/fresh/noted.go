@@ -60,10 +60,12 @@ func (c *notedChanges) touch(dir dirID, name string) {
 
 // touchLocked is touch of a recorded name with mu held.
 func (c *notedChanges) touchLocked(dir dirID, name string) {
-	if c.touched[dir] == nil {
-		c.touched[dir] = map[string]bool{}
+	names := c.touched[dir] // one lookup by directory: its key is hashed whole
+	if names == nil {
+		names = map[string]bool{}
+		c.touched[dir] = names
 	}
-	c.touched[dir][name] = true
+	names[name] = true
 }
 
 // gone forgets the names noted in directory dir (removed).
@@ -102,12 +104,13 @@ func (c *notedChanges) header(dir dirID, name string, id [fc.IDSize]byte, gen ui
 	c.touchLocked(dir, name)
 	e := expected{present: true, known: true, id: id, gen: gen}
 	sameFile := func(was [fc.IDSize]byte) bool { return was == id || was == [fc.IDSize]byte{} }
-	if old, ok := c.expects[dir][name]; ok {
+	names := c.expects[dir]
+	if old, ok := names[name]; ok {
 		e.created = old.created && !old.dir && (!old.known || sameFile(old.id))
 	} else if was, ok := c.carried[dir][name]; ok {
 		e.created = sameFile(was)
 	}
-	c.expectLocked(dir, name, &e)
+	c.expectIn(names, dir, name, &e)
 }
 
 // uncreate drops what a creation in this window told of name of dir (it
@@ -156,26 +159,32 @@ func (c *notedChanges) expectRenamed(fromDir dirID, from string, toDir dirID, to
 // them); e nil forgets it (a change whose outcome is not known here).
 // Called with c.mu held.
 func (c *notedChanges) expectLocked(dir dirID, name string, e *expected) {
+	c.expectIn(c.expects[dir], dir, name, e)
+}
+
+// expectIn is expectLocked given names, c.expects[dir] (nil if none yet):
+// a directory's key is hashed whole at each lookup, so a caller that has
+// looked it up already passes what it found.
+func (c *notedChanges) expectIn(names map[string]expected, dir dirID, name string, e *expected) {
 	if e == nil || !e.created {
 		delete(c.carried[dir], name)
 	}
 	if e == nil {
-		if c.expects[dir] != nil {
-			delete(c.expects[dir], name)
-		}
+		delete(names, name) // a nil map: nothing to delete
 		return
 	}
-	if c.expects[dir] == nil {
-		c.expects[dir] = map[string]expected{}
+	if names == nil {
+		names = map[string]expected{}
+		c.expects[dir] = names
 	}
-	if old, ok := c.expects[dir][name]; ok && old.known && e.known && old.id == e.id && old.gen > e.gen {
+	if old, ok := names[name]; ok && old.known && e.known && old.id == e.id && old.gen > e.gen {
 		// Headers of one file only go up: keep the newest seen (and
 		// whether it was created here, as e says).
 		old.created = old.created && e.created
-		c.expects[dir][name] = old
+		names[name] = old
 		return
 	}
-	c.expects[dir][name] = *e
+	names[name] = *e
 }
 
 // requeue puts the names and expectations of a failed batch back among

@@ -75,28 +75,40 @@ func (s *Suite) RootSparse(l Leaves, id FileID, size, gen, count uint64, blocks 
 		return root, ErrWiped
 	}
 	macs := s.macsOf(0)
-	if count <= TagEntries {
-		// One tag block's worth of leaves at most (every file up to
-		// 64 MiB at the default chunk size): on the stack, and one Sum
-		// that copies them, so a small file's root allocates nothing.
-		var buf [TagEntries * sha256.Size]byte
+	if count <= smallRootBlocks {
+		// A file of at most smallRootBlocks tag blocks (64 MiB at the
+		// default chunk size): its leaves on the stack, and one Sum that
+		// copies them, so a small file's root allocates nothing. (A
+		// buffer for TagEntries leaves cost more than it saved: 8 KiB
+		// zeroed on every call.)
+		var buf [smallRootBlocks * sha256.Size]byte
 		leaves := appendLeaves(buf[:0], 0, count, blocks, zl)
 		macs.Sum(root[:], []byte(rootLabel), id[:], nums[:], leaves)
 		return root, nil
 	}
-	return rootOfNodes(macs, id, nums, count, blocks, zl, zn), nil
+	return rootStreamed(macs, id, nums, count, blocks, zl, zn), nil
 }
 
-// rootOfNodes is RootSparse for more than TagEntries blocks: the HMAC
-// over the second-level nodes, streamed. Apart, so that the pieces it
-// writes to the hash.Hash (which escape) are copies made only here.
-func rootOfNodes(macs *macpool.Pool, id FileID, nums [24]byte, count uint64, blocks []BlockHash, zl, zn [sha256.Size]byte) [RootSize]byte {
+// smallRootBlocks bounds the files whose root RootSparse computes from a
+// buffer on the stack.
+const smallRootBlocks = 16
+
+// rootStreamed is RootSparse for more than smallRootBlocks blocks, the
+// HMAC streamed: over the leaves up to TagEntries blocks, over the
+// second-level nodes past that. Apart, so that the pieces it writes to
+// the hash.Hash (which escape) are copies made only here.
+func rootStreamed(macs *macpool.Pool, id FileID, nums [24]byte, count uint64, blocks []BlockHash, zl, zn [sha256.Size]byte) [RootSize]byte {
 	m := macs.Get()
 	defer macs.Put(m)
 	m.Write([]byte(rootLabel))
 	m.Write(id[:])
 	m.Write(nums[:])
-	writeNodes(m, count, blocks, zl, zn)
+	if count <= TagEntries {
+		var buf [TagEntries * sha256.Size]byte
+		m.Write(appendLeaves(buf[:0], 0, count, blocks, zl))
+	} else {
+		writeNodes(m, count, blocks, zl, zn)
+	}
 	var sum [sha256.Size]byte
 	var root [RootSize]byte
 	copy(root[:], m.Sum(sum[:0]))

@@ -8,7 +8,8 @@ import (
 )
 
 // TestRootSparseIsRoot: RootSparse equals Root over the full list of
-// hashes, for counts around the one-level/two-level switch and partial
+// hashes, for counts around the stack buffer's bound (smallRootBlocks),
+// the one-level/two-level switch and partial
 // last groups, with blocks in the first, a middle and the last group,
 // under both rules (their all-zero blocks differ).
 func TestRootSparseIsRoot(t *testing.T) {
@@ -23,7 +24,7 @@ func testRootSparseIsRoot(t *testing.T, l Leaves) {
 	id[0] = 7
 	rnd := rand.New(rand.NewPCG(1, 2))
 	zl, _ := l.zero()
-	for _, count := range []uint64{0, 1, 2, 255, 256, 257, 511, 512, 513, 3*256 + 17, 5 * 256} {
+	for _, count := range []uint64{0, 1, 2, smallRootBlocks, smallRootBlocks + 1, 255, 256, 257, 511, 512, 513, 3*256 + 17, 5 * 256} {
 		for _, density := range []int{0, 1, 3, 100} {
 			full := repeatHash(zl, int(count))
 			var sparse []BlockHash
