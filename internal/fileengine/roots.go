@@ -503,7 +503,7 @@ func (fr fileRoots) saveEntries() error {
 	n := f.e.chunksOf(f.size)
 	var buf [4]uint64
 	for _, g := range rs.tags.unsavedGroups(buf[:]) {
-		b := rs.tags.blocks[g]
+		b := rs.tags.blocks.get(g)
 		first, last := g*content.TagEntries+uint64(b.lo), min(g*content.TagEntries+uint64(b.hi), n-1)
 		if n > 0 && first <= last {
 			if err := fr.writeEntries(first, last, f.size); err != nil {

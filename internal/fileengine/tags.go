@@ -17,7 +17,7 @@ import (
 // the File's write lock; the parallel seal workers only fill entries of a
 // block made beforehand (blockFor).
 type tagTable struct {
-	blocks map[uint64]*tagBlock
+	blocks blockMap
 	// free is where blocks come from and go back to (the engine's
 	// tagBlocks), so that a File opened per small file (tar -x, md5sum)
 	// does not allocate and clear 4 KiB for its tag block each time;
@@ -46,7 +46,7 @@ var zeroEntry [content.TagSize]byte
 
 // entry returns chunk i's tag entry; the caller must not change it.
 func (t *tagTable) entry(i uint64) []byte {
-	b := t.blocks[i/content.TagEntries]
+	b := t.blocks.get(i / content.TagEntries)
 	if b == nil {
 		return zeroEntry[:]
 	}
@@ -58,14 +58,11 @@ func (t *tagTable) entry(i uint64) []byte {
 // marks it stale: the caller is about to change its entries.
 func (t *tagTable) blockFor(i uint64) *tagBlock {
 	g := i / content.TagEntries
-	b := t.blocks[g]
+	b := t.blocks.get(g)
 	if b == nil {
-		if t.blocks == nil {
-			t.blocks = make(map[uint64]*tagBlock)
-		}
 		b = t.newBlock()
 		clear(b.entries[:])
-		t.blocks[g] = b
+		t.blocks.put(g, b)
 	}
 	b.stale = true
 	return b
@@ -85,15 +82,15 @@ func (t *tagTable) newBlock() *tagBlock {
 
 // drop removes block g from the table and gives it back.
 func (t *tagTable) drop(g uint64) {
-	if b := t.blocks[g]; b != nil && t.free != nil {
+	if b := t.blocks.get(g); b != nil && t.free != nil {
 		t.free.Put(b)
 	}
-	delete(t.blocks, g)
+	t.blocks.del(g)
 }
 
 // release gives every block back: the File is closed.
 func (t *tagTable) release() {
-	for g := range t.blocks {
+	for g := range t.blocks.all() {
 		t.drop(g)
 	}
 }
@@ -101,7 +98,7 @@ func (t *tagTable) release() {
 // head returns tag block 0's entries: the table's own memory (not to be
 // changed), or zeros for a block not in the table.
 func (t *tagTable) head() []byte {
-	if b := t.blocks[0]; b != nil {
+	if b := t.blocks.get(0); b != nil {
 		return b.entries[:]
 	}
 	return zeroTagBlock[:]
@@ -110,13 +107,13 @@ func (t *tagTable) head() []byte {
 // set makes chunk i's entry tag.
 func (t *tagTable) set(i uint64, tag []byte) {
 	at := i % content.TagEntries * content.TagSize
-	copy(t.blocks[i/content.TagEntries].entries[at:at+content.TagSize], tag)
+	copy(t.blocks.get(i / content.TagEntries).entries[at:at+content.TagSize], tag)
 }
 
 // markUnsaved records that the entries of chunks [first, last] (one
 // block, in the table) are newer in memory than on the backing file.
 func (t *tagTable) markUnsaved(first, last uint64) {
-	b := t.blocks[first/content.TagEntries]
+	b := t.blocks.get(first / content.TagEntries)
 	lo, hi := uint16(first%content.TagEntries), uint16(last%content.TagEntries)
 	if !b.unsaved {
 		b.unsaved, b.lo, b.hi = true, lo, hi
@@ -134,7 +131,7 @@ const (
 // savedPieces records that the pieces of block 0 were stored whole from
 // the table: its unsaved entries are saved if they all lie in them.
 func (t *tagTable) savedPieces(pieces uint8) {
-	b := t.blocks[0]
+	b := t.blocks.get(0)
 	if pieces == 0 || b == nil || !b.unsaved {
 		return
 	}
@@ -149,10 +146,10 @@ func (t *tagTable) savedPieces(pieces uint8) {
 // buf's memory when they fit (a small file's close allocates nothing).
 func (t *tagTable) unsavedGroups(buf []uint64) []uint64 {
 	gs := buf[:0]
-	if len(t.blocks) == 0 {
+	if t.blocks.len() == 0 {
 		return gs
 	}
-	for g, b := range t.blocks {
+	for g, b := range t.blocks.all() {
 		if b.unsaved {
 			gs = append(gs, g)
 		}
@@ -167,7 +164,7 @@ func (t *tagTable) unsavedGroups(buf []uint64) []uint64 {
 // (one block): the block's own memory, or zeros for a block not in the
 // table.
 func (t *tagTable) entries(first, last uint64, zeros []byte) []byte {
-	b := t.blocks[first/content.TagEntries]
+	b := t.blocks.get(first / content.TagEntries)
 	n := (last - first + 1) * content.TagSize
 	if b == nil {
 		return zeros[:n]
@@ -183,13 +180,10 @@ func (t *tagTable) load(g uint64, block []byte) {
 		t.drop(g)
 		return
 	}
-	b := t.blocks[g]
+	b := t.blocks.get(g)
 	if b == nil {
 		b = t.newBlock()
-		if t.blocks == nil {
-			t.blocks = make(map[uint64]*tagBlock)
-		}
-		t.blocks[g] = b
+		t.blocks.put(g, b)
 	}
 	copy(b.entries[:], block)
 	b.stale = true
@@ -199,15 +193,15 @@ func (t *tagTable) load(g uint64, block []byte) {
 // (inclusive): at most the table's size, whatever the range.
 func (t *tagTable) groupsIn(g0, g1 uint64) []uint64 {
 	var gs []uint64
-	if g1-g0 < uint64(len(t.blocks)) { // a short range: look its blocks up
+	if g1-g0 < uint64(t.blocks.len()) { // a short range: look its blocks up
 		for g := g0; g <= g1; g++ {
-			if t.blocks[g] != nil {
+			if t.blocks.get(g) != nil {
 				gs = append(gs, g)
 			}
 		}
 		return gs
 	}
-	for g := range t.blocks {
+	for g := range t.blocks.all() {
 		if g >= g0 && g <= g1 {
 			gs = append(gs, g)
 		}
@@ -225,7 +219,7 @@ func (t *tagTable) clear(first, end uint64) []uint64 {
 	}
 	gs := t.groupsIn(first/content.TagEntries, (end-1)/content.TagEntries)
 	for _, g := range gs {
-		b := t.blocks[g]
+		b := t.blocks.get(g)
 		from := max(first, g*content.TagEntries) % content.TagEntries
 		to := (min(end-1, g*content.TagEntries+content.TagEntries-1))%content.TagEntries + 1
 		clear(b.entries[from*content.TagSize : to*content.TagSize])
@@ -242,7 +236,7 @@ func (t *tagTable) cut(n uint64) {
 		return
 	}
 	blocks := (n + content.TagEntries - 1) / content.TagEntries
-	for g := range t.blocks {
+	for g := range t.blocks.all() {
 		if g >= blocks {
 			t.drop(g)
 		}
@@ -258,7 +252,7 @@ func (t *tagTable) cut(n uint64) {
 // found all zero, and appends the others' hashes to out, sorted, for
 // content.RootSparse.
 func (t *tagTable) hashes(out []content.BlockHash, count uint64, l content.Leaves) []content.BlockHash {
-	for g, b := range t.blocks {
+	for g, b := range t.blocks.all() {
 		if g >= count {
 			continue
 		}
