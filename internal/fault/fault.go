@@ -327,13 +327,18 @@ func Errno(err error) unix.Errno {
 	// kernel errno as it came, and a lookup of a name that is not there
 	// (once per file an untar creates; format 2's lookups fail with
 	// tree.ErrNotFound itself, which wraps no errno).
-	switch e := err.(type) {
-	case unix.Errno:
+	if e, ok := err.(unix.Errno); ok {
 		return e
 	}
 	if err == tree.ErrNotFound {
 		return unix.ENOENT
 	}
+	return classifiedErrno(err)
+}
+
+// classifiedErrno is Errno without its shortcuts: a kernel errno in the
+// chain, else the errno of err's Kind, else EIO.
+func classifiedErrno(err error) unix.Errno {
 	var e unix.Errno
 	if errors.As(err, &e) {
 		return e
