@@ -105,10 +105,12 @@ func (rm *rootMemo) remember(id content.FileID, l content.Leaves, size, gen uint
 }
 
 // matches reports whether the stored tag block 0 of a file of n chunks
-// (block: all of it, zeros for an empty file) is the one remembered for
-// file id at size, gen and root under rule l: then it hashes to root.
-func (rm *rootMemo) matches(id content.FileID, l content.Leaves, size, gen uint64, root [content.RootSize]byte, n uint64, block []byte) bool {
-	if n > memoChunks {
+// (block: all of it, zeros for an empty file; zeroPast: its entries from
+// n on are zero, as the table knows from its bound) is the one
+// remembered for file id at size, gen and root under rule l: then it
+// hashes to root.
+func (rm *rootMemo) matches(id content.FileID, l content.Leaves, size, gen uint64, root [content.RootSize]byte, n uint64, block []byte, zeroPast bool) bool {
+	if n > memoChunks || !zeroPast {
 		return false
 	}
 	rm.mu.Lock()
@@ -118,7 +120,7 @@ func (rm *rootMemo) matches(id content.FileID, l content.Leaves, size, gen uint6
 		return false
 	}
 	entries := block[:n*content.TagSize]
-	if k := memoKey(id, l, size, gen, root, entries); subtle.ConstantTimeCompare(k[:], want[:]) != 1 || !isZero(block[len(entries):]) {
+	if k := memoKey(id, l, size, gen, root, entries); subtle.ConstantTimeCompare(k[:], want[:]) != 1 {
 		return false
 	}
 	rm.hits.Add(1)

@@ -194,7 +194,7 @@ func (fr fileRoots) checkRoot() error {
 	f := fr.f
 	e, h := f.e, f.hdr
 	n := e.chunksOf(f.size)
-	if e.memo.matches(h.FileID, content.LeavesOf(h), uint64(f.size), h.Gen, h.Root, n, f.rt.tags.head()) {
+	if e.memo.matches(h.FileID, content.LeavesOf(h), uint64(f.size), h.Gen, h.Root, n, f.rt.tags.head(), f.rt.tags.headZeroFrom(n)) {
 		return nil
 	}
 	root, err := fr.root(f.size, h.Gen, content.LeavesOf(h))
@@ -460,7 +460,7 @@ var zeroTagBlock [content.TagBlockSize]byte
 // setEntry records the tag of stored chunk i (sealed by this File).
 func (fr fileRoots) setEntry(i uint64, stored []byte) {
 	f := fr.f
-	f.rt.tags.blockFor(i)
+	f.rt.tags.blockFor(i, i)
 	f.rt.tags.set(i, f.fc.ChunkTag(stored))
 }
 

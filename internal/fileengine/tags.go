@@ -39,6 +39,12 @@ type tagBlock struct {
 	// before a clean header).
 	unsaved bool
 	lo, hi  uint16
+	// top bounds the entries that may be non-zero: those from top on
+	// are zero. It is raised before an entry is written (blockFor,
+	// load) and never lowered but to 0 with a cleared block, so
+	// hashes scans for zeros only below it (content.Leaves.HashBounded):
+	// a small file's block is one entry and 4,080 bytes of zeros.
+	top uint16
 }
 
 // zeroEntry is the entry of a chunk whose block is not in the table. Read only.
@@ -54,10 +60,12 @@ func (t *tagTable) entry(i uint64) []byte {
 	return b.entries[at : at+content.TagSize]
 }
 
-// blockFor returns the block of chunk i, made (all zeros) if missing, and
-// marks it stale: the caller is about to change its entries.
-func (t *tagTable) blockFor(i uint64) *tagBlock {
-	g := i / content.TagEntries
+// blockFor returns the block of chunks [first, last] (one block), made
+// (all zeros) if missing, marks it stale and raises its bound past last:
+// the caller is about to set those entries (set, by the seal workers in
+// parallel, which therefore leave top alone).
+func (t *tagTable) blockFor(first, last uint64) *tagBlock {
+	g := first / content.TagEntries
 	b := t.blocks.get(g)
 	if b == nil {
 		b = t.newBlock()
@@ -65,6 +73,11 @@ func (t *tagTable) blockFor(i uint64) *tagBlock {
 		t.blocks.put(g, b)
 	}
 	b.stale = true
+	top := uint16(content.TagEntries) // a range past the block: the whole block
+	if last/content.TagEntries == g {
+		top = uint16(last%content.TagEntries + 1)
+	}
+	b.top = max(b.top, top)
 	return b
 }
 
@@ -73,7 +86,7 @@ func (t *tagTable) blockFor(i uint64) *tagBlock {
 func (t *tagTable) newBlock() *tagBlock {
 	if t.free != nil {
 		if b, ok := t.free.Get().(*tagBlock); ok {
-			b.hash, b.leaves, b.stale, b.unsaved, b.lo, b.hi = [sha256.Size]byte{}, 0, false, false, 0, 0
+			b.hash, b.leaves, b.stale, b.unsaved, b.lo, b.hi, b.top = [sha256.Size]byte{}, 0, false, false, 0, 0, 0
 			return b
 		}
 	}
@@ -104,7 +117,15 @@ func (t *tagTable) head() []byte {
 	return zeroTagBlock[:]
 }
 
-// set makes chunk i's entry tag.
+// headZeroFrom reports whether the entries of block 0 from index n on
+// are known to be zero (its bound): a block 0 just loaded has its exact
+// bound, so for a stored block this is whether they are.
+func (t *tagTable) headZeroFrom(n uint64) bool {
+	b := t.blocks.get(0)
+	return b == nil || uint64(b.top) <= n
+}
+
+// set makes chunk i's entry tag; blockFor made its block and bound.
 func (t *tagTable) set(i uint64, tag []byte) {
 	at := i % content.TagEntries * content.TagSize
 	copy(t.blocks.get(i / content.TagEntries).entries[at:at+content.TagSize], tag)
@@ -176,7 +197,8 @@ func (t *tagTable) entries(first, last uint64, zeros []byte) []byte {
 // load takes in stored tag block g (block): kept only if it has a
 // non-zero entry.
 func (t *tagTable) load(g uint64, block []byte) {
-	if isZero(block) {
+	n := content.TrimmedLen(block) // one scan: whether it is zero, and its bound
+	if n == 0 {
 		t.drop(g)
 		return
 	}
@@ -187,6 +209,7 @@ func (t *tagTable) load(g uint64, block []byte) {
 	}
 	copy(b.entries[:], block)
 	b.stale = true
+	b.top = uint16(n / content.TagSize)
 }
 
 // groupsIn returns, sorted, the blocks in the table from g0 to g1
@@ -257,12 +280,12 @@ func (t *tagTable) hashes(out []content.BlockHash, count uint64, l content.Leave
 			continue
 		}
 		if b.stale || b.leaves != l {
-			if isZero(b.entries[:]) {
+			h, zero := l.HashBounded(b.entries[:], int(b.top))
+			if zero {
 				t.drop(g)
 				continue
 			}
-			b.hash, b.leaves = l.Hash(b.entries[:]), l
-			b.stale = false
+			b.hash, b.leaves, b.stale = h, l, false
 		}
 		out = append(out, content.BlockHash{Index: g, Hash: b.hash})
 	}

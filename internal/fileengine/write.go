@@ -290,7 +290,7 @@ func (j *sealJob) sealAndWrite(first uint64, count int, nonces []byte) error {
 		j.runFirst, j.stored = wFirst, (*buf)[at0:at0+size]
 		j.nonces = nonces[done*e.nonceSize : (done+n)*e.nonceSize]
 		if rs := j.f.rt; rs != nil {
-			rs.tags.blockFor(wFirst) // the workers fill its entries
+			rs.tags.blockFor(wFirst, wLast) // the workers fill these entries
 		}
 		if err := e.forChunks(n, j); err != nil {
 			wait() // the buffers go back to the pool only when no write uses them

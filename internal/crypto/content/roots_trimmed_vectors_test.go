@@ -199,6 +199,40 @@ func TestTrimmedLen(t *testing.T) {
 	}
 }
 
+// TestHashBounded: under either rule, a block hashed with any bound at or
+// past its last non-zero entry has the leaf Hash gives it, and is zero
+// exactly when it is all zeros.
+func TestHashBounded(t *testing.T) {
+	for _, l := range []Leaves{WholeLeaves, TrimmedLeaves} {
+		zeros := make([]byte, TagBlockSize)
+		for _, top := range []int{0, 1, TagEntries} {
+			if leaf, zero := l.HashBounded(zeros, top); !zero || leaf != l.Hash(zeros) {
+				t.Fatalf("rule %d, zeros bounded at %d: zero %v, leaf %x, want %x", l, top, zero, leaf, l.Hash(zeros))
+			}
+		}
+		for _, last := range []int{0, 1, 15, 16, 17, TagEntries - 1} {
+			b := make([]byte, TagBlockSize)
+			for i := 0; i <= last; i += 3 {
+				b[i*TagSize+i%TagSize] = byte(i + 1)
+			}
+			b[last*TagSize+TagSize-1] = 0xff
+			want := l.Hash(b)
+			for _, top := range []int{last + 1, min(last+2, TagEntries), TagEntries} {
+				if leaf, zero := l.HashBounded(b, top); zero || leaf != want {
+					t.Fatalf("rule %d, last entry %d bounded at %d: zero %v, leaf %x, want %x", l, last, top, zero, leaf, want)
+				}
+			}
+			if l == TrimmedLeaves && last > 0 {
+				// A trimmed leaf below the bound is not the block's: the
+				// bound is the caller's promise, not a hint.
+				if leaf, _ := l.HashBounded(b, last); leaf == want {
+					t.Fatalf("rule %d, last entry %d bounded below it: the block's own leaf", l, last)
+				}
+			}
+		}
+	}
+}
+
 // TestTrimmedHeaderFlag: TRIMMED is accepted by a suite with trimmed
 // leaves only; a roots suite without them refuses it (a build without the
 // feature must not read a root by the wrong rule).
