@@ -45,22 +45,22 @@ func (v *Vault) ownFromManifests() {
 func (v *Vault) batch(all bool) error {
 	v.batchMu.Lock()
 	defer v.batchMu.Unlock()
-	touched, expects := v.noted.take()
+	notes := v.noted.take()
 	v.batches.Add(1) // an open file tells its next content change again
 	v.mu.Lock()
 	all = all || v.fullPending
 	v.fullPending = false // Told.All during this batch sets it again
 	v.mu.Unlock()
-	if !all && len(touched) == 0 {
+	if !all && len(notes) == 0 {
 		return nil
 	}
-	err := v.record(all, touched, expects)
+	err := v.record(all, notes)
 	if err != nil {
 		// Nothing noted is lost to a failed batch (a full disk, a
 		// manifests directory the storage replaced): the next batch
 		// takes the names again, and Close keeps them in the local
 		// state for the next mount (unrecorded.go).
-		v.noted.requeue(touched, expects)
+		v.noted.requeue(notes)
 		if all {
 			v.mu.Lock()
 			v.fullPending = true
@@ -71,7 +71,7 @@ func (v *Vault) batch(all bool) error {
 }
 
 // record is batch's work on the names it took.
-func (v *Vault) record(all bool, touched map[dirID]map[string]bool, expects map[dirID]map[string]expected) error {
+func (v *Vault) record(all bool, notes notesOf) error {
 	v.mu.Lock()
 	if v.own == nil {
 		v.mu.Unlock()
@@ -90,8 +90,8 @@ func (v *Vault) record(all bool, touched map[dirID]map[string]bool, expects map[
 		return err
 	}
 	written := map[[fc.IDSize]byte]fc.EpochEntry{}
-	record := func(dirfd int, dirID [fc.IDSize]byte, names []string, exp map[string]expected) error {
-		m, changed := v.recordDir(dirfd, dirID, names, counter, devs, exp)
+	record := func(dirfd int, dirID [fc.IDSize]byte, names []string, noted map[string]note) error {
+		m, changed := v.recordDir(dirfd, dirID, names, counter, devs, noted)
 		if !changed {
 			return nil
 		}
@@ -105,7 +105,7 @@ func (v *Vault) record(all bool, touched map[dirID]map[string]bool, expects map[
 	if all {
 		err = v.walk(func(d walkDir) error { return record(d.fd, d.id, nil, nil) })
 	} else {
-		err = v.recordTouched(touched, expects, record)
+		err = v.recordTouched(notes, record)
 	}
 	if err == nil {
 		err = v.flushBuckets()
@@ -146,16 +146,15 @@ func (v *Vault) record(all bool, touched map[dirID]map[string]bool, expects map[
 // those it did not find. A directory the walk does not find either is
 // gone (removed, or removed with an ancestor): skipped, as its parent's
 // record says it is gone.
-func (v *Vault) recordTouched(touched map[dirID]map[string]bool, expects map[dirID]map[string]expected,
-	record func(int, [fc.IDSize]byte, []string, map[string]expected) error) error {
-	ids := make([]dirID, 0, len(touched))
-	for d := range touched {
+func (v *Vault) recordTouched(notes notesOf, record func(int, [fc.IDSize]byte, []string, map[string]note) error) error {
+	ids := make([]dirID, 0, len(notes))
+	for d := range notes {
 		ids = append(ids, d)
 	}
 	slices.SortFunc(ids, func(a, b dirID) int { return bytes.Compare(a[:], b[:]) })
 	namesOf := func(d dirID) []string {
 		var out []string
-		for n := range touched[d] {
+		for n := range notes[d] {
 			out = append(out, n)
 		}
 		slices.Sort(out)
@@ -168,7 +167,7 @@ func (v *Vault) recordTouched(touched map[dirID]map[string]bool, expects map[dir
 			lost[d] = true
 			continue
 		}
-		err := record(fd, d, namesOf(d), expects[d])
+		err := record(fd, d, namesOf(d), notes[d])
 		backing.Close(fd)
 		if err != nil {
 			return err
@@ -182,7 +181,7 @@ func (v *Vault) recordTouched(touched map[dirID]map[string]bool, expects map[dir
 			return nil
 		}
 		delete(lost, w.id) // a second directory of one ID (a copy) is not it
-		return record(w.fd, w.id, namesOf(w.id), expects[w.id])
+		return record(w.fd, w.id, namesOf(w.id), notes[w.id])
 	})
 }
 
@@ -216,7 +215,7 @@ func (v *Vault) allDevices() ([][fc.IDSize]byte, error) {
 // (nil: every name on disk or in a manifest): a name whose current
 // records do not say exactly what it is gets a new record of this
 // device. changed reports whether the manifest needs writing.
-func (v *Vault) recordDir(dirfd int, dirID [fc.IDSize]byte, names []string, counter uint64, devs [][fc.IDSize]byte, exp map[string]expected) (*fc.Manifest, bool) {
+func (v *Vault) recordDir(dirfd int, dirID [fc.IDSize]byte, names []string, counter uint64, devs [][fc.IDSize]byte, noted map[string]note) (*fc.Manifest, bool) {
 	recs := v.dirRecords(devs, dirID)
 	own := recs[v.self]
 	if own == nil {
@@ -229,7 +228,7 @@ func (v *Vault) recordDir(dirfd int, dirID [fc.IDSize]byte, names []string, coun
 	changed := false
 	for _, n := range names {
 		refs := byName[n]
-		a, err := v.nameNow(dirfd, n, exp, refs)
+		a, err := v.nameNow(dirfd, n, noted[n], refs)
 		if err != nil {
 			continue
 		}
@@ -255,8 +254,8 @@ func (v *Vault) recordDir(dirfd int, dirID [fc.IDSize]byte, names []string, coun
 // nameNow is what the batch records name n of dirfd as: a file this
 // device created in the window as the engine told it, with no disk read;
 // else what the disk says, corrected by what the device did (expect.go).
-func (v *Vault) nameNow(dirfd int, n string, exp map[string]expected, refs []ref) (actual, error) {
-	e, ok := exp[n]
+func (v *Vault) nameNow(dirfd int, n string, noted note, refs []ref) (actual, error) {
+	e, ok := noted.e, noted.has
 	if ok && e.created {
 		v.trusted.Add(1)
 		return e.made(), nil

@@ -174,7 +174,7 @@ func New(dir string, masterKey []byte, o Options) (*Vault, error) {
 	}
 	v := &Vault{dir: dir, root: root, o: o, stateDir: o.StateDir, keyed: keyed, self: [fc.IDSize]byte(st.Device),
 		lock: lock, state: st,
-		noted: notedChanges{touched: map[dirID]map[string]bool{}, expects: map[dirID]map[string]expected{}}}
+		noted: notedChanges{notes: notesOf{}}}
 	if lock != nil && !ok {
 		lock.Close()
 		v.lock = nil

@@ -10,41 +10,56 @@ import (
 type dirID = [fc.IDSize]byte
 
 // notedChanges is what this device changed since the last batch: the
-// (directory ID, backing name) pairs the engine told (told.go), and what
-// the device made of each (expect.go). It owns the rule that an
-// operation never waits for a batch or a check: its lock is held only
-// to add a name or to take them all, never across I/O.
+// (directory ID, backing name) pairs the engine told (told.go), each with
+// what the device made of it where that is known (expect.go). It owns
+// the rule that an operation never waits for a batch or a check: its
+// lock is held only to add a name or to take them all, never across I/O.
 type notedChanges struct {
-	mu      sync.Mutex
-	touched map[dirID]map[string]bool     // directory ID -> backing names
-	expects map[dirID]map[string]expected // what this device made of them (expect.go)
+	mu sync.Mutex
+	// notes: directory ID -> backing name -> what was noted of it. One
+	// map for both what was touched and what was made of it, so that a
+	// created file (told created, then its header) costs one map entry
+	// and lookups in one map: as two maps (touched names, expectations)
+	// they were the largest part of what freshness cost an untar's
+	// daemon in a perf record (docs/performance.md).
+	notes map[dirID]map[string]note
 	// carried: the files the last batch took as created (expected.created),
 	// by the ID they had then (zero: no header yet). A header told of one
 	// in this window marks it created again: a close's header often comes
 	// just after a batch took the file's creation and first writes. Any
-	// other change told of the name drops it (expectLocked, uncreate).
+	// other change told of the name drops it (expectIn, uncreate).
 	carried map[dirID]map[string][fc.IDSize]byte
 }
 
-// take returns the noted names and expectations and starts afresh (a
-// batch records what it took; requeue gives back what it could not).
-func (c *notedChanges) take() (map[dirID]map[string]bool, map[dirID]map[string]expected) {
+// note is what was noted of one name: that it changed, and, with has,
+// what this device made of it (without: the disk's to say).
+type note struct {
+	e   expected
+	has bool
+}
+
+// notesOf is what a batch takes: directory ID -> backing name -> note.
+type notesOf = map[dirID]map[string]note
+
+// take returns the noted names and starts afresh (a batch records what
+// it took; requeue gives back what it could not).
+func (c *notedChanges) take() notesOf {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	touched, expects := c.touched, c.expects
-	c.touched, c.expects = map[dirID]map[string]bool{}, map[dirID]map[string]expected{}
+	notes := c.notes
+	c.notes = notesOf{}
 	c.carried = map[dirID]map[string][fc.IDSize]byte{}
-	for d, names := range expects {
-		for n, e := range names {
-			if e.created && !e.dir {
+	for d, names := range notes {
+		for n, nt := range names {
+			if nt.has && nt.e.created && !nt.e.dir {
 				if c.carried[d] == nil {
 					c.carried[d] = map[string][fc.IDSize]byte{}
 				}
-				c.carried[d][n] = e.id
+				c.carried[d][n] = nt.e.id
 			}
 		}
 	}
-	return touched, expects
+	return notes
 }
 
 // touch notes name of dir (a long name's sidecar stands for its entry).
@@ -55,30 +70,34 @@ func (c *notedChanges) touch(dir dirID, name string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.touchLocked(dir, name)
+	names := c.namesIn(dir)
+	if _, ok := names[name]; !ok {
+		names[name] = note{}
+	}
 }
 
-// touchLocked is touch of a recorded name with mu held.
-func (c *notedChanges) touchLocked(dir dirID, name string) {
-	names := c.touched[dir] // one lookup by directory: its key is hashed whole
+// namesIn returns the notes of dir, made if none yet; called with mu held.
+// A directory's key is hashed whole at each lookup: callers look it up
+// once per change.
+func (c *notedChanges) namesIn(dir dirID) map[string]note {
+	names := c.notes[dir]
 	if names == nil {
-		names = map[string]bool{}
-		c.touched[dir] = names
+		names = map[string]note{}
+		c.notes[dir] = names
 	}
-	names[name] = true
+	return names
 }
 
 // gone forgets the names noted in directory dir (removed).
 func (c *notedChanges) gone(dir dirID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.touched, dir)
-	delete(c.expects, dir)
+	delete(c.notes, dir)
 	delete(c.carried, dir)
 }
 
-// expectAt notes name of dir (touch) and sets its expectation (nil
-// forgets it), under one lock.
+// expectAt notes name of dir and sets what this device made of it (nil
+// forgets that: the disk's to say), under one lock.
 func (c *notedChanges) expectAt(dir dirID, name string, e *expected) {
 	name, ok := recordedName(name)
 	if !ok {
@@ -86,14 +105,13 @@ func (c *notedChanges) expectAt(dir dirID, name string, e *expected) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.touchLocked(dir, name)
 	c.expectLocked(dir, name, e)
 }
 
-// header notes name of dir (touch) and that this device wrote the header
-// (id, gen) of the file there. A file this device created in this window (or that the
-// last batch took as created: carried) stays known to be created if this
-// is its first header or one of the same file.
+// header notes name of dir and that this device wrote the header (id,
+// gen) of the file there. A file this device created in this window (or
+// that the last batch took as created: carried) stays known to be
+// created if this is its first header or one of the same file.
 func (c *notedChanges) header(dir dirID, name string, id [fc.IDSize]byte, gen uint64) {
 	name, ok := recordedName(name)
 	if !ok {
@@ -101,16 +119,16 @@ func (c *notedChanges) header(dir dirID, name string, id [fc.IDSize]byte, gen ui
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.touchLocked(dir, name)
 	e := expected{present: true, known: true, id: id, gen: gen}
 	sameFile := func(was [fc.IDSize]byte) bool { return was == id || was == [fc.IDSize]byte{} }
-	names := c.expects[dir]
-	if old, ok := names[name]; ok {
-		e.created = old.created && !old.dir && (!old.known || sameFile(old.id))
+	names := c.namesIn(dir)
+	old, ok := names[name]
+	if ok && old.has {
+		e.created = old.e.created && !old.e.dir && (!old.e.known || sameFile(old.e.id))
 	} else if was, ok := c.carried[dir][name]; ok {
 		e.created = sameFile(was)
 	}
-	c.expectIn(names, dir, name, &e)
+	c.expectIn(names, old, dir, name, &e)
 }
 
 // uncreate drops what a creation in this window told of name of dir (it
@@ -122,9 +140,9 @@ func (c *notedChanges) uncreate(dir dirID, name string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.expects[dir][name]; ok && e.created {
-		e.created = false
-		c.expects[dir][name] = e
+	if nt, ok := c.notes[dir][name]; ok && nt.has && nt.e.created {
+		nt.e.created = false
+		c.notes[dir][name] = nt
 	}
 	delete(c.carried[dir], name)
 }
@@ -138,11 +156,11 @@ func (c *notedChanges) expectRenamed(fromDir dirID, from string, toDir dirID, to
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var src, dst *expected
-	if e, ok := c.expects[fromDir][from]; ok1 && ok {
-		src = &e
+	if nt, ok := c.notes[fromDir][from]; ok1 && ok && nt.has {
+		src = &nt.e
 	}
-	if e, ok := c.expects[toDir][to]; ok2 && ok {
-		dst = &e
+	if nt, ok := c.notes[toDir][to]; ok2 && ok && nt.has {
+		dst = &nt.e
 	}
 	if ok2 {
 		c.expectLocked(toDir, to, src)
@@ -155,66 +173,58 @@ func (c *notedChanges) expectRenamed(fromDir dirID, from string, toDir dirID, to
 	}
 }
 
-// expectLocked sets the expectation of name in dir (both as touch normalizes
-// them); e nil forgets it (a change whose outcome is not known here).
-// Called with c.mu held.
+// expectLocked notes name of dir (as touch normalizes them) and sets what
+// this device made of it; e nil forgets that (a change whose outcome is
+// not known here). Called with c.mu held.
 func (c *notedChanges) expectLocked(dir dirID, name string, e *expected) {
-	c.expectIn(c.expects[dir], dir, name, e)
+	names := c.namesIn(dir)
+	c.expectIn(names, names[name], dir, name, e)
 }
 
-// expectIn is expectLocked given names, c.expects[dir] (nil if none yet):
-// a directory's key is hashed whole at each lookup, so a caller that has
-// looked it up already passes what it found.
-func (c *notedChanges) expectIn(names map[string]expected, dir dirID, name string, e *expected) {
+// expectIn is expectLocked given names, the notes of dir, and old, what
+// they hold for name (a caller that has looked both up passes them).
+func (c *notedChanges) expectIn(names map[string]note, old note, dir dirID, name string, e *expected) {
 	if e == nil || !e.created {
 		delete(c.carried[dir], name)
 	}
 	if e == nil {
-		delete(names, name) // a nil map: nothing to delete
+		names[name] = note{}
 		return
 	}
-	if names == nil {
-		names = map[string]expected{}
-		c.expects[dir] = names
-	}
-	if old, ok := names[name]; ok && old.known && e.known && old.id == e.id && old.gen > e.gen {
+	if old.has && old.e.known && e.known && old.e.id == e.id && old.e.gen > e.gen {
 		// Headers of one file only go up: keep the newest seen (and
 		// whether it was created here, as e says).
-		old.created = old.created && e.created
+		old.e.created = old.e.created && e.created
 		names[name] = old
 		return
 	}
-	names[name] = *e
+	names[name] = note{e: *e, has: true}
 }
 
-// requeue puts the names and expectations of a failed batch back among
-// the noted ones; what was noted since wins. A name noted since is no
-// longer trusted as created (its Touched found no expectation to drop
-// the mark from).
-func (c *notedChanges) requeue(touched map[dirID]map[string]bool, expects map[dirID]map[string]expected) {
+// requeue puts the names of a failed batch back among the noted ones;
+// what was noted since wins. A name noted since is no longer trusted as
+// created (the change noted since found no expectation to drop the
+// mark from).
+func (c *notedChanges) requeue(notes notesOf) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for d, names := range expects {
-		for n, e := range names {
-			if c.touched[d][n] && e.created {
+	for d, names := range notes {
+		now := c.namesIn(d)
+		for n, nt := range names {
+			cur, since := now[n]
+			switch {
+			case !nt.has:
+				if !since {
+					now[n] = note{}
+				}
+			case !since:
+				c.expectIn(now, note{}, d, n, &nt.e)
+			case !cur.has:
+				e := nt.e
 				e.created = false
-				names[n] = e
+				c.expectIn(now, cur, d, n, &e)
 			}
-		}
-	}
-	for d, names := range touched {
-		for n := range names {
-			if c.touched[d] == nil {
-				c.touched[d] = map[string]bool{}
-			}
-			c.touched[d][n] = true
-		}
-	}
-	for d, names := range expects {
-		for n, e := range names {
-			if _, newer := c.expects[d][n]; !newer {
-				c.expectLocked(d, n, &e)
-			}
+			// Else the expectation noted since wins.
 		}
 	}
 }
@@ -224,10 +234,10 @@ func (c *notedChanges) list() []Unrecorded {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Unrecorded
-	for d, names := range c.touched {
-		for n := range names {
+	for d, names := range c.notes {
+		for n, nt := range names {
 			u := Unrecorded{ID: fc.EncodeID(d[:]), Name: n}
-			if e, ok := c.expects[d][n]; ok {
+			if e := nt.e; nt.has {
 				u.Expect = &UnrecordedExpect{Present: e.present, Known: e.known, Gen: e.gen}
 				if e.known {
 					u.Expect.ID = e.id[:]

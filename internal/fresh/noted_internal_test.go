@@ -1,6 +1,9 @@
 package fresh
 
-import "testing"
+import (
+	"maps"
+	"testing"
+)
 
 // TestCreatedCarried: a file this device created stays known whole (no
 // xattrs, the file of its last header) across the batch that took its
@@ -11,8 +14,8 @@ func TestCreatedCarried(t *testing.T) {
 	id, other := [16]byte{2}, [16]byte{3}
 	created := func(c *notedChanges, name string) bool {
 		t.Helper()
-		e, ok := c.expects[d][name]
-		return ok && e.created
+		nt, ok := c.notes[d][name]
+		return ok && nt.has && nt.e.created
 	}
 	for _, tc := range []struct {
 		name string
@@ -50,5 +53,37 @@ func TestCreatedCarried(t *testing.T) {
 				t.Fatalf("created after the batch: %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestRequeue: the names of a failed batch come back among the noted
+// ones; an expectation noted since wins, and a name changed since without
+// one gets the old expectation back, no longer trusted as created.
+func TestRequeue(t *testing.T) {
+	d := dirID{1}
+	id := [16]byte{2}
+	c := &notedChanges{}
+	c.take()
+	c.expectAt(d, "kept", &expected{present: true, created: true})
+	c.touch(d, "plain")
+	c.expectAt(d, "newer", &expected{present: true, created: true})
+	c.expectAt(d, "changed", &expected{present: true, created: true})
+	c.header(d, "changed", id, 3)
+	failed := c.take()
+	c.expectAt(d, "newer", &expected{}) // removed since
+	c.touch(d, "changed")               // written since
+	c.uncreate(d, "changed")
+	c.requeue(failed)
+	want := map[string]note{
+		"kept":    {e: expected{present: true, created: true}, has: true},
+		"plain":   {},
+		"newer":   {e: expected{}, has: true},
+		"changed": {e: expected{present: true, known: true, id: id, gen: 3}, has: true},
+	}
+	if got := c.notes[d]; !maps.Equal(got, want) {
+		t.Fatalf("after requeue:\n%+v\nwant\n%+v", got, want)
+	}
+	if _, ok := c.carried[d]["changed"]; ok {
+		t.Fatal("a name changed since is still carried as created")
 	}
 }
