@@ -40,8 +40,9 @@ type tagBlock struct {
 	unsaved bool
 	lo, hi  uint16
 	// top bounds the entries that may be non-zero: those from top on
-	// are zero. It is raised before an entry is written (blockFor,
-	// load) and never lowered but to 0 with a cleared block, so
+	// are zero. blockFor raises it before entries are set; load, which
+	// replaces every entry, sets it exactly; clear and cut leave it (a
+	// bound stays a bound); a new block starts at 0, then cleared or loaded. So
 	// hashes scans for zeros only below it (content.Leaves.HashBounded):
 	// a small file's block is one entry and 4,080 bytes of zeros.
 	top uint16
