@@ -83,8 +83,9 @@ func freshReader(s *Session) fresh.Reader {
 			}
 			return n.Plain, err
 		},
-		Locate: s.vault.Locate,
-		Found:  s.vault.Found,
+		Locate:   s.vault.Locate,
+		Found:    s.vault.Found,
+		Activity: s.vault.Activity,
 	}
 }
 
