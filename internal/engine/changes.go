@@ -59,29 +59,6 @@ type changes struct {
 	c       Changes
 	batches *atomic.Uint64
 	links   dirLinks
-	// requests counts the doors' requests (lookups, listings, opens,
-	// reads, writes): freshness's timer waits for it to stand still
-	// before a batch (Vault.Activity).
-	requests atomic.Uint64
-}
-
-// request counts one request of a door.
-func (c *changes) request() {
-	if c != nil {
-		c.requests.Add(1)
-	}
-}
-
-// Activity is a count of the requests the doors made of v (lookups,
-// listings, opens, reads, writes), 0 without freshness: freshness's
-// timer batches wait until it stands still (fresh.Reader.Activity), so
-// that a batch runs between the user's requests rather than among them.
-// An atomic add per request, and only on a vault with freshness.
-func (v *Vault) Activity() uint64 {
-	if v.changes == nil {
-		return 0
-	}
-	return v.changes.requests.Load()
 }
 
 // SetChanges makes v tell c what each operation changes, and learn where

@@ -79,16 +79,12 @@ func (d *Dir) treeDir() tree.Dir { return tree.NewDir(d.fd, d.id, d.place) }
 // else (showBad) an undecryptable entry. It returns the entry's backing
 // stat too.
 func (d *Dir) Lookup(plain string, showBad bool) (Name, unix.Stat_t, error) {
-	d.v.changes.request()
 	return d.v.tree.Resolve(d.treeDir(), plain, showBad)
 }
 
 // NewName is the name a new entry plain gets in d (its encryption, no
 // lookup).
-func (d *Dir) NewName(plain string) (Name, error) {
-	d.v.changes.request()
-	return d.v.tree.Name(d.id, plain)
-}
+func (d *Dir) NewName(plain string) (Name, error) { return d.v.tree.Name(d.id, plain) }
 
 // Resolve is Lookup (without undecryptable entries) or, when no entry is
 // shown as plain, the name a new entry gets (NewName).
@@ -126,7 +122,6 @@ func (d *Dir) Sub(n Name) (*Dir, error) {
 // List lists d: the entries whose names decrypt, and those whose names do
 // not.
 func (d *Dir) List() ([]Entry, []BadEntry, error) {
-	d.v.changes.request()
 	return d.v.tree.List(d.treeDir())
 }
 
@@ -148,7 +143,6 @@ type Attr struct {
 // open), else from the backing size; a symlink's from its decrypted
 // target.
 func (d *Dir) Attr(n Name) (Attr, error) {
-	d.v.changes.request()
 	st, err := d.Lstat(n)
 	if err != nil {
 		return Attr{}, err
@@ -188,7 +182,6 @@ func (d *Dir) Sync() error { return d.v.fs.Fsync(d.fd) }
 // EEXIST. If the new file cannot be put into the open-file table, it is
 // removed again: the caller is told it was not created.
 func (d *Dir) Create(n Name, flags int, mode uint32, o OpenOptions) (*File, error) {
-	d.v.changes.request()
 	fd, err := d.v.tree.Create(d.treeDir(), n, flags, mode)
 	if err != nil {
 		return nil, err
@@ -206,7 +199,6 @@ func (d *Dir) Create(n Name, flags int, mode uint32, o OpenOptions) (*File, erro
 // Mkdir creates directory n in d with mode (permission bits, setgid,
 // sticky) and a new directory ID bound to its place, and returns the ID.
 func (d *Dir) Mkdir(n Name, mode uint32) ([]byte, error) {
-	d.v.changes.request()
 	id, err := d.v.tree.Mkdir(d.treeDir(), n, mode)
 	if err == nil {
 		d.v.changes.madeDir(d.id, n.Backing, id)
@@ -243,7 +235,6 @@ func (d *Dir) UnlinkSole(n Name) error {
 
 // unlink is Unlink and UnlinkSole around rm, the tree's unlink of n.
 func (d *Dir) unlink(n Name, rm func() error) error {
-	d.v.changes.request()
 	f := d.v.openAt(d.fd, n.Backing)
 	err := rm()
 	if err == nil {
@@ -262,7 +253,6 @@ func (d *Dir) unlink(n Name, rm func() error) error {
 // (RENAME_NOREPLACE, RENAME_EXCHANGE); with location binding the one
 // object moved is rebound.
 func (d *Dir) Rename(n Name, to *Dir, tn Name, flags uint) error {
-	d.v.changes.request()
 	exchange := flags&unix.RENAME_EXCHANGE != 0
 	var replaced *File // an open file the rename may replace at tn
 	if !exchange {

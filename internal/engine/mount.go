@@ -62,14 +62,12 @@ func IsNoXattrs(err error) bool { return errors.Is(err, tree.ErrNoXattrs) }
 // ResolveAlias finds the alias shown as plain (a conflict copy, or with
 // showBad an undecryptable entry) whose own encrypted name is absent.
 func (d *Dir) ResolveAlias(plain string, showBad bool) (Name, unix.Stat_t, error) {
-	d.v.changes.request()
 	return d.v.tree.ResolveAlias(d.treeDir(), plain, showBad)
 }
 
 // Rmdir removes the empty directory n: its ID file, the directory, its
 // long-name sidecar (tree's ErrNotEmpty if anything else is in it).
 func (d *Dir) Rmdir(n Name) error {
-	d.v.changes.request()
 	err := d.v.tree.Rmdir(d.treeDir(), n)
 	if err == nil {
 		d.v.changes.removed(d.id, n.Backing)

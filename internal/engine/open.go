@@ -83,7 +83,6 @@ const maxOpenTries = 4
 // (EISDIR) or special file (backing.ErrNotRegular) at the name is the
 // door's to report.
 func (d *Dir) Open(n Name, o OpenOptions) (*File, error) {
-	d.v.changes.request()
 	for try := 1; ; try++ {
 		f, key, err := d.openOnce(n, o)
 		if !errors.Is(err, bind.ErrMisplaced) || key.Ino == 0 {

@@ -62,13 +62,6 @@ type Options struct {
 	// Interval between batches; 0: DefaultInterval; negative: no timer
 	// (tests call Flush).
 	Interval time.Duration
-	// Quiet is how long the engine must have made no request before a
-	// timer batch runs (quiet.go); 0: DefaultQuiet; negative: the timer
-	// batches at once.
-	Quiet time.Duration
-	// MaxDelay bounds how long a timer batch waits for Quiet; 0:
-	// DefaultMaxDelay.
-	MaxDelay time.Duration
 	// Offline: the session only checks (encryptfs freshness status and
 	// accept): no batches, the local state is written only by Check and
 	// Accept.
@@ -145,12 +138,6 @@ func New(dir string, masterKey []byte, o Options) (*Vault, error) {
 	}
 	if o.Interval == 0 {
 		o.Interval = DefaultInterval
-	}
-	if o.Quiet == 0 {
-		o.Quiet = DefaultQuiet
-	}
-	if o.MaxDelay == 0 {
-		o.MaxDelay = DefaultMaxDelay
 	}
 	if o.Grace == 0 {
 		o.Grace = DefaultGrace
@@ -278,16 +265,9 @@ func (v *Vault) loop() {
 		case <-v.stop:
 			return
 		case <-t.C:
-			if !v.awaitQuiet() {
-				return // Close: its own batch follows
-			}
 			if err := v.Flush(); err != nil {
 				v.log("freshness: writing manifests: " + err.Error())
 			}
-			// The next batch an Interval after this one, not after
-			// the tick that waited (a tick that fell in the wait
-			// would fire at once).
-			t.Reset(v.o.Interval)
 		}
 	}
 }

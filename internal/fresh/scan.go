@@ -34,10 +34,6 @@ type Reader struct {
 	// Found tells the engine where a walk found directory id: at
 	// backing name name of parent (nil parent: the root).
 	Found func(id, parent []byte, name string)
-	// Activity counts the engine's requests (engine.Vault.Activity): a
-	// timer batch waits until it stands still (quiet.go). nil: the timer
-	// batches at once.
-	Activity func() uint64
 }
 
 // actual is the state of one backing name as found on disk.

@@ -83,9 +83,8 @@ func freshReader(s *Session) fresh.Reader {
 			}
 			return n.Plain, err
 		},
-		Locate:   s.vault.Locate,
-		Found:    s.vault.Found,
-		Activity: s.vault.Activity,
+		Locate: s.vault.Locate,
+		Found:  s.vault.Found,
 	}
 }
 
