@@ -40,9 +40,9 @@ type tagBlock struct {
 	unsaved bool
 	lo, hi  uint16
 	// top bounds the entries that may be non-zero: those from top on
-	// are zero. blockFor raises it before entries are set; load, which
-	// replaces every entry, sets it exactly; clear and cut leave it (a
-	// bound stays a bound); a new block starts at 0, then cleared or loaded. So
+	// are zero. A new block starts at 0; blockFor raises it before
+	// entries are set; load, which replaces every entry, sets it
+	// exactly; clear and cut leave it, as a bound stays a bound. So
 	// hashes scans for zeros only below it (content.Leaves.HashBounded):
 	// a small file's block is one entry and 4,080 bytes of zeros.
 	top uint16
