@@ -170,6 +170,7 @@ func serveForward(a *App, s *session.Session, cipherDir, mountPoint string, m mo
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}
+	giveWaitersProcs(srv)
 	// From here on a signal unmounts (UnmountOnSignal); one held while
 	// mounting is acted on now. The handler is installed before early stops
 	// listening, so no signal falls between the two.

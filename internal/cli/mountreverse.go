@@ -88,5 +88,6 @@ func serveReverse(a *App, c *session.Config, plainDir, mountPoint string, m moun
 	if err != nil {
 		return withCode(ExitMount, fmt.Errorf("mount %s: %w", mountPoint, err))
 	}
+	giveWaitersProcs(srv)
 	return runServer(srv, ready, logger, fmt.Sprintf("mounted the encrypted view of %s on %s (read-only)", plainDir, mountPoint), mountPoint)
 }

@@ -145,6 +145,10 @@ func Mount(opts Options) (*Server, error) {
 	return s, nil
 }
 
+// Waiters is the number of the transport's threads that wait in the
+// kernel for requests (transport.Mount.Waiters).
+func (s *Server) Waiters() int { return s.conn.Waiters() }
+
 // Transport says what serves the mount's requests: "io_uring" or
 // "classic".
 func (s *Server) Transport() string { return s.conn.Transport }

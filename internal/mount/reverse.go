@@ -67,7 +67,12 @@ var ErrNoRoot = errors.New("reverse: no root")
 // mount.
 type ReverseServer struct {
 	*fuseserver.Server
+	conn *transport.Mount
 }
+
+// Waiters is the number of the transport's threads that wait in the
+// kernel for requests (transport.Mount.Waiters).
+func (s *ReverseServer) Waiters() int { return s.conn.Waiters() }
 
 // MountReverse mounts the read-only view and returns once the kernel has
 // it ready.
@@ -85,7 +90,7 @@ func MountReverse(opts ReverseOptions) (*ReverseServer, error) {
 		root.Close()
 		return nil, fmt.Errorf("reverse: stat %s: %w", opts.PlainDir, err)
 	}
-	srv, _, err := serve(root, serverConfig{
+	srv, conn, err := serve(root, serverConfig{
 		mountPoint:   opts.MountPoint,
 		fsName:       cmp.Or(opts.FsName, opts.PlainDir),
 		typeName:     "encryptfs-reverse", // type "fuse.encryptfs-reverse"
@@ -103,5 +108,5 @@ func MountReverse(opts ReverseOptions) (*ReverseServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reverse: mount: %w", err)
 	}
-	return &ReverseServer{srv}, nil
+	return &ReverseServer{Server: srv, conn: conn}, nil
 }

@@ -29,6 +29,9 @@ func TestClassicWorkers(t *testing.T) {
 	if m.Transport != "classic" || len(m.workers) == 0 {
 		t.Fatalf("transport %q, %d workers", m.Transport, len(m.workers))
 	}
+	if n := len(allowedCPUs()); len(m.workers) != n || m.Waiters() != n {
+		t.Errorf("%d workers, %d waiters, %d CPUs", len(m.workers), m.Waiters(), n)
+	}
 	served := func() (n uint64) {
 		for _, w := range m.workers {
 			n += w.served.Load()
@@ -54,8 +57,8 @@ func TestClassicWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.workers != nil {
-		t.Errorf("go-fuse loop asked for, %d workers", len(g.workers))
+	if g.workers != nil || g.Waiters() != 0 {
+		t.Errorf("go-fuse loop asked for, %d workers, %d waiters", len(g.workers), g.Waiters())
 	}
 }
 

@@ -504,6 +504,17 @@ func (m *Mount) Describe() string {
 	return "classic /dev/fuse"
 }
 
+// Waiters is the number of threads that serve requests by waiting for
+// them in the kernel: the classic workers, or the rings' threads and the
+// worker that reads what io_uring leaves on /dev/fuse (0 with go-fuse's
+// own loop, a test hook). Each such wait is a system call that holds one
+// of the Go runtime's Ps; with no P idle, the runtime's monitor takes it
+// back from the waiting thread within about 20 us and hands it on, and
+// the thread must win one back, through the scheduler, when its request
+// arrives. The daemon gives the runtime a P per waiter on top of its own
+// (cli: daemonProcs), so that those waits cost no hand-offs.
+func (m *Mount) Waiters() int { return len(m.queues) + len(m.workers) }
+
 // ReadsAside is the number of large READs the rings have had answered on
 // other goroutines (offloadMin), over all queues.
 func (m *Mount) ReadsAside() uint64 {

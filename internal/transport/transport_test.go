@@ -130,6 +130,10 @@ func TestURingMount(t *testing.T) {
 	if m.Transport != "io_uring" {
 		t.Fatalf("transport %q (%s)", m.Transport, m.Why)
 	}
+	// A thread per ring, and the worker that reads /dev/fuse (FORGETs).
+	if n, err := possibleCPUs(); err != nil || len(m.queues) != n || len(m.workers) != 1 || m.Waiters() != n+1 {
+		t.Errorf("%d rings, %d workers, %d waiters, %d possible CPUs (%v)", len(m.queues), len(m.workers), m.Waiters(), n, err)
+	}
 	sum := func() (n uint64) {
 		for _, c := range m.RingRequests() {
 			n += c
