@@ -2,6 +2,7 @@ package fileengine
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"syscall"
@@ -13,8 +14,10 @@ import (
 // reservingBacking records the space reserved and punched, and checks that
 // no write lands past the end of the file outside a reserved range: the
 // guarantee reserveGrowth keeps (a full disk fails a growing write before
-// any byte changes). limit, if set, fails a reservation longer than it with
-// ENOSPC, like a nearly full disk.
+// any byte changes). The writes of a file that was empty are not checked
+// until the next reservation (fromEmpty): the first write of a new file
+// reserves nothing (reserveGrowth). limit, if set, fails a reservation
+// longer than it with ENOSPC, like a nearly full disk.
 type reservingBacking struct {
 	*MemBacking
 	t *testing.T
@@ -24,12 +27,16 @@ type reservingBacking struct {
 	punched  [][2]int64
 	calls    int
 	limit    int64
+	// fromEmpty: a write found the file empty, and no reservation has
+	// been made since.
+	fromEmpty bool
 }
 
 func (b *reservingBacking) ReserveSpace(off, length int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.calls++
+	b.fromEmpty = false
 	if b.limit > 0 && length > b.limit {
 		return syscall.ENOSPC
 	}
@@ -50,9 +57,11 @@ func (b *reservingBacking) WriteAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	size := fi.Size()
-	// The header of a new file (offset 0) is written before any chunk and
-	// is not reserved (nothing to lose: the file was empty).
-	if end := off + int64(len(p)); off > 0 && end > size && !b.covered(max(off, size), end) {
+	b.mu.Lock()
+	b.fromEmpty = b.fromEmpty || size == 0
+	fromEmpty := b.fromEmpty
+	b.mu.Unlock()
+	if end := off + int64(len(p)); !fromEmpty && end > size && !b.covered(max(off, size), end) {
 		b.t.Errorf("write [%d, %d) past the end %d is not reserved (reserved %v)", off, end, size, b.reserved)
 	}
 	return b.MemBacking.WriteAt(p, off)
@@ -164,4 +173,73 @@ func TestReserveAheadResetByCut(t *testing.T) {
 		t.Error("the write after a cut reserved nothing")
 	}
 	f.Close()
+}
+
+// TestReserveNotFromEmpty: the first write of a new file reserves nothing
+// (the file was empty: a failed write empties it again), the next growing
+// write reserves its bytes, and a first write that finds the disk full
+// leaves the file empty and the next one works.
+func TestReserveNotFromEmpty(t *testing.T) {
+	const cs = 16 << 10
+	r := rand.New(rand.NewPCG(6, 6))
+	v1 := NewEngine(newTestSuite(t, content.AES256GCM, cs), sequential(6))
+	compactRoots, trimmedLeaves = true, true // encryptfs init's layout
+	v2 := newRootsEngine(t, content.AES256GCM, cs, sequential(6))
+	compactRoots, trimmedLeaves = false, false
+	for _, c := range []struct {
+		name string
+		e    *Engine
+		open func(b Backing) (*File, error)
+	}{
+		{"v1", v1, v1.Open},
+		{"v2", v2, func(b Backing) (*File, error) { return v2.OpenAt(b, testPlace) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			open := func(b Backing) *File {
+				t.Helper()
+				f, err := c.open(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return f
+			}
+			b := &reservingBacking{MemBacking: NewMemBacking(), t: t}
+			f := open(b)
+			first := randomBytes(r, 10240) // tar's record
+			mustWrite(t, f, first, 0)
+			if b.calls != 0 {
+				t.Errorf("the first write of a new file made %d reservations", b.calls)
+			}
+			second := randomBytes(r, 3*cs)
+			mustWrite(t, f, second, int64(len(first))) // checked: reserved before it lands
+			if b.calls != 1 {
+				t.Errorf("the second, growing write made %d reservations, want 1", b.calls)
+			}
+			mustClose(t, f)
+			g := open(b.MemBacking)
+			if got, err := readAll(g); err != nil || !bytes.Equal(got, append(first, second...)) {
+				t.Fatalf("read back: %v", err)
+			}
+			mustClose(t, g)
+
+			// A full disk at the first write of a new file: it fails and
+			// the backing file is empty again, then a write goes through.
+			full := &fullBacking{MemBacking: NewMemBacking(), limit: 100}
+			h := open(full)
+			if _, err := h.WriteAt(first, 0); !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("write on a full disk: %v, want ENOSPC", err)
+			}
+			if n := len(full.Bytes()); n != 0 {
+				t.Errorf("after the failed first write the backing file holds %d bytes", n)
+			}
+			full.limit = 1 << 40
+			mustWrite(t, h, first, 0)
+			mustClose(t, h)
+			k := open(full.MemBacking)
+			if got, err := readAll(k); err != nil || !bytes.Equal(got, first) {
+				t.Fatalf("read back after the retry: %v", err)
+			}
+			mustClose(t, k)
+		})
+	}
 }
