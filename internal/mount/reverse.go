@@ -74,6 +74,9 @@ type ReverseServer struct {
 // kernel for requests (transport.Mount.Waiters).
 func (s *ReverseServer) Waiters() int { return s.conn.Waiters() }
 
+// Transport says what serves the view's requests: "classic".
+func (s *ReverseServer) Transport() string { return s.conn.Transport }
+
 // MountReverse mounts the read-only view and returns once the kernel has
 // it ready.
 func MountReverse(opts ReverseOptions) (*ReverseServer, error) {

@@ -511,8 +511,9 @@ func (m *Mount) Describe() string {
 // of the Go runtime's Ps; with no P idle, the runtime's monitor takes it
 // back from the waiting thread within about 20 us and hands it on, and
 // the thread must win one back, through the scheduler, when its request
-// arrives. The daemon gives the runtime a P per waiter on top of its own
-// (cli: daemonProcs), so that those waits cost no hand-offs.
+// arrives. On the classic transport the daemon gives the runtime a P per
+// waiter on top of its own (cli: giveWaitersProcs), so that those waits
+// cost no hand-offs.
 func (m *Mount) Waiters() int { return len(m.queues) + len(m.workers) }
 
 // ReadsAside is the number of large READs the rings have had answered on
