@@ -37,13 +37,14 @@ func giveWaitersProcs(srv waiterServer) {
 //
 // Why: each waiting thread is in a system call that holds a P. With as
 // many Ps as CPUs and every P held by a waiter (the usual state of a
-// daemon between requests: one classic worker or ring thread per CPU),
+// daemon between requests: one classic worker per CPU),
 // the runtime's monitor thread finds no P idle, so it takes the P from
 // each thread that has waited about 20 us and hands it on, polling every
 // 20 us to do so; each thread whose request then arrives must win a P
 // back through the scheduler (futex wake-ups). strace -c of the daemon
-// during a tar -x of 7,972 files (classic, 2 CPUs): 49k futex and 79k
-// nanosleep calls with GOMAXPROCS 2, under 20k and 28k with 4. With a P
+// during a tar -x of 7,972 files (classic, 2 CPUs): 40,602 futex and
+// 75,903 nanosleep calls with GOMAXPROCS 2, 5,390 and 28,767 with 4;
+// the daemon's CPU over bench/smallfiles.sh's rows 0.90x. With a P
 // per waiter on top of the CPUs', an idle P is always there and the
 // monitor leaves a wait alone for 10 ms. The extra Ps run nothing while
 // their threads wait: Go code still runs on at most as many threads at
