@@ -62,9 +62,9 @@ func withFdSpace(b Backing) Backing {
 // a write which grows a file that holds anything reserves its bytes
 // before it changes any (so a full disk fails it whole), that what was
 // reserved ahead is given back when the File settles, and that a hole
-// punched in the plaintext is
-// punched in the backing file only where whole chunks (and, with roots,
-// their tag entries) allow. Its state is guarded by File.mu.
+// punched in the plaintext is punched in the backing file only where
+// whole chunks (and, with roots, their tag entries) allow. Its state is
+// guarded by File.mu.
 type fileSpace struct {
 	f *File
 	// reservedTo is the backing offset up to which reserveGrowth has
