@@ -30,6 +30,9 @@ var manDate = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 const manEnvironment = `**ENCRYPTFS_TRANSPORT**
 : the default of mount --transport: auto, uring or classic
 
+**GOMAXPROCS**
+: the Go runtime's processors for a mount's daemon; unset, a daemon on the classic transport takes one per CPU and one per worker thread (docs/performance.md, "A P per waiting thread")
+
 **CREDENTIALS_DIRECTORY**
 : where --credential NAME is read from (set by systemd for LoadCredential= and LoadCredentialEncrypted=)
 
