@@ -29,7 +29,7 @@ func TestDaemonProcs(t *testing.T) {
 		want               int
 	}{
 		{2, 2, 2, noEnv, 4},   // classic on 2 CPUs
-		{2, 2, 3, noEnv, 5},   // io_uring: 2 rings and the /dev/fuse reader
+		{2, 2, 3, noEnv, 5},   // three waiters (giveWaitersProcs asks only for classic ones)
 		{4, 2, 2, noEnv, 4},   // called again: the same answer
 		{1, 8, 8, noEnv, 9},   // a cgroup limit of 1 CPU: its own P, then the waiters'
 		{3, 2, 2, set, 3},     // GOMAXPROCS in the environment stays
