@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -86,4 +88,17 @@ func SeekData(fd int, off int64) (int64, error) {
 		return 0, fmt.Errorf("backing: seek data from %d: %w", off, err)
 	}
 	return pos, nil
+}
+
+// AllocatedBytes is the space a file's blocks take (st_blocks × 512) as
+// told by a FileInfo of File.Stat or of os.File.Stat; false for a
+// FileInfo without a stat behind it.
+func AllocatedBytes(fi fs.FileInfo) (int64, bool) {
+	switch st := fi.Sys().(type) {
+	case *unix.Stat_t:
+		return st.Blocks * 512, true
+	case *syscall.Stat_t:
+		return st.Blocks * 512, true
+	}
+	return 0, false
 }

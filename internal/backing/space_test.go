@@ -2,6 +2,8 @@ package backing
 
 import (
 	"bytes"
+	"io/fs"
+	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -37,3 +39,45 @@ func TestSpace(t *testing.T) {
 	must(t, f.ReserveSpace(0, 0))
 	must(t, f.PunchHole(0, 0))
 }
+
+// TestAllocatedBytes: a file written whole has its size allocated; one
+// truncated far past its data has not; an os.File's stat tells the same,
+// and a FileInfo with no stat behind it tells nothing.
+func TestAllocatedBytes(t *testing.T) {
+	_, root := setup(t)
+	fd, err := openat(root, "a", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+	must(t, err)
+	f := NewFile(fd, nil)
+	defer f.Close()
+	if _, err := f.WriteAt(bytes.Repeat([]byte{1}, 1<<20), 0); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat()
+	must(t, err)
+	if n, ok := AllocatedBytes(fi); !ok || n < fi.Size() {
+		t.Fatalf("written whole: %d bytes allocated (%v), size %d", n, ok, fi.Size())
+	}
+	dup, err := unix.Dup(fd)
+	must(t, err)
+	of := os.NewFile(uintptr(dup), "a") // the same file, through os.File.Stat
+	defer of.Close()
+	ofi, err := of.Stat()
+	must(t, err)
+	if n, ok := AllocatedBytes(ofi); !ok || n < ofi.Size() {
+		t.Fatalf("os.File.Stat: %d bytes allocated (%v), size %d", n, ok, ofi.Size())
+	}
+	must(t, f.Truncate(1<<30))
+	fi, err = f.Stat()
+	must(t, err)
+	if n, ok := AllocatedBytes(fi); !ok || n >= fi.Size() {
+		t.Fatalf("truncated to 1 GiB: %d bytes allocated (%v), size %d", n, ok, fi.Size())
+	}
+	if _, ok := AllocatedBytes(noStat{}); ok {
+		t.Fatal("a FileInfo without a stat: ok")
+	}
+}
+
+// noStat is a FileInfo whose Sys is nil.
+type noStat struct{ fs.FileInfo }
+
+func (noStat) Sys() any { return nil }
