@@ -145,7 +145,8 @@ func (v *Vault) record(all bool, notes notesOf) error {
 // checked by the ID read there, else by one walk of the tree for all
 // those it did not find. A directory the walk does not find either is
 // gone (removed, or removed with an ancestor): skipped, as its parent's
-// record says it is gone.
+// record says it is gone. So is one the engine told gone since the names
+// were taken, without the walk.
 func (v *Vault) recordTouched(notes notesOf, record func(int, [fc.IDSize]byte, []string, map[string]note) error) error {
 	ids := make([]dirID, 0, len(notes))
 	for d := range notes {
@@ -164,7 +165,9 @@ func (v *Vault) recordTouched(notes notesOf, record func(int, [fc.IDSize]byte, [
 	for _, d := range ids {
 		fd, ok := v.locate(d)
 		if !ok {
-			lost[d] = true
+			if !v.noted.wentAway(d) {
+				lost[d] = true
+			}
 			continue
 		}
 		err := record(fd, d, namesOf(d), notes[d])
@@ -306,6 +309,7 @@ type walkDir struct {
 // walk calls fn for every directory of the vault, root first
 // (tree.Walk): into every recorded name that is a directory.
 func (v *Vault) walk(fn func(walkDir) error) error {
+	v.walks.Add(1)
 	root, err := v.openRoot()
 	if err != nil {
 		return err

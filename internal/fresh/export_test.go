@@ -12,6 +12,21 @@ func Crash(v *Vault) { v.crash() }
 // them, without reading them back (batch.go nameNow).
 func Trusted(v *Vault) uint64 { return v.trusted.Load() }
 
+// Walks counts the walks of the whole tree (the batches' and the tests').
+func Walks(v *Vault) uint64 { return v.walks.Load() }
+
+// BatchAround is a batch that runs between after it has taken the noted
+// names and before it records them, as the engine's changes can while a
+// batch runs.
+func BatchAround(v *Vault, between func()) error {
+	v.batchMu.Lock()
+	defer v.batchMu.Unlock()
+	notes := v.noted.take()
+	v.batches.Add(1)
+	between()
+	return v.record(false, notes)
+}
+
 // Inexact lists the names (by plaintext path) whose record by this device
 // is not exactly what the disk now holds, with what differs: after a
 // batch with no change since, none (every record of the device is of the

@@ -110,6 +110,7 @@ type Vault struct {
 	tables  bucketTables               // bucket tables read (buckets.go)
 	batches atomic.Uint64              // batches that took v.noted (Told.Batches)
 	trusted atomic.Uint64              // names recorded as created, unread (batch.go nameNow)
+	walks   atomic.Uint64              // walks of the whole tree (batch.go walk)
 	mu      sync.Mutex                 // guards the rest
 	state   *State
 	own     map[[fc.IDSize]byte]fc.EpochEntry

@@ -29,6 +29,13 @@ type notedChanges struct {
 	// just after a batch took the file's creation and first writes. Any
 	// other change told of the name drops it (expectIn, uncreate).
 	carried map[dirID]map[string][fc.IDSize]byte
+	// goneSince: the directories told gone since the last take. The batch
+	// that took names of one before it went does not find it where the
+	// engine saw it; it skips it (wentAway) instead of walking the whole
+	// tree to look for it, which rm -rf of a tree made a batch do
+	// (docs/performance.md, "A batch that walked the tree for removed
+	// directories").
+	goneSince map[dirID]bool
 }
 
 // note is what was noted of one name: that it changed, and, with has,
@@ -49,6 +56,7 @@ func (c *notedChanges) take() notesOf {
 	notes := c.notes
 	c.notes = notesOf{}
 	c.carried = map[dirID]map[string][fc.IDSize]byte{}
+	c.goneSince = nil
 	for d, names := range notes {
 		for n, nt := range names {
 			if nt.has && nt.e.created && !nt.e.dir {
@@ -94,6 +102,18 @@ func (c *notedChanges) gone(dir dirID) {
 	defer c.mu.Unlock()
 	delete(c.notes, dir)
 	delete(c.carried, dir)
+	if c.goneSince == nil {
+		c.goneSince = map[dirID]bool{}
+	}
+	c.goneSince[dir] = true
+}
+
+// wentAway reports whether directory dir was told gone since the last
+// take: a batch that took names of it does not look for it.
+func (c *notedChanges) wentAway(dir dirID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.goneSince[dir]
 }
 
 // expectAt notes name of dir and sets what this device made of it (nil
@@ -209,6 +229,9 @@ func (c *notedChanges) requeue(notes notesOf) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for d, names := range notes {
+		if c.goneSince[d] {
+			continue // gone since the batch took them
+		}
 		now := c.namesIn(d)
 		for n, nt := range names {
 			cur, since := now[n]

@@ -87,3 +87,33 @@ func TestRequeue(t *testing.T) {
 		t.Fatal("a name changed since is still carried as created")
 	}
 }
+
+// TestGoneSinceTake: a directory told gone after a batch took its names
+// is one that batch does not look for, and a failed batch does not give
+// its names back; the next take forgets it.
+func TestGoneSinceTake(t *testing.T) {
+	d, kept := dirID{1}, dirID{2}
+	c := &notedChanges{}
+	c.take()
+	c.touch(d, "f")
+	c.touch(kept, "g")
+	failed := c.take()
+	if c.wentAway(d) {
+		t.Fatal("gone before it was told")
+	}
+	c.gone(d)
+	if !c.wentAway(d) || c.wentAway(kept) {
+		t.Fatalf("went away: %v and %v, want true and false", c.wentAway(d), c.wentAway(kept))
+	}
+	c.requeue(failed)
+	if _, ok := c.notes[d]; ok {
+		t.Fatal("a failed batch gave back the names of a directory gone since")
+	}
+	if _, ok := c.notes[kept]["g"]; !ok {
+		t.Fatal("a failed batch lost the names of a directory still there")
+	}
+	c.take()
+	if c.wentAway(d) {
+		t.Fatal("still gone after the next take")
+	}
+}
