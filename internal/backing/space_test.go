@@ -9,14 +9,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// newSpaceFile creates file name in a test directory, closed at the
+// test's end, and returns it with its fd.
+func newSpaceFile(t *testing.T, name string) (*File, int) {
+	t.Helper()
+	_, root := setup(t)
+	fd, err := openat(root, name, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
+	must(t, err)
+	f := NewFile(fd, nil)
+	t.Cleanup(func() { f.Close() })
+	return f, fd
+}
+
 // TestSpace: ReserveSpace keeps the size, PunchHole zeroes a range and
 // SeekHole finds it (the test's temp dir supports holes: ext4 or tmpfs).
 func TestSpace(t *testing.T) {
-	_, root := setup(t)
-	fd, err := openat(root, "s", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
-	must(t, err)
-	f := NewFile(fd, nil)
-	defer f.Close()
+	f, _ := newSpaceFile(t, "s")
 	data := bytes.Repeat([]byte{0xaa}, 1<<20)
 	if _, err := f.WriteAt(data, 0); err != nil {
 		t.Fatal(err)
@@ -44,11 +52,7 @@ func TestSpace(t *testing.T) {
 // truncated far past its data has not; an os.File's stat tells the same,
 // and a FileInfo with no stat behind it tells nothing.
 func TestAllocatedBytes(t *testing.T) {
-	_, root := setup(t)
-	fd, err := openat(root, "a", unix.O_RDWR|unix.O_CREAT|unix.O_EXCL, 0o600)
-	must(t, err)
-	f := NewFile(fd, nil)
-	defer f.Close()
+	f, fd := newSpaceFile(t, "a")
 	if _, err := f.WriteAt(bytes.Repeat([]byte{1}, 1<<20), 0); err != nil {
 		t.Fatal(err)
 	}
