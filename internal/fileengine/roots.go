@@ -698,12 +698,12 @@ func (fr fileRoots) forDataGroups(from, to uint64, fn func(g uint64) error) erro
 // one tag-block read per group's worth of allocated bytes: the cost still
 // follows the data stored, without the seeks. Those cost more than they
 // save on such a file: on a tmpfs, SEEK_HOLE from the start of a data run
-// walks the page cache of the whole run (12 ms for a 1000 MiB file, at
-// the first read after every open; docs/performance.md, "A dense file's
-// roots without seeks"). What such a file may still have of holes
-// (blocks allocated past its end by a reservation, or by the file
-// system's preallocation, make up for them) reads as zeros, as
-// forDataGroups allows. One fstat; false if the backing tells no blocks.
+// walks the page cache of the whole run (about 10 ms for a 1000 MiB file,
+// at the first read after every open; docs/performance.md, "A dense
+// file's roots without seeks"). A hole such a file may still have (blocks
+// allocated past its end, by a reservation or the file system's
+// preallocation, can make up for it) reads as zeros, as forDataGroups
+// allows. One fstat; false if the backing tells no blocks.
 func (fr fileRoots) fullyAllocated() bool {
 	fi, err := fr.f.b.Stat()
 	if err != nil {
