@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # bench/compare.sh: the classic encrypted-filesystem benchmark, side by side.
 #
-# Every column runs once per round, interleaved (the order rotates from
-# round to round), on a private tmpfs so that no disk noise gets in:
+# Every column runs once per round, interleaved, on a private tmpfs so that
+# no disk noise gets in. Each encryptfs column runs next to its twins (v1,
+# d, b below), and the order rotates from round to round and runs backwards
+# in even rounds, so that no column always follows the same one (see
+# round_order):
 #
 #   tmpfs              the backing store itself (the reference)
 #   loopback           go-fuse's example loopback, no crypto (the FUSE ceiling),
@@ -771,13 +774,52 @@ measure_sizes() {
 
 # ---- the rounds ----
 
+# The units of the order: each encryptfs column with its twins (encryptfs-
+# v1-, -d- and -b- on the same transport), which run one after the other,
+# so that the ratio of a twin pair compares runs minutes apart at most;
+# every other column is a unit of its own.
+UNITS=()
+declare -A UNIT_AT=()
+for col in "${RUN[@]}"; do
+	key=$col
+	case $col in encryptfs-v1-* | encryptfs-d-* | encryptfs-b-*) key=encryptfs-${col##*-} ;; esac
+	if [ -z "${UNIT_AT[$key]:-}" ]; then
+		UNIT_AT[$key]=${#UNITS[@]}
+		UNITS+=("$col")
+	else
+		u=${UNIT_AT[$key]}
+		if [ "$col" = "$key" ]; then UNITS[u]="$col ${UNITS[u]}"; else UNITS[u]+=" $col"; fi
+	fi
+done
+
+# round_order ROUND: the columns of a round, one a line. The units rotate
+# by one each round, and even rounds run the whole order backwards. A
+# fixed cyclic order (the rotation alone, as before 2026-11-30) gave every
+# column the same predecessor in all but one round, and what a column
+# leaves behind (freed memory that the host takes back, the page cache
+# it dropped) then weighed on the same next column every time: a bias no
+# number of rounds averages out. Backwards in even rounds, each column
+# follows one neighbour in odd rounds and the other in even ones, and
+# each of a twin pair goes first in half of the rounds.
+round_order() {
+	local round=$1 n=${#UNITS[@]} i cols=()
+	for ((i = 0; i < n; i++)); do
+		# shellcheck disable=SC2206 # a unit is its columns, space-separated
+		cols+=(${UNITS[(i + round - 1) % n]})
+	done
+	if ((round % 2 == 0)); then
+		for ((i = ${#cols[@]} - 1; i >= 0; i--)); do echo "${cols[i]}"; done
+	else
+		printf '%s\n' "${cols[@]}"
+	fi
+}
+
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
 note "columns: ${RUN[*]}; rounds: $ROUNDS; load average $LOAD_BEFORE"
 FAILED=()
 for round in $(seq "$ROUNDS"); do
-	# Rotate the order each round, so that no column always goes first.
-	order=("${RUN[@]:$(((round - 1) % ${#RUN[@]}))}" "${RUN[@]:0:$(((round - 1) % ${#RUN[@]}))}")
+	mapfile -t order < <(round_order "$round")
 	for col in "${order[@]}"; do
 		note "round $round/$ROUNDS: $col"
 		cipher=$WORK/$col-cipher

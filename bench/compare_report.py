@@ -149,7 +149,7 @@ def main():
     out.append("")
     out.append("- Machine: %s." % meta["machine"][0])
     out.append("- Workload: %s; %s." % (meta["workload"][0], meta["sizes"][0]))
-    out.append("- %s round(s), interleaved (the column order rotates each round); cells are the median (min..max) over the rounds." % meta["rounds"][0])
+    out.append("- %s round(s), interleaved (the column order rotates each round and runs backwards in even rounds; twins run side by side); cells are the median (min..max) over the rounds." % meta["rounds"][0])
     out.append("- Versions: " + "; ".join("%s %s" % (c, meta["version." + c][0]) for c in columns if meta.get("version." + c)) + ".")
     for s in meta.get("skipped", []):
         out.append("- **Skipped** %s" % s)
