@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/lint.sh: run shellcheck on every script under bench/ (it is
-# installed with apt-get when missing and we are root), and parse
-# compare.sh's report helper. Exits non-zero on any finding.
+# installed with apt-get when missing and we are root), and parse the
+# Python helpers (compare_report.py, pool.py). Exits non-zero on any finding.
 set -euo pipefail
 cd "$(dirname "$0")"
 if ! command -v shellcheck >/dev/null 2>&1; then
@@ -9,5 +9,5 @@ if ! command -v shellcheck >/dev/null 2>&1; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends shellcheck >/dev/null
 fi
 shellcheck ./*.sh
-python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' compare_report.py
+for py in compare_report.py pool.py; do python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$py"; done
 echo "bench/lint.sh: clean"
