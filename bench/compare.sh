@@ -794,7 +794,7 @@ done
 
 # round_order ROUND: the columns of a round, one a line. The units rotate
 # by one each round, and even rounds run the whole order backwards. A
-# fixed cyclic order (the rotation alone, as before 2026-11-30) gave every
+# fixed cyclic order (the rotation alone, until 2026-11-29) gave every
 # column the same predecessor in all but one round, and what a column
 # leaves behind (freed memory that the host takes back, the page cache
 # it dropped) then weighed on the same next column every time: a bias no
