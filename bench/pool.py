@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""pool.py [--limit L] [--seed N] CSV...: format 2's cost over compare.sh runs.
+"""pool.py [--twin v1|b|d] [--limit L] [--seed N] [--rounds R] CSV...: format 2's cost over compare.sh runs.
 
 One compare.sh run gives format 2's cost per row as a ratio of two
 medians of a few rounds (the "v2 cost" columns). On the shared 2-core
@@ -19,6 +19,17 @@ transport), and each row reports
 
 Only runs with both twins of a transport count for it. The rows are
 compare_report.py's speed rows.
+
+--twin b pairs the default vault with the encryptfs-b-* column instead
+(--twin d: the daemonized one): with ENCRYPTFS_B set to the same build,
+an A/A control, whose costs are 1 but for the machine's noise.
+
+Last, the chance that one run passes: the probability that a run of R
+rounds (--rounds, default 5) has every row's ratio of medians within
+the limit, estimated by drawing R rounds for each column from the
+pooled measurements (2000 draws, seeded): once with the pooled costs as
+they are, once with the default column scaled so that every row's
+pooled cost is 1.00 (what a format 2 that cost nothing would pass).
 """
 
 import argparse
@@ -46,14 +57,39 @@ def cost(a, b, kind):
     return b / a if kind == "thr" else a / b
 
 
+def chance(samples, limit, rounds, rng, scale, draws=2000):
+    """Probability that one run of rounds rounds has every row within
+    limit: samples is a list of (kind, default values, twin values, write
+    rows' rounds); scale: the default column scaled to a pooled cost of 1."""
+    passed = 0
+    rows = []
+    for kind, a, b, n in samples:
+        if scale:
+            c = cost(statistics.median(a), statistics.median(b), kind)
+            a = [x * c for x in a] if kind == "thr" else [x / c for x in a]
+        rows.append((kind, a, b, n))
+    for _ in range(draws):
+        ok = True
+        for kind, a, b, n in rows:
+            k = max(1, min(rounds, n))
+            if cost(statistics.median(rng.choices(a, k=k)), statistics.median(rng.choices(b, k=k)), kind) > limit:
+                ok = False
+                break
+        passed += ok
+    return passed / draws
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--twin", choices=("v1", "b", "d"), default="v1")
     ap.add_argument("--limit", type=float, default=1.05)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("csv", nargs="+")
     args = ap.parse_args()
     runs = [load(p) for p in args.csv]
     rng = random.Random(args.seed)
+    samples = []
     print("| row | transport | runs | pairs | cost, median of pairs | 90%% interval | runs within %.2f |" % args.limit)
     print("|---|---|---|---|---|---|---|")
     for metric, label, kind in ROWS:
@@ -62,7 +98,7 @@ def main():
         for tr in TRANSPORTS:
             pairs, within, n = [], 0, 0
             for v in runs:
-                a, b = v.get(("encryptfs-" + tr, metric)), v.get(("encryptfs-v1-" + tr, metric))
+                a, b = v.get(("encryptfs-" + tr, metric)), v.get(("encryptfs-%s-%s" % (args.twin, tr), metric))
                 if not a or not b:
                     continue
                 got = [cost(a[r], b[r], kind) for r in a if r in b and a[r] > 0 and b[r] > 0]
@@ -77,6 +113,19 @@ def main():
             meds = sorted(statistics.median(rng.choices(pairs, k=len(pairs))) for _ in range(2000))
             print("| %s | %s | %d | %d | %.3f | %.3f..%.3f | %d/%d |" % (
                 label, tr, n, len(pairs), statistics.median(pairs), meds[100], meds[1899], within, n))
+            # the write rows run in some rounds only: a run has about
+            # half its rounds of each
+            per_run = len(pairs) / n
+            samples.append((kind, [x for v in runs for x in v.get(("encryptfs-" + tr, metric), {}).values()],
+                            [x for v in runs for x in v.get(("encryptfs-%s-%s" % (args.twin, tr), metric), {}).values()],
+                            round(per_run * args.rounds / 5) if per_run < 5 else args.rounds))
+    samples = [s for s in samples if s[1] and s[2]]
+    if not samples:
+        raise SystemExit("pool.py: no round has both encryptfs and encryptfs-%s columns in these runs" % args.twin)
+    print()
+    print("Chance that one run of %d rounds has all %d rows within %.2f: %.3f with these costs, %.3f if every cost were 1.00." % (
+        args.rounds, len(samples), args.limit, chance(samples, args.limit, args.rounds, rng, False),
+        chance(samples, args.limit, args.rounds, rng, True)))
 
 
 if __name__ == "__main__":
