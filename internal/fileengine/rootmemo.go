@@ -35,13 +35,19 @@ import (
 // falls through to the full check.
 //
 // Only files of at most memoChunks chunks are remembered, the files for
-// which the 4 KiB hash costs most against the data read. With trimmed
-// leaves (content.TrimmedLeaves) the root's own check hashes only the
-// entries the file has, but it still costs more than the digest (the
-// leaf, the root's HMAC, the table's sorted hash list: a read of a 5000-
-// byte file again in BenchmarkSmallFile took 10.1 µs without the memo,
-// 7.9 with it), so both rules are remembered, each under its own rule
-// (the digest's input names it).
+// which the 4 KiB hash costs most against the data read, and only under
+// whole-block leaves (content.WholeLeaves: vaults made before trimmed
+// leaves and not upgraded). Under trimmed leaves (what init makes) the
+// root's own check hashes only the entries the file has, which the
+// digest hashes too, so a hit spares only the root's HMAC: on the VM of
+// 2026-11-29, for a one-chunk file, the check 0.31 µs against the root's
+// 0.49, and remembering costs 0.25 µs at every close of a written file
+// and every first check, which is paid whether or not the file is read
+// again in the mount (a read after the close is rare: the kernel keeps
+// the pages, FOPEN_KEEP_CACHE). Under trimmed leaves the memo cost more
+// than it spared, and held about 3.6 MiB of heap after a tar -x of the
+// kernel subset (docs/performance.md, "Format 2's cost by feature").
+// The digest's input still names the rule.
 //
 // What it holds, per file ID, is the SHA-256 of the last clean state of
 // the file (its ID, size, gen and root, and the entries): 48 bytes a
@@ -85,11 +91,16 @@ func memoKey(id content.FileID, l content.Leaves, size, gen uint64, root [conten
 	return sha256.Sum256(b[:o])
 }
 
+// memoWorth reports whether the root of a file of n chunks under rule l
+// is worth remembering: whole-block leaves, at most memoChunks chunks.
+func memoWorth(l content.Leaves, n uint64) bool {
+	return l == content.WholeLeaves && n <= memoChunks
+}
+
 // remember records that block (the tag block 0 of a file of n chunks)
-// hashes to root under rule l for file id at size and gen. Files of more
-// than memoChunks chunks are not remembered.
+// hashes to root under rule l for file id at size and gen, if memoWorth.
 func (rm *rootMemo) remember(id content.FileID, l content.Leaves, size, gen uint64, root [content.RootSize]byte, n uint64, block []byte) {
-	if n > memoChunks {
+	if !memoWorth(l, n) {
 		return
 	}
 	k := memoKey(id, l, size, gen, root, block[:n*content.TagSize])
@@ -110,7 +121,7 @@ func (rm *rootMemo) remember(id content.FileID, l content.Leaves, size, gen uint
 // remembered for file id at size, gen and root under rule l: then it
 // hashes to root.
 func (rm *rootMemo) matches(id content.FileID, l content.Leaves, size, gen uint64, root [content.RootSize]byte, n uint64, block []byte, zeroPast bool) bool {
-	if n > memoChunks || !zeroPast {
+	if !memoWorth(l, n) || !zeroPast {
 		return false
 	}
 	rm.mu.Lock()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/encryptfs/encryptfs/internal/crypto/content"
 )
 
 // TestRootMemoSameVerdicts: an engine that remembers a file's root
@@ -54,6 +56,36 @@ func TestRootMemoSameVerdicts(t *testing.T) {
 				verdict(t, warm, cold, older, old)
 			}
 		})
+	}
+}
+
+// TestRootMemoWholeLeavesOnly: under trimmed leaves (init's) the memo
+// remembers nothing, written or read, so every read hashes the entries
+// (memoWorth: the digest would hash them too); the verdicts are those of
+// an engine that never remembered (verdict), tampered files included.
+func TestRootMemoWholeLeavesOnly(t *testing.T) {
+	const cs = 4 << 10
+	r := rand.New(rand.NewPCG(9, 9))
+	compactRoots, trimmedLeaves = true, true
+	e := newRootsEngine(t, content.AES256GCM, cs, sequential(1))
+	cold := newRootsEngine(t, content.AES256GCM, cs, sequential(2))
+	compactRoots, trimmedLeaves = false, false
+	for _, size := range []int{1, cs, 3*cs + 7, memoChunks * cs} {
+		plain := randomBytes(r, size)
+		m := rootsFile(t, e, plain)
+		stored := m.Bytes()
+		verdict(t, e, cold, stored, plain)
+		for _, at := range tamperPlaces(e, len(stored)) {
+			b := bytes.Clone(stored)
+			b[at] ^= 0x40
+			verdict(t, e, cold, b, plain)
+		}
+	}
+	e.memo.mu.Lock()
+	n := len(e.memo.m)
+	e.memo.mu.Unlock()
+	if n != 0 || e.memo.hits.Load() != 0 {
+		t.Fatalf("trimmed leaves: %d files remembered, %d hits; want none", n, e.memo.hits.Load())
 	}
 }
 

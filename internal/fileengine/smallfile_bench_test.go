@@ -36,8 +36,10 @@ func BenchmarkSmallFile(b *testing.B) {
 				mustClose(b, f)
 			}
 		})
-		// read: again by the engine that wrote it (the root memo knows
-		// it); read-cold: as after a remount (the memo knows nothing).
+		// read: again by the engine that wrote it (under whole-block
+		// leaves the root memo knows it; under trimmed leaves it
+		// remembers nothing: rootmemo.go, memoWorth); read-cold: as
+		// after a remount (the memo knows nothing).
 		for _, cold := range []bool{false, true} {
 			b.Run(c.name+map[bool]string{false: "/read", true: "/read-cold"}[cold], func(b *testing.B) {
 				b.ReportAllocs()
