@@ -97,10 +97,13 @@ def main():
             continue
         for tr in TRANSPORTS:
             pairs, within, n = [], 0, 0
+            every_a, every_b = [], []  # all rounds of each column, for chance
             for v in runs:
                 a, b = v.get(("encryptfs-" + tr, metric)), v.get(("encryptfs-%s-%s" % (args.twin, tr), metric))
                 if not a or not b:
                     continue
+                every_a += a.values()
+                every_b += b.values()
                 got = [cost(a[r], b[r], kind) for r in a if r in b and a[r] > 0 and b[r] > 0]
                 if not got:
                     continue
@@ -116,10 +119,7 @@ def main():
             # the write rows run in some rounds only: a run has about
             # half its rounds of each
             per_run = len(pairs) / n
-            samples.append((kind, [x for v in runs for x in v.get(("encryptfs-" + tr, metric), {}).values()],
-                            [x for v in runs for x in v.get(("encryptfs-%s-%s" % (args.twin, tr), metric), {}).values()],
-                            round(per_run * args.rounds / 5) if per_run < 5 else args.rounds))
-    samples = [s for s in samples if s[1] and s[2]]
+            samples.append((kind, every_a, every_b, round(per_run * args.rounds / 5) if per_run < 5 else args.rounds))
     if not samples:
         raise SystemExit("pool.py: no round has both encryptfs and encryptfs-%s columns in these runs" % args.twin)
     print()
